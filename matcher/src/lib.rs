@@ -1,0 +1,102 @@
+//! Sets of concatenated ranges, matched with the pipapo algorithm of the
+//! Linux kernel's `nft_set_pipapo` ("PIle PAcket POlicies").
+//!
+//! # Theory of operation
+//!
+//! An element of a set is a *concatenation* of fields, each a single value,
+//! a prefix or an arbitrary range: `192.0.2.0/24 . 1000-2000 : drop`. A key
+//! (one value per field) matches an element when every field's value lies in
+//! that field's range. Elements never overlap: a key matches at most one.
+//!
+//! ## Rules
+//!
+//! A range over `b` bits is a union of at most `2·b` prefixes: `0-5` over
+//! 4 bits is `0000/2` (0-3) and `0100/3` (4-5). Each prefix of a field
+//! becomes one *rule* of that field; an element owns one contiguous run of
+//! rules in every field.
+//!
+//! ## Lookup tables
+//!
+//! A field is cut into groups of `t` bits (8, or 4 for large tables). For
+//! every group there is one *bucket* per possible group value, and a bucket
+//! is a bitmap over the field's rules: bit `r` is set when rule `r` accepts
+//! that group value. A prefix accepts one value in the groups it fixes
+//! completely, a block of values in the group its length ends in, and every
+//! value in the groups after it.
+//!
+//! ## Mapping tables
+//!
+//! Every rule of a field maps to the run of rules its element owns in the
+//! next field (first rule, count); rules of the last field map to the
+//! element.
+//!
+//! ## A worked example
+//!
+//! Take `type inet_service . inet_proto` with 4-bit groups (four groups for
+//! the port, two for the protocol) and two elements:
+//!
+//! ```text
+//! A: 0-5 . 6        port rules: r0 = 0000 0000 0000 00**  (0-3)
+//!                               r1 = 0000 0000 0000 010*  (4-5)
+//! B: 80 . 17                    r2 = 0000 0000 0101 0000  (80)
+//!
+//! port table          group 0    group 1    group 2         group 3
+//!   bucket 0          r0 r1 r2   r0 r1 r2   r0 r1           r0 r2
+//!   bucket 1                                                r0
+//!   bucket 2                                                r0
+//!   bucket 3                                                r0
+//!   bucket 4                                                r1
+//!   bucket 5                                     r2         r1
+//! port mapping        r0 -> proto rules 0..1, r1 -> 0..1, r2 -> 1..2
+//!
+//! proto rules: q0 = 0000 0110 (6, A), q1 = 0001 0001 (17, B)
+//! proto table         group 0: bucket 0: q0, bucket 1: q1
+//!                     group 1: bucket 6: q0, bucket 1: q1
+//! proto mapping       q0 -> A, q1 -> B
+//! ```
+//!
+//! Looking up `4 . 6`: the port's groups are 0, 0, 0, 4; ANDing buckets
+//! 0, 0, 0 and 4 of groups 0 to 3 leaves `{r1}`. Refilling from r1's
+//! mapping sets proto rules 0..1: `{q0}`. The protocol's groups are 0 and
+//! 6; ANDing `{q0}` with bucket 0 of group 0 and bucket 6 of group 1 leaves
+//! `{q0}`, which maps to A. Looking up `80 . 6` leaves `{r2}`, refills
+//! `{q1}`, and bucket 0 of the protocol's group 0 (`{q0}`) clears it: no
+//! match.
+//!
+//! ## Updates
+//!
+//! Insertion appends the element's rules to each field and its mappings to
+//! each mapping table. Deletion cuts the element's runs out of every bucket
+//! (`bitmap_cut`), and moves the mappings that pointed past a cut run down.
+//! A field whose 8-bit table outgrows 2 MiB switches to 4-bit groups (and
+//! back below 2 MiB − 64 KiB); answers do not change.
+//!
+//! Updates change a private working copy ([`Set`]); readers only ever see
+//! a committed, immutable [`Snapshot`], published whole by [`Set::commit`].
+//! Inserts are checked against every existing element for exact
+//! duplicates and overlaps of any shape, through an interval index whose
+//! cost follows the most selective field.
+//!
+//! ## Modules
+//!
+//! - [`field`]: field types, values, ranges and prefix expansion;
+//! - [`syntax`]: the nft text forms of declarations, elements and keys;
+//! - [`Set`] and [`Snapshot`]: the tables, updates and lookups;
+//! - [`reference`]: a linear scan every fast path is tested against.
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+pub mod field;
+mod index;
+mod lookup;
+pub mod reference;
+pub mod selftest;
+mod set;
+pub mod syntax;
+mod table;
+
+pub use field::{FieldType, Range};
+pub use lookup::Scratch;
+pub use set::{ErrorKind, InsertMode, MemoryUsage, Op, Set, SetConfig, SetError, Snapshot};
+pub use syntax::{Data, DataType, Element, SetDecl, Verdict};
+pub use table::{Chunk, FieldTable, Mapping};

@@ -1,0 +1,639 @@
+//! A set: a private working copy that updates change, and committed,
+//! immutable snapshots that readers look keys up in.
+
+use crate::field::{Prefix, Range};
+use crate::index::OverlapIndex;
+use crate::lookup::{self, Scratch};
+use crate::syntax::{Data, DataType, Element, SetDecl};
+use crate::table::{FieldTable, Mapping};
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::Arc;
+
+/// Table-size thresholds of the 8/4-bit group switch.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SetConfig {
+    /// Switch a field to 4-bit groups when its 8-bit lookup table would
+    /// exceed this many bytes. The kernel's 2 MiB keeps a field's table
+    /// within a typical L2 cache; past that, a table 16 times smaller
+    /// costs fewer misses than twice the bucket ANDs.
+    pub lt_size_high: usize,
+    /// Switch back to 8-bit groups below this size. The 64 KiB gap keeps a
+    /// set hovering at the threshold from converting on every update.
+    pub lt_size_low: usize,
+}
+
+impl Default for SetConfig {
+    fn default() -> Self {
+        SetConfig {
+            lt_size_high: 2 << 20,
+            lt_size_low: (2 << 20) - (64 << 10),
+        }
+    }
+}
+
+/// What went wrong with an update.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ErrorKind {
+    /// The element exists already (`create`), or its key exists with other data.
+    Exists,
+    /// The element shares keys with another element.
+    Overlap,
+    /// The element is malformed.
+    Invalid,
+    /// No such element (delete).
+    NotFound,
+}
+
+impl ErrorKind {
+    /// The word used in messages: `exists`, `overlap`, `invalid`, `not found`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorKind::Exists => "exists",
+            ErrorKind::Overlap => "overlap",
+            ErrorKind::Invalid => "invalid",
+            ErrorKind::NotFound => "not found",
+        }
+    }
+}
+
+/// An update's error: its kind and a message naming the elements involved.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SetError {
+    /// What kind of failure.
+    pub kind: ErrorKind,
+    /// What happened, naming the elements in canonical form.
+    pub message: String,
+}
+
+impl SetError {
+    fn new(kind: ErrorKind, message: String) -> SetError {
+        SetError { kind, message }
+    }
+
+    /// An `invalid` error.
+    pub fn invalid(message: impl Into<String>) -> SetError {
+        SetError::new(ErrorKind::Invalid, message.into())
+    }
+}
+
+impl fmt::Display for SetError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.kind.as_str(), self.message)
+    }
+}
+
+impl std::error::Error for SetError {}
+
+/// One update of a batch.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Op {
+    /// `add element`: an exact duplicate is not an error.
+    Add(Element),
+    /// `create element`: an exact duplicate is an `exists` error.
+    Create(Element),
+    /// `delete element`: the element with exactly this key.
+    Delete(Box<[Range]>),
+}
+
+/// How a [`Set::insert`] treats an element that exists already.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum InsertMode {
+    /// Idempotent, like `nft add element`.
+    Add,
+    /// Fails with [`ErrorKind::Exists`], like `nft create element`.
+    Create,
+}
+
+enum Undo {
+    Inserted(u32),
+    Deleted(Arc<Element>),
+}
+
+/// Bytes a set's tables hold.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct MemoryUsage {
+    /// Lookup tables (the bitmaps), padding included.
+    pub lookup_tables: usize,
+    /// Mapping tables.
+    pub mapping_tables: usize,
+    /// The elements themselves.
+    pub elements: usize,
+    /// The overlap index (working copy only).
+    pub index: usize,
+}
+
+impl MemoryUsage {
+    /// All of it.
+    pub fn total(&self) -> usize {
+        self.lookup_tables + self.mapping_tables + self.elements + self.index
+    }
+}
+
+fn tables_memory(fields: &[FieldTable], elems: &Vec<Option<Arc<Element>>>) -> MemoryUsage {
+    let lookup_tables = fields
+        .iter()
+        .map(|f| f.lt.capacity() * std::mem::size_of::<crate::table::Chunk>())
+        .sum();
+    let mapping_tables = fields
+        .iter()
+        .map(|f| f.mt.capacity() * std::mem::size_of::<Mapping>())
+        .sum();
+    let elements = elems.capacity() * std::mem::size_of::<Option<Arc<Element>>>()
+        + elems
+            .iter()
+            .flatten()
+            .map(|e| {
+                std::mem::size_of::<Element>() + e.key.len() * std::mem::size_of::<Range>()
+            })
+            .sum::<usize>();
+    MemoryUsage {
+        lookup_tables,
+        mapping_tables,
+        elements,
+        index: 0,
+    }
+}
+
+/// A committed, immutable copy of a set: what readers look keys up in.
+#[derive(Clone, Debug)]
+pub struct Snapshot {
+    decl: Arc<SetDecl>,
+    fields: Vec<FieldTable>,
+    elems: Vec<Option<Arc<Element>>>,
+    len: usize,
+    version: u64,
+}
+
+impl Snapshot {
+    fn empty(decl: Arc<SetDecl>) -> Snapshot {
+        let fields = decl.fields().iter().map(|t| FieldTable::new(t.bits())).collect();
+        Snapshot {
+            decl,
+            fields,
+            elems: Vec::new(),
+            len: 0,
+            version: 0,
+        }
+    }
+
+    /// The set's declaration.
+    pub fn decl(&self) -> &SetDecl {
+        &self.decl
+    }
+
+    /// Number of elements.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether the set has no element.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// How many commits made this snapshot (0 for the empty initial one).
+    pub fn version(&self) -> u64 {
+        self.version
+    }
+
+    /// The per-field tables (for inspection and the vectorised lookups).
+    pub fn fields(&self) -> &[FieldTable] {
+        &self.fields
+    }
+
+    /// Scratch words a lookup in this snapshot needs.
+    pub fn scratch_words(&self) -> usize {
+        self.fields.iter().map(FieldTable::words).max().unwrap_or(0)
+    }
+
+    /// A scratch sized for this snapshot.
+    pub fn scratch(&self) -> Scratch {
+        Scratch::with_words(self.scratch_words())
+    }
+
+    /// Looks up a key (the fields' bytes back to back, see
+    /// [`SetDecl::key_len`]): the id of the matching element.
+    ///
+    /// # Panics
+    /// If `key` is shorter than [`SetDecl::key_len`].
+    #[inline]
+    pub fn lookup(&self, key: &[u8], scratch: &mut Scratch) -> Option<u32> {
+        assert!(key.len() >= self.decl.key_len(), "key too short");
+        scratch.ensure(self.scratch_words());
+        lookup::lookup(&self.fields, key, scratch)
+    }
+
+    /// Looks up a key and returns the matching element.
+    pub fn lookup_element(&self, key: &[u8], scratch: &mut Scratch) -> Option<&Element> {
+        self.lookup(key, scratch).and_then(|id| self.element(id))
+    }
+
+    /// The element with id `id`.
+    #[inline]
+    pub fn element(&self, id: u32) -> Option<&Element> {
+        self.elems.get(id as usize)?.as_deref()
+    }
+
+    /// All elements, in no particular order.
+    pub fn elements(&self) -> impl Iterator<Item = &Element> {
+        self.elems.iter().flatten().map(|e| &**e)
+    }
+
+    /// Bytes held by this snapshot.
+    pub fn memory_usage(&self) -> MemoryUsage {
+        tables_memory(&self.fields, &self.elems)
+    }
+}
+
+/// A pipapo set: a working copy that [`Set::insert`] and [`Set::delete`]
+/// change, and the last committed [`Snapshot`], which no update touches.
+///
+/// A batch is everything done since the last [`Set::commit`] or
+/// [`Set::abort`]: `commit` publishes all of it, `abort` none of it.
+///
+/// ```
+/// use matcher::{Set, SetDecl};
+/// let decl = SetDecl::parse("type ipv4_addr . inet_service : verdict").unwrap();
+/// let mut set = Set::new(decl.clone());
+/// set.insert(decl.parse_element("192.0.2.0/24 . 1000-2000 : drop").unwrap(),
+///            matcher::InsertMode::Create).unwrap();
+/// let snap = set.commit();
+/// let key = decl.parse_key("192.0.2.7 . 1500").unwrap();
+/// let e = snap.lookup_element(&key, &mut snap.scratch()).unwrap();
+/// assert_eq!(decl.format_element(e), "192.0.2.0/24 . 1000-2000 : drop");
+/// ```
+pub struct Set {
+    decl: Arc<SetDecl>,
+    config: SetConfig,
+    fields: Vec<FieldTable>,
+    elems: Vec<Option<Arc<Element>>>,
+    free_ids: Vec<u32>,
+    exact: HashMap<Box<[Range]>, u32>,
+    index: OverlapIndex,
+    undo: Vec<Undo>,
+    committed: Arc<Snapshot>,
+    candidates: Vec<u32>,
+}
+
+impl fmt::Debug for Set {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Set")
+            .field("decl", &self.decl.to_string())
+            .field("len", &self.len())
+            .field("pending", &self.undo.len())
+            .finish()
+    }
+}
+
+impl Set {
+    /// An empty set with the kernel's switch thresholds.
+    pub fn new(decl: SetDecl) -> Set {
+        Set::with_config(decl, SetConfig::default())
+    }
+
+    /// An empty set with the given thresholds.
+    pub fn with_config(decl: SetDecl, config: SetConfig) -> Set {
+        let decl = Arc::new(decl);
+        let n = decl.fields().len();
+        let committed = Arc::new(Snapshot::empty(decl.clone()));
+        Set {
+            fields: committed.fields.clone(),
+            decl,
+            config,
+            elems: Vec::new(),
+            free_ids: Vec::new(),
+            exact: HashMap::new(),
+            index: OverlapIndex::new(n),
+            undo: Vec::new(),
+            committed,
+            candidates: Vec::new(),
+        }
+    }
+
+    /// The declaration.
+    pub fn decl(&self) -> &SetDecl {
+        &self.decl
+    }
+
+    /// The thresholds in use.
+    pub fn config(&self) -> SetConfig {
+        self.config
+    }
+
+    /// Elements in the working copy.
+    pub fn len(&self) -> usize {
+        self.exact.len()
+    }
+
+    /// Whether the working copy is empty.
+    pub fn is_empty(&self) -> bool {
+        self.exact.is_empty()
+    }
+
+    /// Whether the working copy differs from the committed snapshot.
+    pub fn is_dirty(&self) -> bool {
+        !self.undo.is_empty()
+    }
+
+    /// The working copy's per-field tables (for inspection).
+    pub fn fields(&self) -> &[FieldTable] {
+        &self.fields
+    }
+
+    /// The last committed snapshot.
+    pub fn snapshot(&self) -> Arc<Snapshot> {
+        self.committed.clone()
+    }
+
+    /// The element of the working copy with exactly this key.
+    pub fn get(&self, key: &[Range]) -> Option<&Element> {
+        let id = *self.exact.get(key)?;
+        self.elems[id as usize].as_deref()
+    }
+
+    /// The working copy's elements, in no particular order.
+    pub fn elements(&self) -> impl Iterator<Item = &Element> {
+        self.elems.iter().flatten().map(|e| &**e)
+    }
+
+    /// Bytes held by the working copy (the committed snapshot may share
+    /// none of them: see [`Snapshot::memory_usage`]).
+    pub fn memory_usage(&self) -> MemoryUsage {
+        let mut m = tables_memory(&self.fields, &self.elems);
+        m.index = self.index.memory_usage()
+            + self.exact.capacity()
+                * (std::mem::size_of::<Box<[Range]>>() + 4 + std::mem::size_of::<Range>());
+        m
+    }
+
+    fn validate(&self, e: &Element) -> Result<(), SetError> {
+        let fields = self.decl.fields();
+        let text = || self.describe(e);
+        if e.key.len() != fields.len() {
+            return Err(SetError::invalid(format!(
+                "`{}` has {} fields, the set's type has {}",
+                text(),
+                e.key.len(),
+                fields.len()
+            )));
+        }
+        // Every field, not only the first (the kernel once checked one).
+        for (i, (t, r)) in fields.iter().zip(e.key.iter()).enumerate() {
+            if r.start > r.end {
+                return Err(SetError::invalid(format!(
+                    "`{}`: field {} ({}): range start {} is greater than its end {}",
+                    text(),
+                    i + 1,
+                    t,
+                    t.format_value(r.start),
+                    t.format_value(r.end)
+                )));
+            }
+            if r.end > t.max() {
+                return Err(SetError::invalid(format!(
+                    "`{}`: field {} ({}): value {:#x} is out of range",
+                    text(),
+                    i + 1,
+                    t,
+                    r.end
+                )));
+            }
+        }
+        match (self.decl.data(), &e.data) {
+            (None, None) | (Some(DataType::Verdict), Some(Data::Verdict(_))) => Ok(()),
+            (Some(DataType::Value(t)), Some(Data::Value(u, v))) if t == *u && *v <= t.max() => {
+                Ok(())
+            }
+            (None, Some(_)) => Err(SetError::invalid(format!(
+                "`{}`: data given, but this is a set, not a map",
+                text()
+            ))),
+            _ => Err(SetError::invalid(format!(
+                "`{}`: the map's data must be {}",
+                text(),
+                match self.decl.data() {
+                    Some(DataType::Verdict) => "a verdict".to_string(),
+                    Some(DataType::Value(t)) => format!("{t}"),
+                    None => "absent".to_string(),
+                }
+            ))),
+        }
+    }
+
+    /// An element in canonical form, for messages; tolerant of bad input.
+    fn describe(&self, e: &Element) -> String {
+        if e.key.len() == self.decl.fields().len()
+            && e.key.iter().zip(self.decl.fields()).all(|(r, t)| r.end <= t.max() && r.start <= r.end)
+        {
+            self.decl.format_element(e)
+        } else {
+            let parts: Vec<String> =
+                e.key.iter().map(|r| format!("{:#x}-{:#x}", r.start, r.end)).collect();
+            parts.join(" . ")
+        }
+    }
+
+    /// Inserts an element into the working copy.
+    ///
+    /// Errors: `invalid` for a malformed element; `exists` for an exact
+    /// duplicate with [`InsertMode::Create`], or the same key with other
+    /// data; `overlap` when the element shares any key with another one
+    /// (subset, superset, or crossing ranges alike).
+    pub fn insert(&mut self, e: Element, mode: InsertMode) -> Result<(), SetError> {
+        self.validate(&e)?;
+        if let Some(&id) = self.exact.get(&e.key) {
+            let old = self.elems[id as usize].as_deref().expect("indexed element");
+            if old.data != e.data {
+                return Err(SetError::new(
+                    ErrorKind::Exists,
+                    format!(
+                        "`{}` exists already with other data: `{}`",
+                        self.describe(&e),
+                        self.describe(old)
+                    ),
+                ));
+            }
+            return match mode {
+                InsertMode::Add => Ok(()),
+                InsertMode::Create => Err(SetError::new(
+                    ErrorKind::Exists,
+                    format!("`{}` exists already", self.describe(old)),
+                )),
+            };
+        }
+        let mut cands = std::mem::take(&mut self.candidates);
+        self.index.candidates(&e.key, &mut cands);
+        let clash = cands
+            .iter()
+            .filter_map(|&id| self.elems[id as usize].as_deref())
+            .find(|o| o.overlaps(&e));
+        if let Some(o) = clash {
+            let err = SetError::new(
+                ErrorKind::Overlap,
+                format!(
+                    "`{}` overlaps existing element `{}`",
+                    self.describe(&e),
+                    self.describe(o)
+                ),
+            );
+            self.candidates = cands;
+            return Err(err);
+        }
+        self.candidates = cands;
+        let id = self.insert_tables(Arc::new(e));
+        self.undo.push(Undo::Inserted(id));
+        Ok(())
+    }
+
+    /// Adds a new element (known valid and free of overlaps) to the tables
+    /// and indices.
+    fn insert_tables(&mut self, e: Arc<Element>) -> u32 {
+        let id = match self.free_ids.pop() {
+            Some(id) => id,
+            None => {
+                self.elems.push(None);
+                (self.elems.len() - 1) as u32
+            }
+        };
+        let prefixes: Vec<Vec<Prefix>> = self
+            .fields
+            .iter()
+            .zip(e.key.iter())
+            .map(|(f, r)| r.to_prefixes(f.bits))
+            .collect();
+        let n = self.fields.len();
+        for i in 0..n {
+            let start = self.fields[i].append_rules(&prefixes[i]);
+            debug_assert_eq!(start, self.fields[i].mt.len());
+            let m = if i + 1 < n {
+                Mapping {
+                    to: self.fields[i + 1].rules() as u32,
+                    n: prefixes[i + 1].len() as u32,
+                }
+            } else {
+                Mapping { to: id, n: 1 }
+            };
+            self.fields[i]
+                .mt
+                .extend(std::iter::repeat_n(m, prefixes[i].len()));
+        }
+        for f in &mut self.fields {
+            f.adjust_group_bits(self.config.lt_size_high, self.config.lt_size_low);
+        }
+        self.index.insert(&e.key, id);
+        self.exact.insert(e.key.clone(), id);
+        self.elems[id as usize] = Some(e);
+        id
+    }
+
+    /// Deletes the element with exactly this key from the working copy.
+    pub fn delete(&mut self, key: &[Range]) -> Result<Element, SetError> {
+        let Some(&id) = self.exact.get(key) else {
+            let shown = if key.len() == self.decl.fields().len() {
+                self.describe(&Element {
+                    key: key.into(),
+                    data: None,
+                })
+            } else {
+                format!("{key:?}")
+            };
+            return Err(SetError::new(
+                ErrorKind::NotFound,
+                format!("`{shown}` is not in the set"),
+            ));
+        };
+        let e = self.delete_tables(id);
+        let out = (*e).clone();
+        self.undo.push(Undo::Deleted(e));
+        Ok(out)
+    }
+
+    /// Removes element `id` from the tables: finds its run of rules in
+    /// each field (the last field's mappings point at the id; each earlier
+    /// field's point at the run found in the next), cuts the runs out and
+    /// moves the mappings that pointed above them down.
+    fn delete_tables(&mut self, id: u32) -> Arc<Element> {
+        let n = self.fields.len();
+        let mut runs = vec![(0u32, 0u32); n];
+        let last = &self.fields[n - 1].mt;
+        let s = last.iter().position(|m| m.to == id).expect("element has rules");
+        let k = last[s..].iter().take_while(|m| m.to == id).count();
+        runs[n - 1] = (s as u32, k as u32);
+        for i in (0..n - 1).rev() {
+            let want = Mapping {
+                to: runs[i + 1].0,
+                n: runs[i + 1].1,
+            };
+            let mt = &self.fields[i].mt;
+            let s = mt.iter().position(|m| *m == want).expect("run maps to next field");
+            let k = mt[s..].iter().take_while(|m| **m == want).count();
+            runs[i] = (s as u32, k as u32);
+        }
+        for i in 0..n {
+            let (s, k) = runs[i];
+            self.fields[i].cut(s as usize, k as usize);
+            if i > 0 {
+                self.fields[i - 1].fix_mappings_after_cut(s, k);
+            }
+        }
+        for f in &mut self.fields {
+            f.adjust_group_bits(self.config.lt_size_high, self.config.lt_size_low);
+        }
+        let e = self.elems[id as usize].take().expect("live element");
+        self.index.remove(&e.key, id);
+        self.exact.remove(&e.key);
+        self.free_ids.push(id);
+        e
+    }
+
+    /// Publishes the working copy as the new committed snapshot. Readers of
+    /// earlier snapshots keep theirs, unchanged.
+    pub fn commit(&mut self) -> Arc<Snapshot> {
+        if self.undo.is_empty() {
+            return self.committed.clone();
+        }
+        self.undo.clear();
+        let snap = Snapshot {
+            decl: self.decl.clone(),
+            fields: self.fields.clone(),
+            elems: self.elems.clone(),
+            len: self.exact.len(),
+            version: self.committed.version + 1,
+        };
+        self.committed = Arc::new(snap);
+        self.committed.clone()
+    }
+
+    /// Drops every change since the last commit.
+    pub fn abort(&mut self) {
+        while let Some(u) = self.undo.pop() {
+            match u {
+                Undo::Inserted(id) => {
+                    self.delete_tables(id);
+                }
+                Undo::Deleted(e) => {
+                    self.insert_tables(e);
+                }
+            }
+        }
+    }
+
+    /// Applies a batch all-or-nothing and commits it. On the first failing
+    /// operation every operation of the batch (and anything uncommitted
+    /// before it) is rolled back, and the error names the operation.
+    pub fn apply(&mut self, ops: impl IntoIterator<Item = Op>) -> Result<Arc<Snapshot>, SetError> {
+        for op in ops {
+            let r = match op {
+                Op::Add(e) => self.insert(e, InsertMode::Add),
+                Op::Create(e) => self.insert(e, InsertMode::Create),
+                Op::Delete(k) => self.delete(&k).map(|_| ()),
+            };
+            if let Err(e) = r {
+                self.abort();
+                return Err(e);
+            }
+        }
+        Ok(self.commit())
+    }
+}

@@ -1,0 +1,438 @@
+//! The nft text forms: set declarations (`type ipv4_addr . inet_service :
+//! verdict`), elements (`192.0.2.0/24 . 1000-2000 : drop`) and keys
+//! (`192.0.2.7 . 1500`).
+//!
+//! Fields are separated by a `.` standing alone between spaces (IPv4
+//! addresses have dots of their own); map data follows a `:` standing alone
+//! (MAC and IPv6 addresses have colons of their own).
+
+use crate::field::{FieldType, Range};
+use std::fmt;
+
+/// Most fields a concatenation may have (the kernel's `NFT_PIPAPO_MAX_FIELDS`).
+pub const MAX_FIELDS: usize = 16;
+
+/// What a map associates with each element.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum DataType {
+    /// `: verdict`: accept, drop, continue, return, jump NAME, goto NAME.
+    Verdict,
+    /// `: TYPE`: a value of one of the field types.
+    Value(FieldType),
+}
+
+/// An nft verdict.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Verdict {
+    /// `accept`
+    Accept,
+    /// `drop`
+    Drop,
+    /// `continue`
+    Continue,
+    /// `return`
+    Return,
+    /// `jump NAME`
+    Jump(String),
+    /// `goto NAME`
+    Goto(String),
+}
+
+impl fmt::Display for Verdict {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Verdict::Accept => f.write_str("accept"),
+            Verdict::Drop => f.write_str("drop"),
+            Verdict::Continue => f.write_str("continue"),
+            Verdict::Return => f.write_str("return"),
+            Verdict::Jump(n) => write!(f, "jump {n}"),
+            Verdict::Goto(n) => write!(f, "goto {n}"),
+        }
+    }
+}
+
+/// The data a map element carries.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Data {
+    /// A verdict (`: verdict` maps).
+    Verdict(Verdict),
+    /// A value of the map's data type.
+    Value(FieldType, u128),
+}
+
+impl fmt::Display for Data {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Data::Verdict(v) => write!(f, "{v}"),
+            Data::Value(t, v) => f.write_str(&t.format_value(*v)),
+        }
+    }
+}
+
+/// A set's declaration: its field types and, for maps, the data type.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct SetDecl {
+    fields: Vec<FieldType>,
+    data: Option<DataType>,
+}
+
+impl SetDecl {
+    /// A declaration of 1 to 16 fields.
+    pub fn new(fields: Vec<FieldType>, data: Option<DataType>) -> Result<SetDecl, String> {
+        if fields.is_empty() || fields.len() > MAX_FIELDS {
+            return Err(format!(
+                "a set has 1 to {MAX_FIELDS} fields, not {}",
+                fields.len()
+            ));
+        }
+        Ok(SetDecl { fields, data })
+    }
+
+    /// Parses `type F1 . F2 ... [: DATATYPE]` (the leading `type` is optional).
+    pub fn parse(s: &str) -> Result<SetDecl, String> {
+        let s = s.trim().trim_end_matches(';').trim();
+        let body = s.strip_prefix("type").filter(|b| b.starts_with(char::is_whitespace));
+        let body = body.unwrap_or(s).trim();
+        let (key, data) = match split_data(body) {
+            Some((k, d)) => (k, Some(d)),
+            None => (body, None),
+        };
+        let mut fields = Vec::new();
+        for name in split_fields(key) {
+            let name = name.trim();
+            fields.push(
+                FieldType::from_name(name)
+                    .ok_or_else(|| format!("unknown field type `{name}`"))?,
+            );
+        }
+        let data = match data.map(str::trim) {
+            None => None,
+            Some("verdict") => Some(DataType::Verdict),
+            Some(d) => Some(DataType::Value(
+                FieldType::from_name(d).ok_or_else(|| format!("unknown data type `{d}`"))?,
+            )),
+        };
+        SetDecl::new(fields, data)
+    }
+
+    /// The field types, in order.
+    pub fn fields(&self) -> &[FieldType] {
+        &self.fields
+    }
+
+    /// The map's data type, `None` for a plain set.
+    pub fn data(&self) -> Option<DataType> {
+        self.data
+    }
+
+    /// Length in bytes of a lookup key: the fields' bytes back to back.
+    pub fn key_len(&self) -> usize {
+        self.fields.iter().map(|f| f.len()).sum()
+    }
+
+    /// Byte offset of each field within a key.
+    pub fn key_offsets(&self) -> Vec<usize> {
+        let mut off = 0;
+        self.fields
+            .iter()
+            .map(|f| {
+                let o = off;
+                off += f.len();
+                o
+            })
+            .collect()
+    }
+
+    /// Parses an element: one value, prefix or range per field, then
+    /// ` : DATA` for maps. A trailing comma is ignored.
+    pub fn parse_element(&self, s: &str) -> Result<Element, String> {
+        let text = s.trim();
+        let text = text.strip_suffix(',').unwrap_or(text).trim_end();
+        if text.is_empty() {
+            return Err("empty element".into());
+        }
+        let (key, data) = match split_data(text) {
+            Some((k, d)) => (k, Some(d.trim())),
+            None => (text, None),
+        };
+        let parts: Vec<&str> = split_fields(key).collect();
+        if parts.len() != self.fields.len() {
+            return Err(format!(
+                "`{text}` has {} field{}, the set's type has {}",
+                parts.len(),
+                if parts.len() == 1 { "" } else { "s" },
+                self.fields.len()
+            ));
+        }
+        let mut ranges = Vec::with_capacity(parts.len());
+        for (t, p) in self.fields.iter().zip(parts) {
+            let p: String = p.split_whitespace().collect();
+            ranges.push(t.parse_range(&p)?);
+        }
+        let data = match (self.data, data) {
+            (None, None) => None,
+            (None, Some(d)) => {
+                return Err(format!("`{text}`: data `{d}` given, but this is a set, not a map"))
+            }
+            (Some(_), None) => return Err(format!("`{text}`: a map element needs ` : DATA`")),
+            (Some(dt), Some(d)) => Some(parse_data(dt, d)?),
+        };
+        Ok(Element {
+            key: ranges.into_boxed_slice(),
+            data,
+        })
+    }
+
+    /// Parses a lookup key: one single value per field (`192.0.2.7 . 1500`),
+    /// into key bytes.
+    pub fn parse_key(&self, s: &str) -> Result<Vec<u8>, String> {
+        let text = s.trim();
+        let parts: Vec<&str> = split_fields(text).collect();
+        if parts.len() != self.fields.len() {
+            return Err(format!(
+                "key `{text}` has {} field(s), the set's type has {}",
+                parts.len(),
+                self.fields.len()
+            ));
+        }
+        let mut key = vec![0u8; self.key_len()];
+        let mut off = 0;
+        for (t, p) in self.fields.iter().zip(parts) {
+            let v = t.parse_value(p.trim())?;
+            t.write_key(v, &mut key[off..]);
+            off += t.len();
+        }
+        Ok(key)
+    }
+
+    /// Builds key bytes from one value per field.
+    pub fn key_from_values(&self, values: &[u128]) -> Vec<u8> {
+        let mut key = vec![0u8; self.key_len()];
+        let mut off = 0;
+        for (t, &v) in self.fields.iter().zip(values) {
+            t.write_key(v, &mut key[off..]);
+            off += t.len();
+        }
+        key
+    }
+
+    /// Reads the fields' values out of key bytes.
+    pub fn values_of_key(&self, key: &[u8]) -> Vec<u128> {
+        let mut off = 0;
+        self.fields
+            .iter()
+            .map(|t| {
+                let v = t.read_key(&key[off..]);
+                off += t.len();
+                v
+            })
+            .collect()
+    }
+
+    /// Prints an element canonically, as `nft -n list set` does.
+    pub fn format_element(&self, e: &Element) -> String {
+        let mut s = String::new();
+        for (i, (t, r)) in self.fields.iter().zip(e.key.iter()).enumerate() {
+            if i > 0 {
+                s.push_str(" . ");
+            }
+            s.push_str(&t.format_range(*r));
+        }
+        if let Some(d) = &e.data {
+            s.push_str(" : ");
+            s.push_str(&d.to_string());
+        }
+        s
+    }
+
+    /// Prints a key the way it would be written in a key file.
+    pub fn format_key(&self, key: &[u8]) -> String {
+        let vals = self.values_of_key(key);
+        let parts: Vec<String> = self
+            .fields
+            .iter()
+            .zip(vals)
+            .map(|(t, v)| t.format_value(v))
+            .collect();
+        parts.join(" . ")
+    }
+}
+
+impl fmt::Display for SetDecl {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("type ")?;
+        for (i, t) in self.fields.iter().enumerate() {
+            if i > 0 {
+                f.write_str(" . ")?;
+            }
+            f.write_str(t.name())?;
+        }
+        match self.data {
+            None => Ok(()),
+            Some(DataType::Verdict) => f.write_str(" : verdict"),
+            Some(DataType::Value(t)) => write!(f, " : {}", t.name()),
+        }
+    }
+}
+
+/// One element of a set: a range per field and, for maps, its data.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Element {
+    /// One inclusive range per field.
+    pub key: Box<[Range]>,
+    /// The map data, `None` in a plain set.
+    pub data: Option<Data>,
+}
+
+impl Element {
+    /// Whether the element matches a key given as one value per field.
+    pub fn matches(&self, values: &[u128]) -> bool {
+        self.key.iter().zip(values).all(|(r, &v)| r.contains(v))
+    }
+
+    /// Whether two elements share at least one key.
+    pub fn overlaps(&self, o: &Element) -> bool {
+        self.key.iter().zip(o.key.iter()).all(|(a, b)| a.intersects(b))
+    }
+}
+
+fn parse_data(dt: DataType, d: &str) -> Result<Data, String> {
+    match dt {
+        DataType::Verdict => {
+            let mut w = d.split_whitespace();
+            let verb = w.next().unwrap_or("");
+            let arg = w.next();
+            let v = match (verb, arg) {
+                ("accept", None) => Verdict::Accept,
+                ("drop", None) => Verdict::Drop,
+                ("continue", None) => Verdict::Continue,
+                ("return", None) => Verdict::Return,
+                ("jump", Some(n)) if valid_chain(n) => Verdict::Jump(n.to_string()),
+                ("goto", Some(n)) if valid_chain(n) => Verdict::Goto(n.to_string()),
+                _ => return Err(format!("`{d}` is not a verdict (accept, drop, continue, return, jump CHAIN, goto CHAIN)")),
+            };
+            if w.next().is_some() {
+                return Err(format!("`{d}` is not a verdict: trailing words"));
+            }
+            Ok(Data::Verdict(v))
+        }
+        DataType::Value(t) => Ok(Data::Value(t, t.parse_value(d)?)),
+    }
+}
+
+fn valid_chain(n: &str) -> bool {
+    !n.is_empty()
+        && n.len() <= 256
+        && n
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-' || b == b'.')
+}
+
+/// Splits the key part at ` . ` separators (a dot that stands alone).
+fn split_fields(s: &str) -> impl Iterator<Item = &str> {
+    SplitAlone { rest: Some(s), sep: '.' }
+}
+
+/// Splits off map data at the first ` : ` that stands alone.
+fn split_data(s: &str) -> Option<(&str, &str)> {
+    let mut it = SplitAlone { rest: Some(s), sep: ':' };
+    let first = it.next()?;
+    let rest = it.rest?;
+    Some((first, rest))
+}
+
+/// Iterates over the parts of a string separated by `sep` characters that
+/// have whitespace (or the string's end) on both sides.
+struct SplitAlone<'a> {
+    rest: Option<&'a str>,
+    sep: char,
+}
+
+impl<'a> Iterator for SplitAlone<'a> {
+    type Item = &'a str;
+    fn next(&mut self) -> Option<&'a str> {
+        let s = self.rest?;
+        let b = s.as_bytes();
+        for (i, c) in s.char_indices() {
+            if c != self.sep {
+                continue;
+            }
+            let before = i == 0 || b[i - 1].is_ascii_whitespace();
+            let after = i + 1 == b.len() || b[i + 1].is_ascii_whitespace();
+            if before && after {
+                self.rest = Some(&s[i + 1..]);
+                return Some(&s[..i]);
+            }
+        }
+        self.rest = None;
+        Some(s)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn declarations() {
+        let d = SetDecl::parse("type ipv4_addr . inet_service : verdict").unwrap();
+        assert_eq!(d.fields(), &[FieldType::Ipv4Addr, FieldType::InetService]);
+        assert_eq!(d.data(), Some(DataType::Verdict));
+        assert_eq!(d.to_string(), "type ipv4_addr . inet_service : verdict");
+        let d = SetDecl::parse("type ipv6_addr").unwrap();
+        assert_eq!(d.fields().len(), 1);
+        assert!(SetDecl::parse("type ipv5_addr")
+            .unwrap_err()
+            .contains("`ipv5_addr`"));
+        let many = vec!["mark"; 17].join(" . ");
+        assert!(SetDecl::parse(&format!("type {many}")).is_err());
+        let d = SetDecl::parse("type inet_proto : ether_addr").unwrap();
+        assert_eq!(d.data(), Some(DataType::Value(FieldType::EtherAddr)));
+    }
+
+    #[test]
+    fn elements_round_trip_canonically() {
+        let d = SetDecl::parse("type ipv4_addr . inet_service : verdict").unwrap();
+        let e = d.parse_element("192.0.2.0/24 . 1000-2000 : drop,").unwrap();
+        assert_eq!(d.format_element(&e), "192.0.2.0/24 . 1000-2000 : drop");
+        let e = d
+            .parse_element("192.0.2.0 - 192.0.2.127 . http : jump web")
+            .unwrap();
+        assert_eq!(d.format_element(&e), "192.0.2.0/25 . 80 : jump web");
+        let d = SetDecl::parse(
+            "type ipv6_addr . inet_service . ether_addr . inet_proto",
+        )
+        .unwrap();
+        let e = d
+            .parse_element("2001:db8::/48 . 53 . 00:01:02:03:04:05 . udp")
+            .unwrap();
+        assert_eq!(
+            d.format_element(&e),
+            "2001:db8::/48 . 53 . 00:01:02:03:04:05 . 17"
+        );
+    }
+
+    #[test]
+    fn element_errors_name_the_text() {
+        let d = SetDecl::parse("type ipv4_addr . inet_service").unwrap();
+        let e = d.parse_element("192.0.2.1").unwrap_err();
+        assert!(e.contains("has 1 field, the set's type has 2"), "{e}");
+        let e = d.parse_element("192.0.2.1 . 9-3").unwrap_err();
+        assert!(e.contains("`9-3`") && e.contains("greater"), "{e}");
+        let e = d.parse_element("192.0.2.1 . 80 : drop").unwrap_err();
+        assert!(e.contains("not a map"), "{e}");
+        let m = SetDecl::parse("type ipv4_addr : verdict").unwrap();
+        assert!(m.parse_element("192.0.2.1 : dorp").unwrap_err().contains("dorp"));
+        assert!(m.parse_element("192.0.2.1").unwrap_err().contains("needs"));
+    }
+
+    #[test]
+    fn keys() {
+        let d = SetDecl::parse("type ipv4_addr . inet_service").unwrap();
+        let k = d.parse_key("192.0.2.7 . 1500").unwrap();
+        assert_eq!(k, vec![192, 0, 2, 7, 0x05, 0xdc]);
+        assert_eq!(d.format_key(&k), "192.0.2.7 . 1500");
+        assert!(d.parse_key("192.0.2.7").is_err());
+        assert!(d.parse_key("192.0.2.0/24 . 1").is_err());
+    }
+}

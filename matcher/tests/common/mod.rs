@@ -1,0 +1,181 @@
+//! Random sets and keys for the differential tests.
+#![allow(dead_code)]
+
+use matcher::field::FieldType;
+use matcher::{Data, Element, Range, SetDecl, Verdict};
+
+/// splitmix64: small, fast, and good enough to pick test data.
+pub struct Rng(pub u64);
+
+impl Rng {
+    pub fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+    pub fn u128(&mut self) -> u128 {
+        ((self.next() as u128) << 64) | self.next() as u128
+    }
+    pub fn chance(&mut self, percent: u64) -> bool {
+        self.below(100) < percent
+    }
+    pub fn pick<'a, T>(&mut self, xs: &'a [T]) -> &'a T {
+        &xs[self.below(xs.len() as u64) as usize]
+    }
+}
+
+/// Where one field's values concentrate: an anchor value whose bits
+/// `pos .. pos + width` (counted from the least significant) vary. With
+/// an IPv6 field and a middle position, keys differ in one middle octet.
+#[derive(Clone, Debug)]
+pub struct Window {
+    pub t: FieldType,
+    pub anchor: u128,
+    pub pos: u32,
+    pub width: u32,
+}
+
+impl Window {
+    pub fn random(rng: &mut Rng, t: FieldType) -> Window {
+        let bits = t.bits();
+        let width = (1 + rng.below(10) as u32).min(bits);
+        let pos = if rng.chance(50) {
+            0
+        } else {
+            rng.below((bits - width + 1) as u64) as u32
+        };
+        Window {
+            t,
+            anchor: rng.u128() & t.max(),
+            pos,
+            width,
+        }
+    }
+
+    fn mask(&self) -> u128 {
+        (((1u128 << self.width) - 1) << self.pos) & self.t.max()
+    }
+
+    pub fn value(&self, rng: &mut Rng) -> u128 {
+        match rng.below(20) {
+            0 => 0,
+            1 => self.t.max(),
+            _ => (self.anchor & !self.mask()) | (rng.u128() & self.mask()),
+        }
+    }
+
+    pub fn range(&self, rng: &mut Rng) -> Range {
+        let bits = self.t.bits();
+        match rng.below(10) {
+            0..=2 => Range::single(self.value(rng)),
+            3..=5 => {
+                let (a, b) = (self.value(rng), self.value(rng));
+                Range::new(a.min(b), a.max(b))
+            }
+            6..=7 => {
+                // A prefix ending inside or just around the window.
+                let lo = bits.saturating_sub(self.pos + self.width + 1);
+                let hi = (bits - self.pos).min(bits);
+                let len = lo + rng.below((hi - lo + 1) as u64) as u32;
+                let host = bits - len;
+                let hm = if host >= 128 { u128::MAX } else { (1u128 << host) - 1 };
+                let v = self.value(rng) & !hm;
+                Range::new(v, v | hm)
+            }
+            8 => {
+                let a = self.value(rng);
+                Range::new(a, a.saturating_add(rng.below(40) as u128).min(self.t.max()))
+            }
+            _ => {
+                if rng.chance(30) {
+                    Range::new(0, self.t.max())
+                } else {
+                    let a = self.value(rng);
+                    Range::new(a, self.t.max())
+                }
+            }
+        }
+    }
+}
+
+/// A random declaration, its per-field windows, and element/key makers.
+pub struct Gen {
+    pub decl: SetDecl,
+    pub windows: Vec<Window>,
+}
+
+pub const CONCATS: [&str; 7] = [
+    "type ipv4_addr . inet_service",
+    "type inet_service . ipv4_addr",
+    "type ipv6_addr . inet_service",
+    "type inet_service . inet_proto",
+    "type ipv6_addr . inet_service . ether_addr",
+    "type ipv6_addr . inet_service . ether_addr . inet_proto",
+    "type ipv4_addr . ether_addr",
+];
+
+impl Gen {
+    pub fn new(rng: &mut Rng, decl: SetDecl) -> Gen {
+        let windows = decl
+            .fields()
+            .iter()
+            .map(|&t| Window::random(rng, t))
+            .collect();
+        Gen { decl, windows }
+    }
+
+    /// A random declaration: one of the selftest's seven concatenations,
+    /// or 1 to 5 random field types, sometimes a verdict map.
+    pub fn random(rng: &mut Rng) -> Gen {
+        let mut text = if rng.chance(50) {
+            rng.pick(&CONCATS).to_string()
+        } else {
+            let n = 1 + rng.below(5) as usize;
+            let names: Vec<&str> = (0..n).map(|_| rng.pick(&FieldType::ALL).name()).collect();
+            format!("type {}", names.join(" . "))
+        };
+        if rng.chance(30) {
+            text.push_str(" : verdict");
+        }
+        let decl = SetDecl::parse(&text).unwrap();
+        Gen::new(rng, decl)
+    }
+
+    pub fn element(&self, rng: &mut Rng) -> Element {
+        let key = self.windows.iter().map(|w| w.range(rng)).collect();
+        let data = self.decl.data().map(|_| {
+            Data::Verdict(if rng.chance(50) {
+                Verdict::Accept
+            } else {
+                Verdict::Drop
+            })
+        });
+        Element { key, data }
+    }
+
+    /// A key aimed at an element's boundaries: each field at its range's
+    /// start, end, start - 1, end + 1 or inside.
+    pub fn boundary_key(&self, rng: &mut Rng, e: &Element) -> Vec<u128> {
+        e.key
+            .iter()
+            .zip(&self.windows)
+            .map(|(r, w)| match rng.below(6) {
+                0 => r.start,
+                1 => r.end,
+                2 => r.start.wrapping_sub(1) & w.t.max(),
+                3 => r.end.wrapping_add(1) & w.t.max(),
+                4 => r.start + (r.end - r.start) / 2,
+                _ => w.value(rng),
+            })
+            .collect()
+    }
+
+    pub fn random_key(&self, rng: &mut Rng) -> Vec<u128> {
+        self.windows.iter().map(|w| w.value(rng)).collect()
+    }
+}

@@ -1,0 +1,169 @@
+//! The pipapo set against a linear scan: random sets of every field type
+//! and of the selftest's seven concatenations, with insert/delete churn,
+//! batches committed and aborted, and 4/8-bit switches forced by small
+//! thresholds. Inserts are checked too: `overlap` exactly when the linear
+//! model finds an overlapping element, `exists` for duplicates.
+
+mod common;
+
+use common::{Gen, Rng};
+use matcher::{ErrorKind, InsertMode, Scratch, Set, SetConfig, Snapshot};
+use matcher::{Element, reference::LinearSet};
+use proptest::prelude::*;
+use std::sync::Arc;
+
+fn check_snapshot(
+    gen: &Gen,
+    rng: &mut Rng,
+    snap: &Snapshot,
+    model: &[Element],
+    scratch: &mut Scratch,
+) {
+    let linear = LinearSet::new(gen.decl.clone(), model.to_vec());
+    assert_eq!(snap.len(), model.len());
+    let mut keys: Vec<Vec<u128>> = (0..64).map(|_| gen.random_key(rng)).collect();
+    for e in model {
+        for _ in 0..4 {
+            keys.push(gen.boundary_key(rng, e));
+        }
+    }
+    for values in keys {
+        let key = gen.decl.key_from_values(&values);
+        let got = snap.lookup_element(&key, scratch);
+        let want = linear.lookup_values(&values);
+        assert_eq!(
+            got,
+            want,
+            "key {} in {} ({} elements)",
+            gen.decl.format_key(&key),
+            gen.decl,
+            model.len()
+        );
+    }
+}
+
+fn run(seed: u64, steps: usize, config: SetConfig) -> (bool, bool) {
+    let mut rng = Rng(seed);
+    let gen = Gen::random(&mut rng);
+    let mut set = Set::with_config(gen.decl.clone(), config);
+    let mut model: Vec<Element> = Vec::new();
+    let mut committed_model: Vec<Element> = Vec::new();
+    let mut scratch = Scratch::default();
+    let mut old: Option<(Arc<Snapshot>, Vec<Element>)> = None;
+    let (mut saw4, mut saw8) = (false, false);
+    for _ in 0..steps {
+        match rng.below(20) {
+            0..=12 => {
+                let e = gen.element(&mut rng);
+                let mode = if rng.chance(50) { InsertMode::Add } else { InsertMode::Create };
+                let dup = model.iter().find(|m| m.key == e.key);
+                let clash = model.iter().find(|m| m.overlaps(&e));
+                let r = set.insert(e.clone(), mode);
+                match (dup, clash) {
+                    (Some(d), _) if d.data != e.data => {
+                        assert_eq!(r.unwrap_err().kind, ErrorKind::Exists)
+                    }
+                    (Some(_), _) if mode == InsertMode::Create => {
+                        assert_eq!(r.unwrap_err().kind, ErrorKind::Exists)
+                    }
+                    (Some(_), _) => r.unwrap(),
+                    (None, Some(_)) => {
+                        let err = r.unwrap_err();
+                        assert_eq!(err.kind, ErrorKind::Overlap, "{err}");
+                    }
+                    (None, None) => {
+                        r.unwrap();
+                        model.push(e);
+                    }
+                }
+            }
+            13..=15 if !model.is_empty() => {
+                let i = rng.below(model.len() as u64) as usize;
+                let e = model.swap_remove(i);
+                assert_eq!(set.delete(&e.key).unwrap(), e);
+                assert_eq!(set.delete(&e.key).unwrap_err().kind, ErrorKind::NotFound);
+            }
+            16 => {
+                set.abort();
+                model = committed_model.clone();
+                assert_eq!(set.len(), model.len());
+            }
+            _ => {
+                let snap = set.commit();
+                committed_model = model.clone();
+                check_snapshot(&gen, &mut rng, &snap, &model, &mut scratch);
+                // Readers of an older snapshot are never disturbed.
+                if let Some((s, m)) = &old {
+                    check_snapshot(&gen, &mut rng, s, m, &mut scratch);
+                }
+                if rng.chance(30) {
+                    old = Some((snap, model.clone()));
+                }
+            }
+        }
+        for f in set.fields() {
+            saw4 |= f.group_bits() == 4;
+            saw8 |= f.group_bits() == 8 && f.rules() > 0;
+        }
+    }
+    let snap = set.commit();
+    check_snapshot(&gen, &mut rng, &snap, &model, &mut scratch);
+    (saw4, saw8)
+}
+
+fn small_config(rng_pick: u64) -> SetConfig {
+    // Thresholds small enough that ordinary test sets cross them both ways.
+    let high = [1 << 12, 1 << 13, 1 << 14, 1 << 16, 2 << 20][rng_pick as usize % 5];
+    SetConfig {
+        lt_size_high: high,
+        lt_size_low: high - high / 8,
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 96, ..ProptestConfig::default() })]
+
+    #[test]
+    fn pipapo_agrees_with_linear_scan(seed in any::<u64>(), pick in 0u64..5, steps in 20usize..300) {
+        run(seed, steps, small_config(pick));
+    }
+}
+
+/// Forced switches do happen, in both directions, and answers hold across
+/// them (checked inside `run`).
+#[test]
+fn switches_happen_both_ways_and_answers_hold() {
+    let (mut saw4, mut saw8) = (0, 0);
+    for seed in 0..40 {
+        let (a, b) = run(seed, 250, small_config(seed));
+        saw4 += a as usize;
+        saw8 += b as usize;
+    }
+    assert!(saw4 > 5 && saw8 > 5, "4-bit seen {saw4}, 8-bit seen {saw8}");
+}
+
+/// A field switched to 4 bits and back returns to identical tables.
+#[test]
+fn switch_round_trip_restores_tables() {
+    let mut rng = Rng(99);
+    let decl = matcher::SetDecl::parse("type ipv4_addr . inet_service").unwrap();
+    let gen = Gen::new(&mut rng, decl.clone());
+    let config = SetConfig { lt_size_high: 1 << 14, lt_size_low: (1 << 14) - (1 << 11) };
+    let mut set = Set::with_config(decl, config);
+    let mut added = Vec::new();
+    while set.fields()[0].group_bits() == 8 {
+        let e = gen.element(&mut rng);
+        if set.insert(e.clone(), InsertMode::Create).is_ok() {
+            added.push(e);
+        }
+    }
+    let mut scratch = Scratch::default();
+    let snap4 = set.commit();
+    check_snapshot(&gen, &mut rng, &snap4, &added, &mut scratch);
+    while set.fields()[0].group_bits() == 4 {
+        let e = added.pop().unwrap();
+        set.delete(&e.key).unwrap();
+    }
+    let snap8 = set.commit();
+    check_snapshot(&gen, &mut rng, &snap8, &added, &mut scratch);
+}
