@@ -1,1 +1,8 @@
+//! The forwarder: wire parsing and rewriting, ports, the per-burst
+//! pipeline, pinned workers, the control thread and the command line.
+//!
+//! What is here so far: [`lookup`], the command that drives a set from
+//! files (`forwarder lookup`).
+#![forbid(unsafe_code)]
 
+pub mod lookup;

@@ -81,12 +81,15 @@
 //!
 //! - [`field`]: field types, values, ranges and prefix expansion;
 //! - [`syntax`]: the nft text forms of declarations, elements and keys;
+//! - [`file`]: set files, key files and their errors with line numbers;
 //! - [`Set`] and [`Snapshot`]: the tables, updates and lookups;
 //! - [`reference`]: a linear scan every fast path is tested against.
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+mod error;
 pub mod field;
+pub mod file;
 mod index;
 mod lookup;
 pub mod reference;
@@ -97,6 +100,7 @@ mod table;
 
 pub use field::{FieldType, Range};
 pub use lookup::Scratch;
-pub use set::{ErrorKind, InsertMode, MemoryUsage, Op, Set, SetConfig, SetError, Snapshot};
+pub use error::{ErrorKind, SetError};
+pub use set::{InsertMode, MemoryUsage, Op, Set, SetConfig, Snapshot};
 pub use syntax::{Data, DataType, Element, SetDecl, Verdict};
 pub use table::{Chunk, FieldTable, Mapping};

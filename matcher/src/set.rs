@@ -1,6 +1,7 @@
 //! A set: a private working copy that updates change, and committed,
 //! immutable snapshots that readers look keys up in.
 
+use crate::error::{ErrorKind, SetError};
 use crate::field::{Prefix, Range};
 use crate::index::OverlapIndex;
 use crate::lookup::{self, Scratch};
@@ -31,59 +32,6 @@ impl Default for SetConfig {
         }
     }
 }
-
-/// What went wrong with an update.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ErrorKind {
-    /// The element exists already (`create`), or its key exists with other data.
-    Exists,
-    /// The element shares keys with another element.
-    Overlap,
-    /// The element is malformed.
-    Invalid,
-    /// No such element (delete).
-    NotFound,
-}
-
-impl ErrorKind {
-    /// The word used in messages: `exists`, `overlap`, `invalid`, `not found`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ErrorKind::Exists => "exists",
-            ErrorKind::Overlap => "overlap",
-            ErrorKind::Invalid => "invalid",
-            ErrorKind::NotFound => "not found",
-        }
-    }
-}
-
-/// An update's error: its kind and a message naming the elements involved.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct SetError {
-    /// What kind of failure.
-    pub kind: ErrorKind,
-    /// What happened, naming the elements in canonical form.
-    pub message: String,
-}
-
-impl SetError {
-    fn new(kind: ErrorKind, message: String) -> SetError {
-        SetError { kind, message }
-    }
-
-    /// An `invalid` error.
-    pub fn invalid(message: impl Into<String>) -> SetError {
-        SetError::new(ErrorKind::Invalid, message.into())
-    }
-}
-
-impl fmt::Display for SetError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: {}", self.kind.as_str(), self.message)
-    }
-}
-
-impl std::error::Error for SetError {}
 
 /// One update of a batch.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -6,6 +6,7 @@
 //! addresses have dots of their own); map data follows a `:` standing alone
 //! (MAC and IPv6 addresses have colons of their own).
 
+use crate::error::SetError;
 use crate::field::{FieldType, Range};
 use std::fmt;
 
@@ -145,7 +146,29 @@ impl SetDecl {
 
     /// Parses an element: one value, prefix or range per field, then
     /// ` : DATA` for maps. A trailing comma is ignored.
-    pub fn parse_element(&self, s: &str) -> Result<Element, String> {
+    pub fn parse_element(&self, s: &str) -> Result<Element, SetError> {
+        self.parse_element_text(s).map_err(SetError::invalid)
+    }
+
+    /// Parses an element's key only; map data, if present, is checked
+    /// but dropped (what `delete element` needs).
+    pub fn parse_element_key(&self, s: &str) -> Result<Box<[Range]>, SetError> {
+        let text = s.trim();
+        let text = text.strip_suffix(',').unwrap_or(text).trim_end();
+        let key = match split_data(text) {
+            Some((k, _)) => k,
+            None => text,
+        };
+        let bare = SetDecl {
+            fields: self.fields.clone(),
+            data: None,
+        };
+        bare.parse_element_text(key)
+            .map(|e| e.key)
+            .map_err(SetError::invalid)
+    }
+
+    fn parse_element_text(&self, s: &str) -> Result<Element, String> {
         let text = s.trim();
         let text = text.strip_suffix(',').unwrap_or(text).trim_end();
         if text.is_empty() {
@@ -167,7 +190,7 @@ impl SetDecl {
         let mut ranges = Vec::with_capacity(parts.len());
         for (t, p) in self.fields.iter().zip(parts) {
             let p: String = p.split_whitespace().collect();
-            ranges.push(t.parse_range(&p)?);
+            ranges.push(t.parse_range(&p).map_err(|e| format!("`{text}`: {e}"))?);
         }
         let data = match (self.data, data) {
             (None, None) => None,
@@ -415,15 +438,17 @@ mod tests {
     #[test]
     fn element_errors_name_the_text() {
         let d = SetDecl::parse("type ipv4_addr . inet_service").unwrap();
-        let e = d.parse_element("192.0.2.1").unwrap_err();
+        let e = d.parse_element("192.0.2.1").unwrap_err().to_string();
         assert!(e.contains("has 1 field, the set's type has 2"), "{e}");
-        let e = d.parse_element("192.0.2.1 . 9-3").unwrap_err();
+        let e = d.parse_element("192.0.2.1 . 9-3").unwrap_err().to_string();
         assert!(e.contains("`9-3`") && e.contains("greater"), "{e}");
-        let e = d.parse_element("192.0.2.1 . 80 : drop").unwrap_err();
+        let e = d.parse_element("192.0.2.1 . 80 : drop").unwrap_err().to_string();
         assert!(e.contains("not a map"), "{e}");
         let m = SetDecl::parse("type ipv4_addr : verdict").unwrap();
-        assert!(m.parse_element("192.0.2.1 : dorp").unwrap_err().contains("dorp"));
-        assert!(m.parse_element("192.0.2.1").unwrap_err().contains("needs"));
+        let e = m.parse_element("192.0.2.1 : dorp").unwrap_err().to_string();
+        assert!(e.starts_with("invalid: ") && e.contains("dorp"), "{e}");
+        let e = m.parse_element("192.0.2.1").unwrap_err().to_string();
+        assert!(e.contains("needs"), "{e}");
     }
 
     #[test]

@@ -1,0 +1,114 @@
+//! `forwarder lookup` end to end: files in, canonical elements out,
+//! checked against a linear scan; bad lines exit non-zero naming the line.
+
+use matcher::reference::LinearSet;
+use matcher::selftest::Case;
+use std::path::PathBuf;
+use std::process::Command;
+
+fn tmpdir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("fwd-lookup-{}-{name}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn lookup(args: &[&std::path::Path]) -> (bool, String, String) {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_forwarder"));
+    c.arg("lookup").arg("--set").arg(args[0]).arg("--keys").arg(args[1]);
+    if let Some(d) = args.get(2) {
+        c.arg("--delete").arg(d);
+    }
+    let o = c.output().unwrap();
+    (
+        o.status.success(),
+        String::from_utf8(o.stdout).unwrap(),
+        String::from_utf8(o.stderr).unwrap(),
+    )
+}
+
+#[test]
+fn selftest_sets_match_a_linear_scan() {
+    let dir = tmpdir("selftest");
+    for case in Case::ALL {
+        let decl = case.decl();
+        let elems = case.entries(200);
+        let mut set_text = format!("# {}\n{}\n", case.name(), decl);
+        for e in &elems {
+            set_text.push_str(&decl.format_element(e));
+            set_text.push_str(",\n");
+        }
+        let mut keys_text = String::from("# keys\n\n");
+        let mut keys = Vec::new();
+        for n in 0..1500u128 {
+            let v = case.key_values(n);
+            keys_text.push_str(&decl.format_key(&decl.key_from_values(&v)));
+            keys_text.push('\n');
+            keys.push(v);
+        }
+        // Delete every third element.
+        let mut del_text = String::new();
+        let mut kept = Vec::new();
+        for (i, e) in elems.iter().enumerate() {
+            if i % 3 == 0 {
+                del_text.push_str(&decl.format_element(e));
+                del_text.push('\n');
+            } else {
+                kept.push(e.clone());
+            }
+        }
+        let (s, k, d) = (dir.join("set"), dir.join("keys"), dir.join("del"));
+        std::fs::write(&s, set_text).unwrap();
+        std::fs::write(&k, keys_text).unwrap();
+        std::fs::write(&d, del_text).unwrap();
+        let (ok, out, err) = lookup(&[&s, &k, &d]);
+        assert!(ok, "{err}");
+        let linear = LinearSet::new(decl.clone(), kept);
+        let want: Vec<String> = keys
+            .iter()
+            .map(|v| match linear.lookup_values(v) {
+                Some(e) => decl.format_element(e),
+                None => "nomatch".into(),
+            })
+            .collect();
+        let got: Vec<&str> = out.lines().collect();
+        assert_eq!(got, want, "{}", case.name());
+        assert!(got.iter().any(|l| *l != "nomatch") && got.contains(&"nomatch"));
+    }
+    std::fs::remove_dir_all(dir).ok();
+}
+
+#[test]
+fn errors_name_file_and_line() {
+    let dir = tmpdir("errors");
+    let (s, k) = (dir.join("rules.set"), dir.join("k"));
+    std::fs::write(&k, "").unwrap();
+    let cases = [
+        ("type ipv4_addr . inet_service\n192.0.2.1 . 80\n\n192.0.2.1 . 90-80\n", ":4: error: invalid: `192.0.2.1 . 90-80`: `90-80`: range start is greater than its end"),
+        ("# c\ntype ipv5_addr\n", ":2: error: invalid: unknown field type `ipv5_addr`"),
+        ("type inet_service\n1-10\n5\n", ":3: error: overlap: `5` overlaps existing element `1-10`"),
+        ("192.0.2.1\n", ":1: error: invalid: expected `type F1 . F2 ...`, found `192.0.2.1`"),
+    ];
+    for (text, want) in cases {
+        std::fs::write(&s, text).unwrap();
+        let (ok, out, err) = lookup(&[&s, &k]);
+        assert!(!ok);
+        assert!(out.is_empty());
+        assert_eq!(err.trim_end(), format!("{}{want}", s.display()));
+    }
+    // A bad key line and a missing delete.
+    std::fs::write(&s, "type inet_service\n1-10\n").unwrap();
+    std::fs::write(&k, "5\nfoo\n").unwrap();
+    let (ok, _, err) = lookup(&[&s, &k]);
+    assert!(!ok && err.starts_with(&format!("{}:2: error: invalid: ", k.display())), "{err}");
+    let d = dir.join("d");
+    std::fs::write(&d, "11\n").unwrap();
+    std::fs::write(&k, "5\n").unwrap();
+    let (ok, _, err) = lookup(&[&s, &k, &d]);
+    assert!(!ok);
+    assert_eq!(err.trim_end(), format!("{}:1: error: not found: `11` is not in the set", d.display()));
+    // An empty key file only loads the set.
+    std::fs::write(&k, "").unwrap();
+    let (ok, out, _) = lookup(&[&s, &k]);
+    assert!(ok && out.is_empty());
+    std::fs::remove_dir_all(dir).ok();
+}

@@ -1,0 +1,111 @@
+//! Set files: the first line that is not blank or a comment declares the
+//! type (`type ipv4_addr . inet_service : verdict`), every other line holds
+//! one element. `#` starts a comment anywhere on a line (no element syntax
+//! uses it); a trailing comma is ignored.
+
+use crate::error::SetError;
+use crate::field::Range;
+use crate::syntax::{Element, SetDecl};
+use std::fmt;
+
+/// An error in a file, with where it is.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FileError {
+    /// The file's name as given.
+    pub file: String,
+    /// The line, counted from 1.
+    pub line: usize,
+    /// What is wrong.
+    pub error: SetError,
+}
+
+impl fmt::Display for FileError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}: error: {}", self.file, self.line, self.error)
+    }
+}
+
+impl std::error::Error for FileError {}
+
+/// The lines of a file that carry content: `(line number, text)` with
+/// comments and surrounding blanks removed.
+pub fn content_lines(text: &str) -> impl Iterator<Item = (usize, &str)> {
+    text.lines().enumerate().filter_map(|(i, l)| {
+        let l = l.split('#').next().unwrap_or("").trim();
+        (!l.is_empty()).then_some((i + 1, l))
+    })
+}
+
+/// A parsed set file.
+#[derive(Clone, Debug)]
+pub struct SetFile {
+    /// The declaration.
+    pub decl: SetDecl,
+    /// The elements with their line numbers.
+    pub elements: Vec<(usize, Element)>,
+}
+
+impl SetFile {
+    /// Parses a set file's text; `name` is used in errors.
+    pub fn parse(name: &str, text: &str) -> Result<SetFile, FileError> {
+        let err = |line, error| FileError {
+            file: name.to_string(),
+            line,
+            error,
+        };
+        let mut lines = content_lines(text);
+        let Some((n, first)) = lines.next() else {
+            return Err(err(
+                1,
+                SetError::invalid("no `type ...` line: the file declares no set"),
+            ));
+        };
+        if !first.starts_with("type") {
+            return Err(err(
+                n,
+                SetError::invalid(format!("expected `type F1 . F2 ...`, found `{first}`")),
+            ));
+        }
+        let decl = SetDecl::parse(first).map_err(|e| err(n, SetError::invalid(e)))?;
+        let mut elements = Vec::new();
+        for (n, l) in lines {
+            elements.push((n, decl.parse_element(l).map_err(|e| err(n, e))?));
+        }
+        Ok(SetFile { decl, elements })
+    }
+}
+
+/// Parses a file of element keys to delete (map data, if given, is
+/// ignored, as `nft delete element` ignores it).
+pub fn parse_delete_file(
+    decl: &SetDecl,
+    name: &str,
+    text: &str,
+) -> Result<Vec<(usize, Box<[Range]>)>, FileError> {
+    content_lines(text)
+        .map(|(n, l)| {
+            decl.parse_element_key(l).map(|k| (n, k)).map_err(|error| FileError {
+                file: name.to_string(),
+                line: n,
+                error,
+            })
+        })
+        .collect()
+}
+
+/// Parses a file of keys, one per line, into key bytes.
+pub fn parse_key_file(
+    decl: &SetDecl,
+    name: &str,
+    text: &str,
+) -> Result<Vec<(usize, Vec<u8>)>, FileError> {
+    content_lines(text)
+        .map(|(n, l)| {
+            decl.parse_key(l).map(|k| (n, k)).map_err(|e| FileError {
+                file: name.to_string(),
+                line: n,
+                error: SetError::invalid(e),
+            })
+        })
+        .collect()
+}

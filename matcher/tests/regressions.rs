@@ -1,0 +1,198 @@
+//! Regression tests for bugs the kernel's pipapo set had after it was
+//! merged, so that ours never has them.
+
+mod common;
+
+use common::{Gen, Rng};
+use matcher::reference::LinearSet;
+use matcher::{Element, ErrorKind, FieldType, InsertMode, Range, Scratch, Set, SetDecl};
+
+fn decl(s: &str) -> SetDecl {
+    SetDecl::parse(s).unwrap()
+}
+
+fn lookup(set: &Set, key: &str, scratch: &mut Scratch) -> Option<String> {
+    let snap = set.snapshot();
+    let k = snap.decl().parse_key(key).unwrap();
+    snap.lookup_element(&k, scratch).map(|e| snap.decl().format_element(e))
+}
+
+/// Start > end and out-of-range values are caught in every field, not only
+/// the first (the kernel checked the first field's range only).
+#[test]
+fn validity_checked_on_every_field() {
+    let d = decl("type ipv4_addr . inet_service . inet_proto");
+    let mut set = Set::new(d.clone());
+    for bad in ["192.0.2.1 . 80 . 17-6", "192.0.2.1 . 90-80 . 6", "192.0.2.1 . 80 . 256"] {
+        let err = d.parse_element(bad).unwrap_err();
+        assert_eq!(err.kind, ErrorKind::Invalid, "{bad}");
+    }
+    // The same through the API, without the parser's help.
+    let good = Range::single(6);
+    for (i, bad) in [Range::new(17, 6), Range::new(0, 256)].into_iter().enumerate() {
+        let mut key = vec![Range::single(0xc000_0201), Range::single(80), good];
+        key[2] = bad;
+        let e = Element { key: key.into(), data: None };
+        let err = set.insert(e, InsertMode::Add).unwrap_err();
+        assert_eq!(err.kind, ErrorKind::Invalid);
+        assert!(err.message.contains("field 3"), "{i}: {err}");
+    }
+    let e = Element { key: vec![Range::single(1)].into(), data: None };
+    assert_eq!(set.insert(e, InsertMode::Add).unwrap_err().kind, ErrorKind::Invalid);
+    assert!(set.is_empty());
+}
+
+/// Deleting the element that owns the last field's last rules, including
+/// when those rules end exactly on a word boundary and when it is the only
+/// element.
+#[test]
+fn delete_last_rule_of_last_field() {
+    let d = decl("type inet_service . inet_service");
+    let mut scratch = Scratch::default();
+    for total in [1u16, 2, 63, 64, 65, 128] {
+        let mut set = Set::new(d.clone());
+        for p in 0..total {
+            let e = d.parse_element(&format!("{p} . {}", 1000 + p)).unwrap();
+            set.insert(e, InsertMode::Create).unwrap();
+        }
+        assert_eq!(set.fields()[1].rules(), total as usize);
+        let last = d.parse_element(&format!("{} . {}", total - 1, 999 + total)).unwrap();
+        set.delete(&last.key).unwrap();
+        set.commit();
+        assert_eq!(set.fields()[1].rules(), total as usize - 1);
+        assert_eq!(lookup(&set, &format!("{} . {}", total - 1, 999 + total), &mut scratch), None);
+        for p in 0..total - 1 {
+            let k = format!("{p} . {}", 1000 + p);
+            assert_eq!(lookup(&set, &k, &mut scratch), Some(k.clone()));
+        }
+    }
+    // A multi-rule last field: the run to cut ends the bitmap.
+    let mut set = Set::new(d.clone());
+    set.insert(d.parse_element("1 . 1-65534").unwrap(), InsertMode::Add).unwrap();
+    set.insert(d.parse_element("2 . 3-60000").unwrap(), InsertMode::Add).unwrap();
+    set.delete(&d.parse_element("2 . 3-60000").unwrap().key).unwrap();
+    set.commit();
+    assert_eq!(lookup(&set, "2 . 5", &mut scratch), None);
+    assert_eq!(lookup(&set, "1 . 5", &mut scratch).as_deref(), Some("1 . 1-65534"));
+    set.delete(&d.parse_element("1 . 1-65534").unwrap().key).unwrap();
+    set.commit();
+    assert_eq!(lookup(&set, "1 . 5", &mut scratch), None);
+    assert!(set.fields().iter().all(|f| f.rules() == 0));
+}
+
+/// One scratch used for two different sets by the same thread never
+/// carries result bits from one lookup into the next (the kernel once
+/// left stale bits in its per-CPU scratch maps).
+#[test]
+fn no_stale_result_bits_between_sets() {
+    let mut rng = Rng(7);
+    let mut shared = Scratch::default();
+    let gens: Vec<Gen> = (0..6)
+        .map(|i| Gen::new(&mut rng, decl(common::CONCATS[i % 7])))
+        .collect();
+    let mut sets = Vec::new();
+    for g in &gens {
+        let mut set = Set::new(g.decl.clone());
+        let mut model = Vec::new();
+        for _ in 0..150 {
+            let e = g.element(&mut rng);
+            if set.insert(e.clone(), InsertMode::Add).is_ok() && !model.contains(&e) {
+                model.push(e);
+            }
+        }
+        sets.push((set.commit(), LinearSet::new(g.decl.clone(), model)));
+    }
+    for _ in 0..20_000 {
+        let i = rng.below(sets.len() as u64) as usize;
+        let (snap, linear) = &sets[i];
+        let values = if rng.chance(50) || linear.elements().is_empty() {
+            gens[i].random_key(&mut rng)
+        } else {
+            let e = rng.pick(linear.elements()).clone();
+            gens[i].boundary_key(&mut rng, &e)
+        };
+        let key = gens[i].decl.key_from_values(&values);
+        assert_eq!(snap.lookup_element(&key, &mut shared), linear.lookup_values(&values));
+    }
+}
+
+/// An element deleted and added again in one batch is there after the
+/// commit, and an abort of such a batch leaves it there too.
+#[test]
+fn element_deleted_and_readded_in_one_batch() {
+    let d = decl("type ipv4_addr . inet_service : verdict");
+    let mut scratch = Scratch::default();
+    let mut set = Set::new(d.clone());
+    let e = d.parse_element("192.0.2.0/24 . 80 : accept").unwrap();
+    set.insert(e.clone(), InsertMode::Create).unwrap();
+    set.commit();
+    set.delete(&e.key).unwrap();
+    set.insert(e.clone(), InsertMode::Create).unwrap();
+    set.commit();
+    assert_eq!(lookup(&set, "192.0.2.9 . 80", &mut scratch).as_deref(), Some("192.0.2.0/24 . 80 : accept"));
+    // Same again, with other data and then aborted.
+    set.delete(&e.key).unwrap();
+    let f = d.parse_element("192.0.2.0/24 . 80 : drop").unwrap();
+    set.insert(f, InsertMode::Create).unwrap();
+    set.abort();
+    let snap = set.commit();
+    assert_eq!(snap.len(), 1);
+    assert_eq!(set.get(&e.key), Some(&e));
+    // A deleted element no longer blocks a new overlapping one in the batch.
+    set.delete(&e.key).unwrap();
+    set.insert(d.parse_element("192.0.2.0/25 . 80-81 : drop").unwrap(), InsertMode::Create).unwrap();
+    set.commit();
+    assert_eq!(lookup(&set, "192.0.2.9 . 81", &mut scratch).as_deref(), Some("192.0.2.0/25 . 80-81 : drop"));
+    assert_eq!(lookup(&set, "192.0.2.200 . 80", &mut scratch), None);
+}
+
+/// Removing every element and loading them again reports no clash (the
+/// kernel once found false overlaps with elements already gone).
+#[test]
+fn no_false_clashes_after_flush_and_reload() {
+    let mut rng = Rng(3);
+    for text in common::CONCATS {
+        let g = Gen::new(&mut rng, decl(text));
+        let mut set = Set::new(g.decl.clone());
+        let mut loaded = Vec::new();
+        for _ in 0..300 {
+            let e = g.element(&mut rng);
+            if set.insert(e.clone(), InsertMode::Create).is_ok() {
+                loaded.push(e);
+            }
+        }
+        set.commit();
+        for round in 0..3 {
+            for e in &loaded {
+                set.delete(&e.key).unwrap();
+            }
+            set.commit();
+            assert!(set.fields().iter().all(|f| f.rules() == 0), "{text} round {round}");
+            for e in &loaded {
+                set.insert(e.clone(), InsertMode::Create)
+                    .unwrap_or_else(|err| panic!("{text} round {round}: {err}"));
+            }
+            set.commit();
+        }
+        assert_eq!(set.len(), loaded.len());
+    }
+}
+
+/// An IPv6 field whose elements differ in one middle octet only (the
+/// kernel's AVX2 lookup once ignored an octet).
+#[test]
+fn ipv6_keys_differing_in_one_middle_octet() {
+    let d = decl("type ipv6_addr");
+    let mut set = Set::new(d.clone());
+    for b in (0..=255u8).step_by(2) {
+        let e = d.parse_element(&format!("2001:db8:0:{:x}00::1", b)).unwrap();
+        set.insert(e, InsertMode::Create).unwrap();
+    }
+    let snap = set.commit();
+    let mut s = snap.scratch();
+    for b in 0..=255u16 {
+        let key = d.parse_key(&format!("2001:db8:0:{:x}00::1", b)).unwrap();
+        assert_eq!(snap.lookup(&key, &mut s).is_some(), b % 2 == 0, "octet {b}");
+    }
+    assert_eq!(FieldType::Ipv6Addr.bits(), 128);
+}
