@@ -30,9 +30,12 @@ enum Cmd {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let r = match cli.cmd {
-        Cmd::Lookup { set, keys, delete } => {
-            forwarder::lookup::run(&set, &keys, delete.as_deref(), &mut std::io::stdout().lock())
-        }
+        Cmd::Lookup { set, keys, delete } => forwarder::lookup::run(
+            &set,
+            &keys,
+            delete.as_deref(),
+            &mut std::io::stdout().lock(),
+        ),
     };
     match r {
         Ok(()) => ExitCode::SUCCESS,

@@ -14,7 +14,11 @@ fn tmpdir(name: &str) -> PathBuf {
 
 fn lookup(args: &[&std::path::Path]) -> (bool, String, String) {
     let mut c = Command::new(env!("CARGO_BIN_EXE_forwarder"));
-    c.arg("lookup").arg("--set").arg(args[0]).arg("--keys").arg(args[1]);
+    c.arg("lookup")
+        .arg("--set")
+        .arg(args[0])
+        .arg("--keys")
+        .arg(args[1]);
     if let Some(d) = args.get(2) {
         c.arg("--delete").arg(d);
     }
@@ -83,10 +87,22 @@ fn errors_name_file_and_line() {
     let (s, k) = (dir.join("rules.set"), dir.join("k"));
     std::fs::write(&k, "").unwrap();
     let cases = [
-        ("type ipv4_addr . inet_service\n192.0.2.1 . 80\n\n192.0.2.1 . 90-80\n", ":4: error: invalid: `192.0.2.1 . 90-80`: `90-80`: range start is greater than its end"),
-        ("# c\ntype ipv5_addr\n", ":2: error: invalid: unknown field type `ipv5_addr`"),
-        ("type inet_service\n1-10\n5\n", ":3: error: overlap: `5` overlaps existing element `1-10`"),
-        ("192.0.2.1\n", ":1: error: invalid: expected `type F1 . F2 ...`, found `192.0.2.1`"),
+        (
+            "type ipv4_addr . inet_service\n192.0.2.1 . 80\n\n192.0.2.1 . 90-80\n",
+            ":4: error: invalid: `192.0.2.1 . 90-80`: `90-80`: range start is greater than its end",
+        ),
+        (
+            "# c\ntype ipv5_addr\n",
+            ":2: error: invalid: unknown field type `ipv5_addr`",
+        ),
+        (
+            "type inet_service\n1-10\n5\n",
+            ":3: error: overlap: `5` overlaps existing element `1-10`",
+        ),
+        (
+            "192.0.2.1\n",
+            ":1: error: invalid: expected `type F1 . F2 ...`, found `192.0.2.1`",
+        ),
     ];
     for (text, want) in cases {
         std::fs::write(&s, text).unwrap();
@@ -99,13 +115,22 @@ fn errors_name_file_and_line() {
     std::fs::write(&s, "type inet_service\n1-10\n").unwrap();
     std::fs::write(&k, "5\nfoo\n").unwrap();
     let (ok, _, err) = lookup(&[&s, &k]);
-    assert!(!ok && err.starts_with(&format!("{}:2: error: invalid: ", k.display())), "{err}");
+    assert!(
+        !ok && err.starts_with(&format!("{}:2: error: invalid: ", k.display())),
+        "{err}"
+    );
     let d = dir.join("d");
     std::fs::write(&d, "11\n").unwrap();
     std::fs::write(&k, "5\n").unwrap();
     let (ok, _, err) = lookup(&[&s, &k, &d]);
     assert!(!ok);
-    assert_eq!(err.trim_end(), format!("{}:1: error: not found: `11` is not in the set", d.display()));
+    assert_eq!(
+        err.trim_end(),
+        format!(
+            "{}:1: error: not found: `11` is not in the set",
+            d.display()
+        )
+    );
     // An empty key file only loads the set.
     std::fs::write(&k, "").unwrap();
     let (ok, out, _) = lookup(&[&s, &k]);

@@ -54,4 +54,3 @@ impl fmt::Display for SetError {
 }
 
 impl std::error::Error for SetError {}
-

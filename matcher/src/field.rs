@@ -55,7 +55,7 @@ impl FieldType {
     }
 
     /// Width of the field in bytes, as it appears in a lookup key.
-    pub fn len(self) -> usize {
+    pub fn bytes(self) -> usize {
         match self {
             FieldType::Ipv4Addr | FieldType::Mark => 4,
             FieldType::Ipv6Addr => 16,
@@ -67,7 +67,7 @@ impl FieldType {
 
     /// Width of the field in bits.
     pub fn bits(self) -> u32 {
-        self.len() as u32 * 8
+        self.bytes() as u32 * 8
     }
 
     /// The largest value of the field.
@@ -125,9 +125,8 @@ impl FieldType {
                     if part.is_empty() || part.len() > 2 {
                         return Err(bad("expected six hex octets such as 00:01:02:03:04:05"));
                     }
-                    let b = u8::from_str_radix(part, 16).map_err(|_| {
-                        bad("expected six hex octets such as 00:01:02:03:04:05")
-                    })?;
+                    let b = u8::from_str_radix(part, 16)
+                        .map_err(|_| bad("expected six hex octets such as 00:01:02:03:04:05"))?;
                     v = (v << 8) | b as u128;
                     n += 1;
                 }
@@ -192,17 +191,17 @@ impl FieldType {
         RangeDisplay(self, r).to_string()
     }
 
-    /// Writes the field's value `v` into `out` (exactly [`FieldType::len`]
+    /// Writes the field's value `v` into `out` (exactly [`FieldType::bytes`]
     /// bytes), big-endian, as a key carries it.
     pub fn write_key(self, v: u128, out: &mut [u8]) {
-        let n = self.len();
+        let n = self.bytes();
         out[..n].copy_from_slice(&v.to_be_bytes()[16 - n..]);
     }
 
     /// Reads the field's value from key bytes.
     pub fn read_key(self, key: &[u8]) -> u128 {
         let mut b = [0u8; 16];
-        let n = self.len();
+        let n = self.bytes();
         b[16 - n..].copy_from_slice(&key[..n]);
         u128::from_be_bytes(b)
     }
@@ -469,7 +468,9 @@ mod tests {
         assert_eq!(FieldType::InetService.parse_value("https").unwrap(), 443);
         assert!(FieldType::InetService.parse_value("65536").is_err());
         assert!(FieldType::InetProto.parse_value("256").is_err());
-        let m = FieldType::EtherAddr.parse_value("00:01:02:0A:0b:FF").unwrap();
+        let m = FieldType::EtherAddr
+            .parse_value("00:01:02:0A:0b:FF")
+            .unwrap();
         assert_eq!(FieldType::EtherAddr.format_value(m), "00:01:02:0a:0b:ff");
         assert!(FieldType::EtherAddr.parse_value("00:01:02:03:04").is_err());
         assert_eq!(FieldType::Mark.parse_value("0x10").unwrap(), 16);
@@ -499,9 +500,18 @@ mod tests {
     #[test]
     fn bad_ranges_say_why() {
         let t = FieldType::Ipv4Addr;
-        assert!(t.parse_range("192.0.2.9-192.0.2.1").unwrap_err().contains("greater"));
-        assert!(t.parse_range("192.0.2.0/33").unwrap_err().contains("longer"));
-        assert!(t.parse_range("192.0.2.1/24").unwrap_err().contains("host bits"));
+        assert!(t
+            .parse_range("192.0.2.9-192.0.2.1")
+            .unwrap_err()
+            .contains("greater"));
+        assert!(t
+            .parse_range("192.0.2.0/33")
+            .unwrap_err()
+            .contains("longer"));
+        assert!(t
+            .parse_range("192.0.2.1/24")
+            .unwrap_err()
+            .contains("host bits"));
         assert!(FieldType::InetService
             .parse_range("80/4")
             .unwrap_err()

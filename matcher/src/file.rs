@@ -75,20 +75,21 @@ impl SetFile {
     }
 }
 
+/// Element keys with the line each came from.
+pub type KeyLines = Vec<(usize, Box<[Range]>)>;
+
 /// Parses a file of element keys to delete (map data, if given, is
 /// ignored, as `nft delete element` ignores it).
-pub fn parse_delete_file(
-    decl: &SetDecl,
-    name: &str,
-    text: &str,
-) -> Result<Vec<(usize, Box<[Range]>)>, FileError> {
+pub fn parse_delete_file(decl: &SetDecl, name: &str, text: &str) -> Result<KeyLines, FileError> {
     content_lines(text)
         .map(|(n, l)| {
-            decl.parse_element_key(l).map(|k| (n, k)).map_err(|error| FileError {
-                file: name.to_string(),
-                line: n,
-                error,
-            })
+            decl.parse_element_key(l)
+                .map(|k| (n, k))
+                .map_err(|error| FileError {
+                    file: name.to_string(),
+                    line: n,
+                    error,
+                })
         })
         .collect()
 }

@@ -98,9 +98,9 @@ mod set;
 pub mod syntax;
 mod table;
 
+pub use error::{ErrorKind, SetError};
 pub use field::{FieldType, Range};
 pub use lookup::Scratch;
-pub use error::{ErrorKind, SetError};
 pub use set::{InsertMode, MemoryUsage, Op, Set, SetConfig, Snapshot};
 pub use syntax::{Data, DataType, Element, SetDecl, Verdict};
 pub use table::{Chunk, FieldTable, Mapping};

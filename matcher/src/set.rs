@@ -91,9 +91,7 @@ fn tables_memory(fields: &[FieldTable], elems: &Vec<Option<Arc<Element>>>) -> Me
         + elems
             .iter()
             .flatten()
-            .map(|e| {
-                std::mem::size_of::<Element>() + e.key.len() * std::mem::size_of::<Range>()
-            })
+            .map(|e| std::mem::size_of::<Element>() + e.key.len() * std::mem::size_of::<Range>())
             .sum::<usize>();
     MemoryUsage {
         lookup_tables,
@@ -115,7 +113,11 @@ pub struct Snapshot {
 
 impl Snapshot {
     fn empty(decl: Arc<SetDecl>) -> Snapshot {
-        let fields = decl.fields().iter().map(|t| FieldTable::new(t.bits())).collect();
+        let fields = decl
+            .fields()
+            .iter()
+            .map(|t| FieldTable::new(t.bits()))
+            .collect();
         Snapshot {
             decl,
             fields,
@@ -372,12 +374,18 @@ impl Set {
     /// An element in canonical form, for messages; tolerant of bad input.
     fn describe(&self, e: &Element) -> String {
         if e.key.len() == self.decl.fields().len()
-            && e.key.iter().zip(self.decl.fields()).all(|(r, t)| r.end <= t.max() && r.start <= r.end)
+            && e.key
+                .iter()
+                .zip(self.decl.fields())
+                .all(|(r, t)| r.end <= t.max() && r.start <= r.end)
         {
             self.decl.format_element(e)
         } else {
-            let parts: Vec<String> =
-                e.key.iter().map(|r| format!("{:#x}-{:#x}", r.start, r.end)).collect();
+            let parts: Vec<String> = e
+                .key
+                .iter()
+                .map(|r| format!("{:#x}-{:#x}", r.start, r.end))
+                .collect();
             parts.join(" . ")
         }
     }
@@ -505,7 +513,10 @@ impl Set {
         let n = self.fields.len();
         let mut runs = vec![(0u32, 0u32); n];
         let last = &self.fields[n - 1].mt;
-        let s = last.iter().position(|m| m.to == id).expect("element has rules");
+        let s = last
+            .iter()
+            .position(|m| m.to == id)
+            .expect("element has rules");
         let k = last[s..].iter().take_while(|m| m.to == id).count();
         runs[n - 1] = (s as u32, k as u32);
         for i in (0..n - 1).rev() {
@@ -514,12 +525,14 @@ impl Set {
                 n: runs[i + 1].1,
             };
             let mt = &self.fields[i].mt;
-            let s = mt.iter().position(|m| *m == want).expect("run maps to next field");
+            let s = mt
+                .iter()
+                .position(|m| *m == want)
+                .expect("run maps to next field");
             let k = mt[s..].iter().take_while(|m| **m == want).count();
             runs[i] = (s as u32, k as u32);
         }
-        for i in 0..n {
-            let (s, k) = runs[i];
+        for (i, &(s, k)) in runs.iter().enumerate() {
             self.fields[i].cut(s as usize, k as usize);
             if i > 0 {
                 self.fields[i - 1].fix_mappings_after_cut(s, k);

@@ -92,7 +92,9 @@ impl SetDecl {
     /// Parses `type F1 . F2 ... [: DATATYPE]` (the leading `type` is optional).
     pub fn parse(s: &str) -> Result<SetDecl, String> {
         let s = s.trim().trim_end_matches(';').trim();
-        let body = s.strip_prefix("type").filter(|b| b.starts_with(char::is_whitespace));
+        let body = s
+            .strip_prefix("type")
+            .filter(|b| b.starts_with(char::is_whitespace));
         let body = body.unwrap_or(s).trim();
         let (key, data) = match split_data(body) {
             Some((k, d)) => (k, Some(d)),
@@ -102,8 +104,7 @@ impl SetDecl {
         for name in split_fields(key) {
             let name = name.trim();
             fields.push(
-                FieldType::from_name(name)
-                    .ok_or_else(|| format!("unknown field type `{name}`"))?,
+                FieldType::from_name(name).ok_or_else(|| format!("unknown field type `{name}`"))?,
             );
         }
         let data = match data.map(str::trim) {
@@ -128,7 +129,7 @@ impl SetDecl {
 
     /// Length in bytes of a lookup key: the fields' bytes back to back.
     pub fn key_len(&self) -> usize {
-        self.fields.iter().map(|f| f.len()).sum()
+        self.fields.iter().map(|f| f.bytes()).sum()
     }
 
     /// Byte offset of each field within a key.
@@ -138,7 +139,7 @@ impl SetDecl {
             .iter()
             .map(|f| {
                 let o = off;
-                off += f.len();
+                off += f.bytes();
                 o
             })
             .collect()
@@ -195,7 +196,9 @@ impl SetDecl {
         let data = match (self.data, data) {
             (None, None) => None,
             (None, Some(d)) => {
-                return Err(format!("`{text}`: data `{d}` given, but this is a set, not a map"))
+                return Err(format!(
+                    "`{text}`: data `{d}` given, but this is a set, not a map"
+                ))
             }
             (Some(_), None) => return Err(format!("`{text}`: a map element needs ` : DATA`")),
             (Some(dt), Some(d)) => Some(parse_data(dt, d)?),
@@ -223,7 +226,7 @@ impl SetDecl {
         for (t, p) in self.fields.iter().zip(parts) {
             let v = t.parse_value(p.trim())?;
             t.write_key(v, &mut key[off..]);
-            off += t.len();
+            off += t.bytes();
         }
         Ok(key)
     }
@@ -234,7 +237,7 @@ impl SetDecl {
         let mut off = 0;
         for (t, &v) in self.fields.iter().zip(values) {
             t.write_key(v, &mut key[off..]);
-            off += t.len();
+            off += t.bytes();
         }
         key
     }
@@ -246,7 +249,7 @@ impl SetDecl {
             .iter()
             .map(|t| {
                 let v = t.read_key(&key[off..]);
-                off += t.len();
+                off += t.bytes();
                 v
             })
             .collect()
@@ -315,7 +318,10 @@ impl Element {
 
     /// Whether two elements share at least one key.
     pub fn overlaps(&self, o: &Element) -> bool {
-        self.key.iter().zip(o.key.iter()).all(|(a, b)| a.intersects(b))
+        self.key
+            .iter()
+            .zip(o.key.iter())
+            .all(|(a, b)| a.intersects(b))
     }
 }
 
@@ -346,19 +352,24 @@ fn parse_data(dt: DataType, d: &str) -> Result<Data, String> {
 fn valid_chain(n: &str) -> bool {
     !n.is_empty()
         && n.len() <= 256
-        && n
-            .bytes()
+        && n.bytes()
             .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-' || b == b'.')
 }
 
 /// Splits the key part at ` . ` separators (a dot that stands alone).
 fn split_fields(s: &str) -> impl Iterator<Item = &str> {
-    SplitAlone { rest: Some(s), sep: '.' }
+    SplitAlone {
+        rest: Some(s),
+        sep: '.',
+    }
 }
 
 /// Splits off map data at the first ` : ` that stands alone.
 fn split_data(s: &str) -> Option<(&str, &str)> {
-    let mut it = SplitAlone { rest: Some(s), sep: ':' };
+    let mut it = SplitAlone {
+        rest: Some(s),
+        sep: ':',
+    };
     let first = it.next()?;
     let rest = it.rest?;
     Some((first, rest))
@@ -422,10 +433,7 @@ mod tests {
             .parse_element("192.0.2.0 - 192.0.2.127 . http : jump web")
             .unwrap();
         assert_eq!(d.format_element(&e), "192.0.2.0/25 . 80 : jump web");
-        let d = SetDecl::parse(
-            "type ipv6_addr . inet_service . ether_addr . inet_proto",
-        )
-        .unwrap();
+        let d = SetDecl::parse("type ipv6_addr . inet_service . ether_addr . inet_proto").unwrap();
         let e = d
             .parse_element("2001:db8::/48 . 53 . 00:01:02:03:04:05 . udp")
             .unwrap();
@@ -442,7 +450,10 @@ mod tests {
         assert!(e.contains("has 1 field, the set's type has 2"), "{e}");
         let e = d.parse_element("192.0.2.1 . 9-3").unwrap_err().to_string();
         assert!(e.contains("`9-3`") && e.contains("greater"), "{e}");
-        let e = d.parse_element("192.0.2.1 . 80 : drop").unwrap_err().to_string();
+        let e = d
+            .parse_element("192.0.2.1 . 80 : drop")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("not a map"), "{e}");
         let m = SetDecl::parse("type ipv4_addr : verdict").unwrap();
         let e = m.parse_element("192.0.2.1 : dorp").unwrap_err().to_string();

@@ -290,7 +290,7 @@ impl FieldTable {
             key[g] as usize
         } else {
             let b = key[g / 2];
-            (if g % 2 == 0 { b >> 4 } else { b & 15 }) as usize
+            (if g.is_multiple_of(2) { b >> 4 } else { b & 15 }) as usize
         }
     }
 }
@@ -342,7 +342,9 @@ mod tests {
         let mut x = 7u64;
         for total in [1usize, 5, 63, 64, 65, 127, 128, 129, 300] {
             for _ in 0..40 {
-                x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                x = x
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
                 let start = (x >> 33) as usize % total;
                 let n = 1 + (x >> 13) as usize % (total - start);
                 let mut w = vec![0u64; total.div_ceil(64) + 1];

@@ -7,8 +7,8 @@
 mod common;
 
 use common::{Gen, Rng};
+use matcher::{reference::LinearSet, Element};
 use matcher::{ErrorKind, InsertMode, Scratch, Set, SetConfig, Snapshot};
-use matcher::{Element, reference::LinearSet};
 use proptest::prelude::*;
 use std::sync::Arc;
 
@@ -55,7 +55,11 @@ fn run(seed: u64, steps: usize, config: SetConfig) -> (bool, bool) {
         match rng.below(20) {
             0..=12 => {
                 let e = gen.element(&mut rng);
-                let mode = if rng.chance(50) { InsertMode::Add } else { InsertMode::Create };
+                let mode = if rng.chance(50) {
+                    InsertMode::Add
+                } else {
+                    InsertMode::Create
+                };
                 let dup = model.iter().find(|m| m.key == e.key);
                 let clash = model.iter().find(|m| m.overlaps(&e));
                 let r = set.insert(e.clone(), mode);
@@ -148,7 +152,10 @@ fn switch_round_trip_restores_tables() {
     let mut rng = Rng(99);
     let decl = matcher::SetDecl::parse("type ipv4_addr . inet_service").unwrap();
     let gen = Gen::new(&mut rng, decl.clone());
-    let config = SetConfig { lt_size_high: 1 << 14, lt_size_low: (1 << 14) - (1 << 11) };
+    let config = SetConfig {
+        lt_size_high: 1 << 14,
+        lt_size_low: (1 << 14) - (1 << 11),
+    };
     let mut set = Set::with_config(decl, config);
     let mut added = Vec::new();
     while set.fields()[0].group_bits() == 8 {

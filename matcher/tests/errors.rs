@@ -7,7 +7,8 @@ fn setup(decl: &str, elems: &[&str]) -> (SetDecl, Set) {
     let d = SetDecl::parse(decl).unwrap();
     let mut set = Set::new(d.clone());
     for e in elems {
-        set.insert(d.parse_element(e).unwrap(), InsertMode::Create).unwrap();
+        set.insert(d.parse_element(e).unwrap(), InsertMode::Create)
+            .unwrap();
     }
     set.commit();
     (d, set)
@@ -21,7 +22,10 @@ fn insert(d: &SetDecl, set: &mut Set, e: &str, mode: InsertMode) -> Result<(), S
 #[test]
 fn duplicates() {
     let (d, mut set) = setup("type ipv4_addr . inet_service", &["192.0.2.1 . 80"]);
-    assert_eq!(insert(&d, &mut set, "192.0.2.1 . 80", InsertMode::Add), Ok(()));
+    assert_eq!(
+        insert(&d, &mut set, "192.0.2.1 . 80", InsertMode::Add),
+        Ok(())
+    );
     assert_eq!(set.len(), 1);
     assert_eq!(
         insert(&d, &mut set, "192.0.2.1 . http", InsertMode::Create).unwrap_err(),
@@ -31,7 +35,10 @@ fn duplicates() {
 
 #[test]
 fn same_key_other_data() {
-    let (d, mut set) = setup("type ipv4_addr . inet_service : verdict", &["192.0.2.0/24 . 80 : accept"]);
+    let (d, mut set) = setup(
+        "type ipv4_addr . inet_service : verdict",
+        &["192.0.2.0/24 . 80 : accept"],
+    );
     for mode in [InsertMode::Add, InsertMode::Create] {
         let e = insert(&d, &mut set, "192.0.2.0/24 . 80 : drop", mode).unwrap_err();
         assert_eq!(
@@ -101,7 +108,10 @@ fn invalid_elements_name_the_text() {
         ("192.0.2.1 . 90-80", "invalid: `192.0.2.1 . 90-80`: `90-80`: range start is greater than its end"),
     ];
     for (text, want) in cases {
-        assert_eq!(insert(&d, &mut set, text, InsertMode::Add).unwrap_err(), want);
+        assert_eq!(
+            insert(&d, &mut set, text, InsertMode::Add).unwrap_err(),
+            want
+        );
     }
     assert!(set.is_empty());
 }
@@ -112,7 +122,10 @@ fn delete_of_a_missing_element() {
     let e = d.parse_element("192.0.2.0/25 . 80").unwrap();
     let err = set.delete(&e.key).unwrap_err();
     assert_eq!(err.kind, ErrorKind::NotFound);
-    assert_eq!(err.to_string(), "not found: `192.0.2.0/25 . 80` is not in the set");
+    assert_eq!(
+        err.to_string(),
+        "not found: `192.0.2.0/25 . 80` is not in the set"
+    );
 }
 
 #[test]
@@ -126,7 +139,10 @@ fn failed_batch_changes_nothing() {
         Op::Create(d.parse_element("400-500 . tcp").unwrap()),
     ];
     let err = set.apply(ops).unwrap_err();
-    assert_eq!(err.to_string(), "overlap: `400-500 . 6` overlaps existing element `443 . 6`");
+    assert_eq!(
+        err.to_string(),
+        "overlap: `400-500 . 6` overlaps existing element `443 . 6`"
+    );
     assert!(std::sync::Arc::ptr_eq(&before, &set.snapshot()));
     assert_eq!(set.len(), 2);
     let mut elems: Vec<String> = set.elements().map(|e| d.format_element(e)).collect();

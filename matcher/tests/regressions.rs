@@ -14,7 +14,8 @@ fn decl(s: &str) -> SetDecl {
 fn lookup(set: &Set, key: &str, scratch: &mut Scratch) -> Option<String> {
     let snap = set.snapshot();
     let k = snap.decl().parse_key(key).unwrap();
-    snap.lookup_element(&k, scratch).map(|e| snap.decl().format_element(e))
+    snap.lookup_element(&k, scratch)
+        .map(|e| snap.decl().format_element(e))
 }
 
 /// Start > end and out-of-range values are caught in every field, not only
@@ -23,22 +24,38 @@ fn lookup(set: &Set, key: &str, scratch: &mut Scratch) -> Option<String> {
 fn validity_checked_on_every_field() {
     let d = decl("type ipv4_addr . inet_service . inet_proto");
     let mut set = Set::new(d.clone());
-    for bad in ["192.0.2.1 . 80 . 17-6", "192.0.2.1 . 90-80 . 6", "192.0.2.1 . 80 . 256"] {
+    for bad in [
+        "192.0.2.1 . 80 . 17-6",
+        "192.0.2.1 . 90-80 . 6",
+        "192.0.2.1 . 80 . 256",
+    ] {
         let err = d.parse_element(bad).unwrap_err();
         assert_eq!(err.kind, ErrorKind::Invalid, "{bad}");
     }
     // The same through the API, without the parser's help.
     let good = Range::single(6);
-    for (i, bad) in [Range::new(17, 6), Range::new(0, 256)].into_iter().enumerate() {
+    for (i, bad) in [Range::new(17, 6), Range::new(0, 256)]
+        .into_iter()
+        .enumerate()
+    {
         let mut key = vec![Range::single(0xc000_0201), Range::single(80), good];
         key[2] = bad;
-        let e = Element { key: key.into(), data: None };
+        let e = Element {
+            key: key.into(),
+            data: None,
+        };
         let err = set.insert(e, InsertMode::Add).unwrap_err();
         assert_eq!(err.kind, ErrorKind::Invalid);
         assert!(err.message.contains("field 3"), "{i}: {err}");
     }
-    let e = Element { key: vec![Range::single(1)].into(), data: None };
-    assert_eq!(set.insert(e, InsertMode::Add).unwrap_err().kind, ErrorKind::Invalid);
+    let e = Element {
+        key: vec![Range::single(1)].into(),
+        data: None,
+    };
+    assert_eq!(
+        set.insert(e, InsertMode::Add).unwrap_err().kind,
+        ErrorKind::Invalid
+    );
     assert!(set.is_empty());
 }
 
@@ -56,11 +73,20 @@ fn delete_last_rule_of_last_field() {
             set.insert(e, InsertMode::Create).unwrap();
         }
         assert_eq!(set.fields()[1].rules(), total as usize);
-        let last = d.parse_element(&format!("{} . {}", total - 1, 999 + total)).unwrap();
+        let last = d
+            .parse_element(&format!("{} . {}", total - 1, 999 + total))
+            .unwrap();
         set.delete(&last.key).unwrap();
         set.commit();
         assert_eq!(set.fields()[1].rules(), total as usize - 1);
-        assert_eq!(lookup(&set, &format!("{} . {}", total - 1, 999 + total), &mut scratch), None);
+        assert_eq!(
+            lookup(
+                &set,
+                &format!("{} . {}", total - 1, 999 + total),
+                &mut scratch
+            ),
+            None
+        );
         for p in 0..total - 1 {
             let k = format!("{p} . {}", 1000 + p);
             assert_eq!(lookup(&set, &k, &mut scratch), Some(k.clone()));
@@ -68,13 +94,20 @@ fn delete_last_rule_of_last_field() {
     }
     // A multi-rule last field: the run to cut ends the bitmap.
     let mut set = Set::new(d.clone());
-    set.insert(d.parse_element("1 . 1-65534").unwrap(), InsertMode::Add).unwrap();
-    set.insert(d.parse_element("2 . 3-60000").unwrap(), InsertMode::Add).unwrap();
-    set.delete(&d.parse_element("2 . 3-60000").unwrap().key).unwrap();
+    set.insert(d.parse_element("1 . 1-65534").unwrap(), InsertMode::Add)
+        .unwrap();
+    set.insert(d.parse_element("2 . 3-60000").unwrap(), InsertMode::Add)
+        .unwrap();
+    set.delete(&d.parse_element("2 . 3-60000").unwrap().key)
+        .unwrap();
     set.commit();
     assert_eq!(lookup(&set, "2 . 5", &mut scratch), None);
-    assert_eq!(lookup(&set, "1 . 5", &mut scratch).as_deref(), Some("1 . 1-65534"));
-    set.delete(&d.parse_element("1 . 1-65534").unwrap().key).unwrap();
+    assert_eq!(
+        lookup(&set, "1 . 5", &mut scratch).as_deref(),
+        Some("1 . 1-65534")
+    );
+    set.delete(&d.parse_element("1 . 1-65534").unwrap().key)
+        .unwrap();
     set.commit();
     assert_eq!(lookup(&set, "1 . 5", &mut scratch), None);
     assert!(set.fields().iter().all(|f| f.rules() == 0));
@@ -112,7 +145,10 @@ fn no_stale_result_bits_between_sets() {
             gens[i].boundary_key(&mut rng, &e)
         };
         let key = gens[i].decl.key_from_values(&values);
-        assert_eq!(snap.lookup_element(&key, &mut shared), linear.lookup_values(&values));
+        assert_eq!(
+            snap.lookup_element(&key, &mut shared),
+            linear.lookup_values(&values)
+        );
     }
 }
 
@@ -129,7 +165,10 @@ fn element_deleted_and_readded_in_one_batch() {
     set.delete(&e.key).unwrap();
     set.insert(e.clone(), InsertMode::Create).unwrap();
     set.commit();
-    assert_eq!(lookup(&set, "192.0.2.9 . 80", &mut scratch).as_deref(), Some("192.0.2.0/24 . 80 : accept"));
+    assert_eq!(
+        lookup(&set, "192.0.2.9 . 80", &mut scratch).as_deref(),
+        Some("192.0.2.0/24 . 80 : accept")
+    );
     // Same again, with other data and then aborted.
     set.delete(&e.key).unwrap();
     let f = d.parse_element("192.0.2.0/24 . 80 : drop").unwrap();
@@ -140,9 +179,16 @@ fn element_deleted_and_readded_in_one_batch() {
     assert_eq!(set.get(&e.key), Some(&e));
     // A deleted element no longer blocks a new overlapping one in the batch.
     set.delete(&e.key).unwrap();
-    set.insert(d.parse_element("192.0.2.0/25 . 80-81 : drop").unwrap(), InsertMode::Create).unwrap();
+    set.insert(
+        d.parse_element("192.0.2.0/25 . 80-81 : drop").unwrap(),
+        InsertMode::Create,
+    )
+    .unwrap();
     set.commit();
-    assert_eq!(lookup(&set, "192.0.2.9 . 81", &mut scratch).as_deref(), Some("192.0.2.0/25 . 80-81 : drop"));
+    assert_eq!(
+        lookup(&set, "192.0.2.9 . 81", &mut scratch).as_deref(),
+        Some("192.0.2.0/25 . 80-81 : drop")
+    );
     assert_eq!(lookup(&set, "192.0.2.200 . 80", &mut scratch), None);
 }
 
@@ -167,7 +213,10 @@ fn no_false_clashes_after_flush_and_reload() {
                 set.delete(&e.key).unwrap();
             }
             set.commit();
-            assert!(set.fields().iter().all(|f| f.rules() == 0), "{text} round {round}");
+            assert!(
+                set.fields().iter().all(|f| f.rules() == 0),
+                "{text} round {round}"
+            );
             for e in &loaded {
                 set.insert(e.clone(), InsertMode::Create)
                     .unwrap_or_else(|err| panic!("{text} round {round}: {err}"));
@@ -185,7 +234,9 @@ fn ipv6_keys_differing_in_one_middle_octet() {
     let d = decl("type ipv6_addr");
     let mut set = Set::new(d.clone());
     for b in (0..=255u8).step_by(2) {
-        let e = d.parse_element(&format!("2001:db8:0:{:x}00::1", b)).unwrap();
+        let e = d
+            .parse_element(&format!("2001:db8:0:{:x}00::1", b))
+            .unwrap();
         set.insert(e, InsertMode::Create).unwrap();
     }
     let snap = set.commit();

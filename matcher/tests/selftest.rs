@@ -38,17 +38,33 @@ fn correctness(case: Case, count: usize, fillers: usize) {
         let size = end - start;
         let mut j = start;
         while j <= end {
-            assert_eq!(probe(&mut set, case, j).as_ref(), Some(&e), "{} probe {j}", case.name());
+            assert_eq!(
+                probe(&mut set, case, j).as_ref(),
+                Some(&e),
+                "{} probe {j}",
+                case.name()
+            );
             j += size / 2 + 1;
         }
         assert_eq!(probe(&mut set, case, end).as_ref(), Some(&e));
-        assert_eq!(probe(&mut set, case, end + 1), None, "{} end+1 {}", case.name(), end + 1);
+        assert_eq!(
+            probe(&mut set, case, end + 1),
+            None,
+            "{} end+1 {}",
+            case.name(),
+            end + 1
+        );
         if i % 3 == 0 {
             set.delete(&e.key).unwrap();
             set.commit();
             let mut j = start;
             while j <= end {
-                assert_eq!(probe(&mut set, case, j), None, "{} deleted, probe {j}", case.name());
+                assert_eq!(
+                    probe(&mut set, case, j),
+                    None,
+                    "{} deleted, probe {j}",
+                    case.name()
+                );
                 j += size / 2 + 1;
             }
         }

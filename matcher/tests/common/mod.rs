@@ -83,7 +83,11 @@ impl Window {
                 let hi = (bits - self.pos).min(bits);
                 let len = lo + rng.below((hi - lo + 1) as u64) as u32;
                 let host = bits - len;
-                let hm = if host >= 128 { u128::MAX } else { (1u128 << host) - 1 };
+                let hm = if host >= 128 {
+                    u128::MAX
+                } else {
+                    (1u128 << host) - 1
+                };
                 let v = self.value(rng) & !hm;
                 Range::new(v, v | hm)
             }
