@@ -84,7 +84,7 @@
 //! - [`file`]: set files, key files and their errors with line numbers;
 //! - [`Set`] and [`Snapshot`]: the tables, updates and lookups;
 //! - [`reference`]: a linear scan every fast path is tested against.
-#![forbid(unsafe_code)]
+#![deny(unsafe_code)]
 #![warn(missing_docs)]
 
 mod error;
@@ -95,12 +95,13 @@ mod lookup;
 pub mod reference;
 pub mod selftest;
 mod set;
+mod simd;
 pub mod syntax;
 mod table;
 
 pub use error::{ErrorKind, SetError};
 pub use field::{FieldType, Range};
-pub use lookup::Scratch;
+pub use lookup::{Impl, Scratch};
 pub use set::{InsertMode, MemoryUsage, Op, Set, SetConfig, Snapshot};
 pub use syntax::{Data, DataType, Element, SetDecl, Verdict};
 pub use table::{Chunk, FieldTable, Mapping};

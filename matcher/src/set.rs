@@ -4,7 +4,7 @@
 use crate::error::{ErrorKind, SetError};
 use crate::field::{Prefix, Range};
 use crate::index::OverlapIndex;
-use crate::lookup::{self, Scratch};
+use crate::lookup::{self, Impl, Scratch};
 use crate::syntax::{Data, DataType, Element, SetDecl};
 use crate::table::{FieldTable, Mapping};
 use std::collections::HashMap;
@@ -154,7 +154,11 @@ impl Snapshot {
 
     /// Scratch words a lookup in this snapshot needs.
     pub fn scratch_words(&self) -> usize {
-        self.fields.iter().map(FieldTable::words).max().unwrap_or(0)
+        self.fields
+            .iter()
+            .map(FieldTable::stride_words)
+            .max()
+            .unwrap_or(0)
     }
 
     /// A scratch sized for this snapshot.
@@ -169,9 +173,57 @@ impl Snapshot {
     /// If `key` is shorter than [`SetDecl::key_len`].
     #[inline]
     pub fn lookup(&self, key: &[u8], scratch: &mut Scratch) -> Option<u32> {
+        self.lookup_with(Impl::default_impl(), key, scratch)
+    }
+
+    /// [`Snapshot::lookup`] with a chosen implementation (one this CPU
+    /// lacks falls back to scalar).
+    #[inline]
+    pub fn lookup_with(&self, imp: Impl, key: &[u8], scratch: &mut Scratch) -> Option<u32> {
         assert!(key.len() >= self.decl.key_len(), "key too short");
         scratch.ensure(self.scratch_words());
-        lookup::lookup(&self.fields, key, scratch)
+        lookup::lookup(imp, &self.fields, key, scratch)
+    }
+
+    /// Looks up a burst of keys: `keys` holds `out.len()` keys back to
+    /// back, `stride` bytes apart (`stride >= key_len`); `out[i]` receives
+    /// the id of the element key `i` matches. No allocation once the
+    /// scratch is sized for the snapshot ([`Snapshot::scratch`]).
+    ///
+    /// # Panics
+    /// If `keys` is too short for `out.len()` keys of `stride` bytes.
+    #[inline]
+    pub fn lookup_burst(
+        &self,
+        keys: &[u8],
+        stride: usize,
+        out: &mut [Option<u32>],
+        scratch: &mut Scratch,
+    ) {
+        self.lookup_burst_with(Impl::default_impl(), keys, stride, out, scratch)
+    }
+
+    /// [`Snapshot::lookup_burst`] with a chosen implementation.
+    #[inline]
+    pub fn lookup_burst_with(
+        &self,
+        imp: Impl,
+        keys: &[u8],
+        stride: usize,
+        out: &mut [Option<u32>],
+        scratch: &mut Scratch,
+    ) {
+        if out.is_empty() {
+            return;
+        }
+        let klen = self.decl.key_len();
+        assert!(stride >= klen, "stride shorter than a key");
+        assert!(
+            keys.len() >= (out.len() - 1) * stride + klen,
+            "keys too short"
+        );
+        scratch.ensure(self.scratch_words());
+        lookup::lookup_burst(imp, &self.fields, keys, stride, out, scratch)
     }
 
     /// Looks up a key and returns the matching element.
@@ -555,9 +607,13 @@ impl Set {
             return self.committed.clone();
         }
         self.undo.clear();
+        let mut fields = self.fields.clone();
+        for f in &mut fields {
+            f.compute_bounds();
+        }
         let snap = Snapshot {
             decl: self.decl.clone(),
-            fields: self.fields.clone(),
+            fields,
             elems: self.elems.clone(),
             len: self.exact.len(),
             version: self.committed.version + 1,

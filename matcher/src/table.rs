@@ -45,6 +45,10 @@ pub struct FieldTable {
     pub(crate) lt: Vec<Chunk>,
     /// One mapping per rule.
     pub(crate) mt: Vec<Mapping>,
+    /// Per bucket, the window of words holding its set bits: first word,
+    /// last word + 1 (`(0, 0)` when empty). Computed for committed
+    /// snapshots only ([`FieldTable::compute_bounds`]).
+    pub(crate) bounds: Vec<(u32, u32)>,
 }
 
 impl FieldTable {
@@ -58,7 +62,29 @@ impl FieldTable {
             stride: 0,
             lt: Vec::new(),
             mt: Vec::new(),
+            bounds: Vec::new(),
         }
+    }
+
+    /// Computes every bucket's window of non-zero words, which lookups use
+    /// to skip the words no selected bucket can contribute to.
+    pub(crate) fn compute_bounds(&mut self) {
+        let buckets = self.groups as usize * self.buckets();
+        let sw = self.stride_words();
+        let words = self.words();
+        let lt: &[u64] = bytemuck::cast_slice(&self.lt);
+        self.bounds = (0..buckets)
+            .map(|b| {
+                let w = &lt[b * sw..b * sw + words];
+                match w.iter().position(|&x| x != 0) {
+                    None => (0, 0),
+                    Some(first) => {
+                        let last = w.iter().rposition(|&x| x != 0).unwrap_or(first);
+                        (first as u32, last as u32 + 1)
+                    }
+                }
+            })
+            .collect();
     }
 
     /// Bits per group (4 or 8).
@@ -131,6 +157,7 @@ impl FieldTable {
     pub fn memory_usage(&self) -> usize {
         self.lt.capacity() * std::mem::size_of::<Chunk>()
             + self.mt.capacity() * std::mem::size_of::<Mapping>()
+            + self.bounds.capacity() * 8
     }
 
     /// Re-lays the lookup table out with `stride` chunks per bucket.

@@ -8,7 +8,7 @@ mod common;
 
 use common::{Gen, Rng};
 use matcher::{reference::LinearSet, Element};
-use matcher::{ErrorKind, InsertMode, Scratch, Set, SetConfig, Snapshot};
+use matcher::{ErrorKind, Impl, InsertMode, Scratch, Set, SetConfig, Snapshot};
 use proptest::prelude::*;
 use std::sync::Arc;
 
@@ -27,18 +27,43 @@ fn check_snapshot(
             keys.push(gen.boundary_key(rng, e));
         }
     }
-    for values in keys {
-        let key = gen.decl.key_from_values(&values);
-        let got = snap.lookup_element(&key, scratch);
-        let want = linear.lookup_values(&values);
-        assert_eq!(
-            got,
-            want,
-            "key {} in {} ({} elements)",
-            gen.decl.format_key(&key),
-            gen.decl,
-            model.len()
-        );
+    // Every implementation, one key at a time and in bursts of up to 64
+    // keys, agrees with the linear scan.
+    let klen = gen.decl.key_len();
+    let stride = klen + (keys.len() % 3);
+    let mut flat = vec![0u8; keys.len() * stride];
+    let mut want = Vec::with_capacity(keys.len());
+    for (i, values) in keys.iter().enumerate() {
+        let key = gen.decl.key_from_values(values);
+        flat[i * stride..i * stride + klen].copy_from_slice(&key);
+        want.push(linear.lookup_values(values));
+    }
+    for imp in Impl::available() {
+        for (i, values) in keys.iter().enumerate() {
+            let key = &flat[i * stride..i * stride + klen];
+            let got = snap
+                .lookup_with(imp, key, scratch)
+                .and_then(|id| snap.element(id));
+            assert_eq!(
+                got,
+                want[i],
+                "{imp}: key {} in {} ({} elements)",
+                gen.decl.format_key(key),
+                gen.decl,
+                model.len()
+            );
+        }
+        let mut at = 0;
+        let mut out = [None; 64];
+        while at < keys.len() {
+            let n = (1 + rng.below(64) as usize).min(keys.len() - at);
+            snap.lookup_burst_with(imp, &flat[at * stride..], stride, &mut out[..n], scratch);
+            for j in 0..n {
+                let got = out[j].and_then(|id| snap.element(id));
+                assert_eq!(got, want[at + j], "{imp} burst key {}", at + j);
+            }
+            at += n;
+        }
     }
 }
 
