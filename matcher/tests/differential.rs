@@ -39,7 +39,7 @@ fn check_snapshot(
         want.push(linear.lookup_values(values));
     }
     for imp in Impl::available() {
-        for (i, values) in keys.iter().enumerate() {
+        for i in 0..keys.len() {
             let key = &flat[i * stride..i * stride + klen];
             let got = snap
                 .lookup_with(imp, key, scratch)
