@@ -1,12 +1,15 @@
 //! `bench`: reproducible benchmarks, each figure printed beside the
 //! baselines measured in the same run.
 //!
+//! - `bench matcher`: the kernel selftest's performance table, per lookup;
 //! - `bench load`: bulk loads of large sets (overlap checks included), and
 //!   the cost of adding or deleting one element in the loaded set.
 
 use clap::{Parser, Subcommand};
 
 mod load;
+mod matcher;
+mod stats;
 
 #[derive(Parser)]
 #[command(name = "bench", about = "Forwarder benchmarks")]
@@ -17,6 +20,26 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Cmd {
+    /// The nft_concat_range.sh performance table: every lookup structure
+    /// side by side on the same keys.
+    Matcher {
+        /// Print JSON Lines instead of Markdown tables.
+        #[arg(long)]
+        json: bool,
+        /// Fewer keys and repetitions (under a minute in all).
+        #[arg(long)]
+        quick: bool,
+        /// Write each case's set file and key file (`forwarder lookup`
+        /// formats) into this directory.
+        #[arg(long)]
+        dump: Option<std::path::PathBuf>,
+        /// Measure only this SIMD implementation (scalar, avx2, avx512).
+        #[arg(long = "impl")]
+        imp: Option<String>,
+        /// Only these cases (e.g. `net,port`); repeatable.
+        #[arg(long = "case")]
+        cases: Vec<String>,
+    },
     /// Bulk-load large sets and time single updates in them.
     Load {
         /// Print JSON Lines instead of a Markdown table.
@@ -30,7 +53,41 @@ enum Cmd {
 
 fn main() {
     let cli = Cli::parse();
-    match cli.cmd {
-        Cmd::Load { json, quick } => load::run(json, quick),
+    let r = match cli.cmd {
+        Cmd::Load { json, quick } => {
+            load::run(json, quick);
+            Ok(())
+        }
+        Cmd::Matcher {
+            json,
+            quick,
+            dump,
+            imp,
+            cases,
+        } => (|| {
+            let imp = imp.map(|s| ::matcher::Impl::parse(&s)).transpose()?;
+            let cases = if cases.is_empty() {
+                ::matcher::selftest::Case::ALL.to_vec()
+            } else {
+                cases
+                    .iter()
+                    .map(|c| {
+                        ::matcher::selftest::Case::from_name(c)
+                            .ok_or_else(|| format!("unknown case `{c}`"))
+                    })
+                    .collect::<Result<_, _>>()?
+            };
+            matcher::run(matcher::Options {
+                json,
+                quick,
+                dump,
+                imp,
+                cases,
+            })
+        })(),
+    };
+    if let Err(e) = r {
+        eprintln!("bench: error: {e}");
+        std::process::exit(1);
     }
 }

@@ -24,16 +24,26 @@ enum Cmd {
         /// Elements to delete after loading, before the lookups.
         #[arg(long)]
         delete: Option<PathBuf>,
+        /// Lookup implementation: scalar, avx2 or avx512 (default:
+        /// MATCHER_IMPL, else the fastest this CPU runs).
+        #[arg(long = "impl")]
+        imp: Option<String>,
     },
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let r = match cli.cmd {
-        Cmd::Lookup { set, keys, delete } => forwarder::lookup::run(
+        Cmd::Lookup {
+            set,
+            keys,
+            delete,
+            imp,
+        } => forwarder::lookup::run(
             &set,
             &keys,
             delete.as_deref(),
+            imp.as_deref(),
             &mut std::io::stdout().lock(),
         ),
     };

@@ -13,6 +13,10 @@ fn tmpdir(name: &str) -> PathBuf {
 }
 
 fn lookup(args: &[&std::path::Path]) -> (bool, String, String) {
+    lookup_with(args, &[])
+}
+
+fn lookup_with(args: &[&std::path::Path], extra: &[&str]) -> (bool, String, String) {
     let mut c = Command::new(env!("CARGO_BIN_EXE_forwarder"));
     c.arg("lookup")
         .arg("--set")
@@ -22,6 +26,7 @@ fn lookup(args: &[&std::path::Path]) -> (bool, String, String) {
     if let Some(d) = args.get(2) {
         c.arg("--delete").arg(d);
     }
+    c.args(extra);
     let o = c.output().unwrap();
     (
         o.status.success(),
@@ -77,6 +82,12 @@ fn selftest_sets_match_a_linear_scan() {
         let got: Vec<&str> = out.lines().collect();
         assert_eq!(got, want, "{}", case.name());
         assert!(got.iter().any(|l| *l != "nomatch") && got.contains(&"nomatch"));
+        // Every implementation this CPU runs prints the same.
+        for imp in matcher::Impl::available() {
+            let (ok, again, err) = lookup_with(&[&s, &k, &d], &["--impl", imp.name()]);
+            assert!(ok, "{err}");
+            assert_eq!(again, out, "{} --impl {imp}", case.name());
+        }
     }
     std::fs::remove_dir_all(dir).ok();
 }
@@ -131,6 +142,23 @@ fn errors_name_file_and_line() {
             d.display()
         )
     );
+    // Unknown implementations are refused, from the flag or the variable.
+    std::fs::write(&k, "5\n").unwrap();
+    let (ok, _, err) = lookup_with(&[&s, &k], &["--impl", "sse9"]);
+    assert!(
+        !ok && err.contains("unknown lookup implementation `sse9`"),
+        "{err}"
+    );
+    let o = Command::new(env!("CARGO_BIN_EXE_forwarder"))
+        .args(["lookup", "--set"])
+        .arg(&s)
+        .arg("--keys")
+        .arg(&k)
+        .env("MATCHER_IMPL", "sse9")
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("MATCHER_IMPL"));
     // An empty key file only loads the set.
     std::fs::write(&k, "").unwrap();
     let (ok, out, _) = lookup(&[&s, &k]);

@@ -118,9 +118,10 @@ pub struct Scratch {
 }
 
 impl Scratch {
-    /// Scratch large enough for sets whose widest bucket has `words` words.
+    /// Scratch large enough for sets whose widest bucket has `words` words
+    /// (one pair of bitmaps per key a burst looks up at once).
     pub fn with_words(words: usize) -> Scratch {
-        let chunks = words.div_ceil(CHUNK_WORDS);
+        let chunks = words.div_ceil(CHUNK_WORDS) * INTERLEAVE;
         Scratch {
             res: vec![Chunk::default(); chunks],
             fill: vec![Chunk::default(); chunks],
@@ -131,16 +132,16 @@ impl Scratch {
     /// fast path: size it once with [`Scratch::with_words`]).
     #[inline]
     pub fn ensure(&mut self, words: usize) {
-        let chunks = words.div_ceil(CHUNK_WORDS);
+        let chunks = words.div_ceil(CHUNK_WORDS) * INTERLEAVE;
         if self.res.len() < chunks {
             self.res.resize(chunks, Chunk::default());
             self.fill.resize(chunks, Chunk::default());
         }
     }
 
-    /// Words held.
+    /// Words each key's bitmaps hold.
     pub fn words(&self) -> usize {
-        self.res.len() * CHUNK_WORDS
+        self.res.len() * CHUNK_WORDS / INTERLEAVE
     }
 
     #[inline]
@@ -172,18 +173,21 @@ pub(crate) fn set_run(w: &mut [u64], start: usize, n: usize) {
     w[last] |= hi_mask;
 }
 
-/// Most groups a field can have: 128 bits in 4-bit groups.
-pub(crate) const MAX_GROUPS: usize = 32;
+/// Keys of a burst looked up together, field by field, so that their
+/// chains of dependent loads (bucket windows, buckets, mappings) overlap.
+pub(crate) const INTERLEAVE: usize = 8;
 
 /// The bucket ANDs of one field over a window of words, done `LANES`
 /// words at a time.
 pub(crate) trait AndKernel {
     /// Words per step; windows are rounded out to multiples of it.
     const LANES: usize;
-    /// `res = src & b[0] & b[1] & ...` (`src` all ones when `None`), over
-    /// slices of one length, a multiple of `LANES`. Returns whether any bit
-    /// of `res` is set.
-    fn and(res: &mut [u64], src: Option<&[u64]>, b: &[&[u64]]) -> bool;
+    /// `res[w] = src[w] & lt[at[0] + w] & lt[at[1] + w] & ...` for every
+    /// `w < res.len()` (`src` all ones when `None`); `res.len()` is a
+    /// multiple of `LANES`, and so is every `at[g]`. Returns the words of
+    /// `res` holding set bits, `first..last + 1` (empty when none), so the
+    /// refill starts at the first non-zero word and stops after the last.
+    fn and(res: &mut [u64], src: Option<&[u64]>, lt: &[u64], at: &[usize]) -> (usize, usize);
 }
 
 /// The scalar kernel.
@@ -192,25 +196,175 @@ pub(crate) struct Scalar;
 impl AndKernel for Scalar {
     const LANES: usize = 1;
     #[inline(always)]
-    fn and(res: &mut [u64], src: Option<&[u64]>, b: &[&[u64]]) -> bool {
-        let mut any = 0;
+    fn and(res: &mut [u64], src: Option<&[u64]>, lt: &[u64], at: &[usize]) -> (usize, usize) {
+        let (mut first, mut last) = (usize::MAX, 0);
         for (w, r) in res.iter_mut().enumerate() {
             let mut acc = match src {
                 Some(s) => s[w],
                 None => !0,
             };
-            for bucket in b {
-                acc &= bucket[w];
+            for &a in at {
+                acc &= lt[a + w];
             }
             *r = acc;
-            any |= acc;
+            if acc != 0 {
+                first = first.min(w);
+                last = w + 1;
+            }
         }
-        any != 0
+        (first, last)
     }
 }
 
+/// What one field did to a key's lookup.
+pub(crate) enum Step {
+    /// No rule survived: no element matches.
+    Miss,
+    /// The last field named this element.
+    Hit(u32),
+    /// The next field's bitmap is refilled, within the given window.
+    Next,
+}
+
+/// One field of one key's lookup. `k` is the key's bytes of this field;
+/// `res` and `fill` are the key's scratch bitmaps; `win` is, for fields
+/// after the first, the window of words the previous refill set in
+/// `fill`, and receives this field's refill window.
+///
+/// Instantiated per (group width, group count) of every field width we
+/// have (8, 16, 32, 48 and 128 bits), as the kernel unrolls its lookups:
+/// the per-group loops then have constant trip counts, the group values
+/// come out of the key without a branch on the width, and the bucket
+/// offsets live in registers.
+#[inline(always)]
+pub(crate) fn field_step<K: AndKernel>(
+    f: &FieldTable,
+    k: &[u8],
+    first: bool,
+    last: bool,
+    res: &mut [u64],
+    fill: &mut [u64],
+    win: &mut (usize, usize),
+) -> Step {
+    macro_rules! dispatch {
+        ($(($bb:literal, $g:literal)),*) => {
+            match (f.bb, f.groups) {
+                $(($bb, $g) => field_step_n::<K, $bb, $g>(f, k, first, last, res, fill, win),)*
+                _ => unreachable!("field widths are 8, 16, 32, 48 or 128 bits"),
+            }
+        };
+    }
+    dispatch!(
+        (8, 1),
+        (8, 2),
+        (8, 4),
+        (8, 6),
+        (8, 16),
+        (4, 2),
+        (4, 4),
+        (4, 8),
+        (4, 12),
+        (4, 32)
+    )
+}
+
+/// Zeroes `w` with plain stores: the windows are a few words, too short
+/// to be worth a call to `memset`.
+#[inline(always)]
+fn clear(w: &mut [u64]) {
+    for x in w {
+        *x = 0;
+    }
+}
+
+#[inline(always)]
+fn field_step_n<K: AndKernel, const BB: usize, const G: usize>(
+    f: &FieldTable,
+    k: &[u8],
+    first: bool,
+    last: bool,
+    res: &mut [u64],
+    fill: &mut [u64],
+    win: &mut (usize, usize),
+) -> Step {
+    const { assert!(BB == 4 || BB == 8) };
+    let nb = 1usize << BB;
+    let sw = f.stride_words();
+    let (rlo, rhi) = *win;
+    let (mut lo, mut hi) = if first { (0, f.words()) } else { (rlo, rhi) };
+    let k = &k[..G * BB / 8];
+    let bounds = &f.bounds[..G * nb];
+    let full = &f.full[..G * nb];
+    let mut at = [0usize; G];
+    let mut m = 0;
+    for g in 0..G {
+        let v = if BB == 8 {
+            k[g] as usize
+        } else {
+            (k[g / 2] >> (4 * (1 - g % 2)) & 15) as usize
+        };
+        let b = g * nb + v;
+        let (blo, bhi) = bounds[b];
+        lo = lo.max(blo as usize);
+        hi = hi.min(bhi as usize);
+        // A bucket holding every rule changes nothing in the AND.
+        at[m] = b * sw;
+        m += !full[b] as usize;
+    }
+    // Keep one bucket when all are full: it also clears the padding bits
+    // past the last rule, which an all-ones start would leave set.
+    m = m.max(1);
+    if lo >= hi {
+        clear(&mut fill[rlo..rhi]);
+        return Step::Miss;
+    }
+    // Round out to whole vectors: the words added are zero in the AND
+    // anyway (outside some bucket's window, or outside the refill).
+    let lo = lo & !(K::LANES - 1);
+    let hi = (hi + K::LANES - 1) & !(K::LANES - 1);
+    let at = &mut at[..m];
+    for a in at.iter_mut() {
+        *a += lo;
+    }
+    let src = if first { None } else { Some(&fill[lo..hi]) };
+    let (first, end) = K::and(&mut res[lo..hi], src, f.lt_words(), at);
+    clear(&mut fill[rlo..rhi]);
+    if first >= end {
+        return Step::Miss;
+    }
+    let (lo, hi) = (lo + first, lo + end);
+    let mt = f.mt();
+    if last {
+        // The first surviving rule of the last field names the element.
+        let r = lo * 64 + res[lo].trailing_zeros() as usize;
+        return Step::Hit(mt[r].to);
+    }
+    // Refill the next field from every surviving rule's run.
+    let (mut nlo, mut nhi) = (usize::MAX, 0usize);
+    let mut prev = (u32::MAX, 0u32);
+    for (w, &x) in res[lo..hi].iter().enumerate() {
+        let mut x = x;
+        while x != 0 {
+            let r = (lo + w) * 64 + x.trailing_zeros() as usize;
+            x &= x - 1;
+            let m = mt[r];
+            // Rules of one element share one run: set it once.
+            if prev == (m.to, m.n) {
+                continue;
+            }
+            prev = (m.to, m.n);
+            let (to, n) = (m.to as usize, m.n as usize);
+            set_run(fill, to, n);
+            nlo = nlo.min(to / 64);
+            nhi = nhi.max((to + n).div_ceil(64));
+        }
+    }
+    *win = (nlo, nhi);
+    Step::Next
+}
+
 /// The lookup of one key, generic over the bucket-AND kernel. `res` and
-/// `fill` are the scratch bitmaps, at least as long as the widest bucket.
+/// `fill` are scratch bitmaps at least as long as the widest bucket.
 #[inline(always)]
 pub(crate) fn lookup_core<K: AndKernel>(
     fields: &[FieldTable],
@@ -220,93 +374,18 @@ pub(crate) fn lookup_core<K: AndKernel>(
 ) -> Option<u32> {
     let nfields = fields.len();
     let mut off = 0;
-    // The previous refill's window in `fill` (fields after the first).
-    let (mut rlo, mut rhi) = (0usize, 0usize);
-    let mut buckets: [&[u64]; MAX_GROUPS] = [&[]; MAX_GROUPS];
+    let mut win = (0, 0);
     for (i, f) in fields.iter().enumerate() {
         let nbytes = (f.bits / 8) as usize;
         let k = &key[off..off + nbytes];
         off += nbytes;
-        let groups = f.groups as usize;
-        let nb = f.buckets();
-        let (mut lo, mut hi) = if i == 0 { (0, f.words()) } else { (rlo, rhi) };
-        let mut at = [0usize; MAX_GROUPS];
-        for (g, a) in at.iter_mut().enumerate().take(groups) {
-            let b = g * nb + f.group_value(k, g);
-            let (blo, bhi) = f.bounds[b];
-            lo = lo.max(blo as usize);
-            hi = hi.min(bhi as usize);
-            *a = b;
+        match field_step::<K>(f, k, i == 0, i + 1 == nfields, res, fill, &mut win) {
+            Step::Miss => return None,
+            Step::Hit(id) => return Some(id),
+            Step::Next => {}
         }
-        if lo >= hi {
-            fill[rlo..rhi].fill(0);
-            return None;
-        }
-        // Round out to whole vectors: the words added are zero in the AND
-        // anyway (outside some bucket's window, or outside the refill).
-        let lo = lo & !(K::LANES - 1);
-        let hi = (hi + K::LANES - 1) & !(K::LANES - 1);
-        let lt = f.lt_words();
-        let sw = f.stride_words();
-        for g in 0..groups {
-            buckets[g] = &lt[at[g] * sw + lo..at[g] * sw + hi];
-        }
-        let src = if i == 0 { None } else { Some(&fill[lo..hi]) };
-        let any = K::and(&mut res[lo..hi], src, &buckets[..groups]);
-        fill[rlo..rhi].fill(0);
-        if !any {
-            return None;
-        }
-        let mt = f.mt();
-        if i + 1 == nfields {
-            // The first surviving rule of the last field names the element.
-            for (w, &x) in res[lo..hi].iter().enumerate() {
-                if x != 0 {
-                    let r = (lo + w) * 64 + x.trailing_zeros() as usize;
-                    return Some(mt[r].to);
-                }
-            }
-            return None;
-        }
-        // Refill the next field from every surviving rule's run.
-        let (mut nlo, mut nhi) = (usize::MAX, 0usize);
-        let mut prev = Mapping0::NONE;
-        for (w, &x) in res[lo..hi].iter().enumerate() {
-            let mut x = x;
-            while x != 0 {
-                let r = (lo + w) * 64 + x.trailing_zeros() as usize;
-                x &= x - 1;
-                let m = mt[r];
-                // Rules of one element share one run: set it once.
-                if prev.same(m.to, m.n) {
-                    continue;
-                }
-                prev = Mapping0 { to: m.to, n: m.n };
-                let (to, n) = (m.to as usize, m.n as usize);
-                set_run(fill, to, n);
-                nlo = nlo.min(to / 64);
-                nhi = nhi.max((to + n).div_ceil(64));
-            }
-        }
-        rlo = nlo;
-        rhi = nhi;
     }
-    unreachable!("the last field returns")
-}
-
-/// The last mapping a refill applied.
-#[derive(Clone, Copy)]
-struct Mapping0 {
-    to: u32,
-    n: u32,
-}
-
-impl Mapping0 {
-    const NONE: Mapping0 = Mapping0 { to: u32::MAX, n: 0 };
-    #[inline(always)]
-    fn same(self, to: u32, n: u32) -> bool {
-        self.to == to && self.n == n
-    }
+    None
 }
 
 /// Looks `key` up with the chosen implementation.
@@ -349,12 +428,11 @@ pub(crate) fn lookup_burst(
     }
 }
 
-/// Keys ahead whose first buckets are prefetched.
-const PREFETCH_AHEAD: usize = 4;
-
-/// The burst loop, generic over the kernel: while key `j` is looked up,
-/// the first field's bucket windows of key `j + PREFETCH_AHEAD` are
-/// fetched into the cache.
+/// The burst loop, generic over the kernel. Keys go through in groups of
+/// [`INTERLEAVE`]: each field is done for every key of the group still
+/// alive before the next field, so the loads of different keys, which do
+/// not depend on each other, are in flight together. `res` and `fill`
+/// hold `INTERLEAVE` bitmaps each, one per key of a group.
 #[inline(always)]
 pub(crate) fn burst_core<K: AndKernel>(
     fields: &[FieldTable],
@@ -364,30 +442,46 @@ pub(crate) fn burst_core<K: AndKernel>(
     res: &mut [u64],
     fill: &mut [u64],
 ) {
-    let f0 = &fields[0];
-    let n = out.len();
-    for j in 0..n.min(PREFETCH_AHEAD) {
-        prefetch_first_field(f0, &keys[j * stride..]);
-    }
-    for j in 0..n {
-        if j + PREFETCH_AHEAD < n {
-            prefetch_first_field(f0, &keys[(j + PREFETCH_AHEAD) * stride..]);
+    let nfields = fields.len();
+    let words = res.len() / INTERLEAVE;
+    let mut base = 0;
+    while base < out.len() {
+        let n = (out.len() - base).min(INTERLEAVE);
+        let mut wins = [(0usize, 0usize); INTERLEAVE];
+        let mut alive: u32 = (1 << n) - 1;
+        out[base..base + n].fill(None);
+        let mut off = 0;
+        for (i, f) in fields.iter().enumerate() {
+            let nbytes = (f.bits / 8) as usize;
+            let mut m = alive;
+            while m != 0 {
+                let j = m.trailing_zeros() as usize;
+                m &= m - 1;
+                let at = (base + j) * stride + off;
+                let step = field_step::<K>(
+                    f,
+                    &keys[at..at + nbytes],
+                    i == 0,
+                    i + 1 == nfields,
+                    &mut res[j * words..(j + 1) * words],
+                    &mut fill[j * words..(j + 1) * words],
+                    &mut wins[j],
+                );
+                match step {
+                    Step::Next => {}
+                    Step::Miss => alive &= !(1 << j),
+                    Step::Hit(id) => {
+                        out[base + j] = Some(id);
+                        alive &= !(1 << j);
+                    }
+                }
+            }
+            if alive == 0 {
+                break;
+            }
+            off += nbytes;
         }
-        out[j] = lookup_core::<K>(fields, &keys[j * stride..], res, fill);
-    }
-}
-
-/// Prefetches the first line of the window of every bucket a key selects
-/// in the first field.
-#[inline(always)]
-fn prefetch_first_field(f: &FieldTable, key: &[u8]) {
-    let nb = f.buckets();
-    let lt = f.lt_words();
-    let sw = f.stride_words();
-    for g in 0..f.groups as usize {
-        let b = g * nb + f.group_value(key, g);
-        let (blo, _) = f.bounds[b];
-        crate::simd::prefetch(lt, b * sw + blo as usize);
+        base += n;
     }
 }
 

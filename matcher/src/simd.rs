@@ -23,32 +23,39 @@ mod x86 {
     impl AndKernel for Avx2 {
         const LANES: usize = 4;
         #[inline(always)]
-        fn and(res: &mut [u64], src: Option<&[u64]>, b: &[&[u64]]) -> bool {
+        fn and(res: &mut [u64], src: Option<&[u64]>, lt: &[u64], at: &[usize]) -> (usize, usize) {
             let n = res.len();
-            debug_assert!(n.is_multiple_of(4) && b.iter().all(|x| x.len() == n));
-            debug_assert!(src.is_none_or(|s| s.len() == n));
+            assert!(n.is_multiple_of(4) && at.iter().all(|&a| a + n <= lt.len()));
+            assert!(src.is_none_or(|s| s.len() == n));
             // SAFETY: this kernel is only instantiated in `lookup_avx2` and
             // `burst_avx2`, compiled with AVX2 and called only once the CPU
-            // is known to have it. `res`, `src` and every bucket have the
-            // same length `n`, a multiple of 4 words (lookup_core rounds
-            // windows to LANES inside 512-bit-padded buckets), so each
-            // 32-byte access at word `w < n` stays inside its slice.
+            // is known to have it. `res` and `src` have length `n`, a
+            // multiple of 4 words, and every bucket window `at[g]..at[g]+n`
+            // lies inside `lt` (asserted above), so each 32-byte access at
+            // word `w < n` stays inside its slice.
             unsafe {
-                let mut any = _mm256_setzero_si256();
+                let zero = _mm256_setzero_si256();
+                let (mut first, mut last) = (usize::MAX, 0);
                 let mut w = 0;
                 while w < n {
                     let mut acc = match src {
                         Some(s) => _mm256_loadu_si256(s.as_ptr().add(w).cast()),
                         None => _mm256_set1_epi64x(-1),
                     };
-                    for bk in b {
-                        acc = _mm256_and_si256(acc, _mm256_loadu_si256(bk.as_ptr().add(w).cast()));
+                    for &a in at {
+                        let b = _mm256_loadu_si256(lt.as_ptr().add(a + w).cast());
+                        acc = _mm256_and_si256(acc, b);
                     }
                     _mm256_storeu_si256(res.as_mut_ptr().add(w).cast(), acc);
-                    any = _mm256_or_si256(any, acc);
+                    let eq = _mm256_castsi256_pd(_mm256_cmpeq_epi64(acc, zero));
+                    let nz = !_mm256_movemask_pd(eq) as u32 & 0xf;
+                    if nz != 0 {
+                        first = first.min(w + nz.trailing_zeros() as usize);
+                        last = w + 32 - nz.leading_zeros() as usize;
+                    }
                     w += 4;
                 }
-                _mm256_testz_si256(any, any) == 0
+                (first, last)
             }
         }
     }
@@ -58,29 +65,34 @@ mod x86 {
     impl AndKernel for Avx512 {
         const LANES: usize = 8;
         #[inline(always)]
-        fn and(res: &mut [u64], src: Option<&[u64]>, b: &[&[u64]]) -> bool {
+        fn and(res: &mut [u64], src: Option<&[u64]>, lt: &[u64], at: &[usize]) -> (usize, usize) {
             let n = res.len();
-            debug_assert!(n.is_multiple_of(8) && b.iter().all(|x| x.len() == n));
-            debug_assert!(src.is_none_or(|s| s.len() == n));
+            assert!(n.is_multiple_of(8) && at.iter().all(|&a| a + n <= lt.len()));
+            assert!(src.is_none_or(|s| s.len() == n));
             // SAFETY: as for AVX2, with AVX-512F checked before any call
             // and windows rounded to 8 words (one 512-bit chunk), so each
             // 64-byte access at word `w < n` stays inside its slice.
             unsafe {
-                let mut any = _mm512_setzero_si512();
+                let (mut first, mut last) = (usize::MAX, 0);
                 let mut w = 0;
                 while w < n {
                     let mut acc = match src {
                         Some(s) => _mm512_loadu_si512(s.as_ptr().add(w).cast()),
                         None => _mm512_set1_epi64(-1),
                     };
-                    for bk in b {
-                        acc = _mm512_and_si512(acc, _mm512_loadu_si512(bk.as_ptr().add(w).cast()));
+                    for &a in at {
+                        let b = _mm512_loadu_si512(lt.as_ptr().add(a + w).cast());
+                        acc = _mm512_and_si512(acc, b);
                     }
                     _mm512_storeu_si512(res.as_mut_ptr().add(w).cast(), acc);
-                    any = _mm512_or_si512(any, acc);
+                    let nz = _mm512_test_epi64_mask(acc, acc) as u32;
+                    if nz != 0 {
+                        first = first.min(w + nz.trailing_zeros() as usize);
+                        last = w + 32 - nz.leading_zeros() as usize;
+                    }
                     w += 8;
                 }
-                _mm512_test_epi64_mask(any, any) != 0
+                (first, last)
             }
         }
     }
@@ -127,15 +139,6 @@ mod x86 {
         fill: &mut [u64],
     ) {
         burst_core::<Avx512>(fields, keys, stride, out, res, fill)
-    }
-
-    #[inline(always)]
-    pub(super) fn prefetch(words: &[u64], at: usize) {
-        if at < words.len() {
-            // SAFETY: a prefetch is a hint that never faults; the address
-            // is inside `words` anyway. SSE is part of x86-64.
-            unsafe { _mm_prefetch::<_MM_HINT_T0>(words.as_ptr().add(at).cast()) }
-        }
     }
 }
 
@@ -190,14 +193,4 @@ pub(crate) fn lookup_burst(
     }
     let _ = imp;
     crate::lookup::burst_core::<crate::lookup::Scalar>(fields, keys, stride, out, res, fill)
-}
-
-/// Prefetches the cache line holding `words[at]` (no-op past the end or
-/// off x86-64).
-#[inline(always)]
-pub(crate) fn prefetch(words: &[u64], at: usize) {
-    #[cfg(target_arch = "x86_64")]
-    x86::prefetch(words, at);
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = (words, at);
 }

@@ -49,6 +49,10 @@ pub struct FieldTable {
     /// last word + 1 (`(0, 0)` when empty). Computed for committed
     /// snapshots only ([`FieldTable::compute_bounds`]).
     pub(crate) bounds: Vec<(u32, u32)>,
+    /// Per bucket, whether every rule is set in it: ANDing such a bucket
+    /// changes nothing, so lookups skip it (an IPv6 field whose elements
+    /// share a /96 has 24 of its 32 four-bit groups full for most keys).
+    pub(crate) full: Vec<bool>,
 }
 
 impl FieldTable {
@@ -63,6 +67,7 @@ impl FieldTable {
             lt: Vec::new(),
             mt: Vec::new(),
             bounds: Vec::new(),
+            full: Vec::new(),
         }
     }
 
@@ -73,6 +78,17 @@ impl FieldTable {
         let sw = self.stride_words();
         let words = self.words();
         let lt: &[u64] = bytemuck::cast_slice(&self.lt);
+        let rules = self.rules;
+        let is_full = |w: &[u64]| {
+            w.iter().enumerate().all(|(i, &x)| {
+                let bits = (rules - i * 64).min(64);
+                let want = if bits == 64 { !0 } else { (1u64 << bits) - 1 };
+                x == want
+            })
+        };
+        self.full = (0..buckets)
+            .map(|b| words > 0 && is_full(&lt[b * sw..b * sw + words]))
+            .collect();
         self.bounds = (0..buckets)
             .map(|b| {
                 let w = &lt[b * sw..b * sw + words];
@@ -120,6 +136,13 @@ impl FieldTable {
         self.stride * CHUNK_WORDS
     }
 
+    /// The window of words holding bucket `(g, v)`'s set bits: first word,
+    /// last word + 1; `(0, 0)` when empty (committed snapshots only).
+    pub fn bucket_window(&self, g: usize, v: usize) -> (usize, usize) {
+        let (lo, hi) = self.bounds[g * self.buckets() + v];
+        (lo as usize, hi as usize)
+    }
+
     /// The lookup table as words.
     #[inline]
     pub fn lt_words(&self) -> &[u64] {
@@ -158,6 +181,7 @@ impl FieldTable {
         self.lt.capacity() * std::mem::size_of::<Chunk>()
             + self.mt.capacity() * std::mem::size_of::<Mapping>()
             + self.bounds.capacity() * 8
+            + self.full.capacity()
     }
 
     /// Re-lays the lookup table out with `stride` chunks per bucket.

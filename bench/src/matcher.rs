@@ -1,0 +1,498 @@
+//! `bench matcher`: the performance table of the kernel selftest
+//! `nft_concat_range.sh`, reproduced per lookup on one core, every column
+//! measured in the same run, round-robin, median of the repetitions.
+
+use crate::stats::{median, Rng};
+use ahash::AHashSet;
+use matcher::selftest::Case;
+use matcher::{Element, FieldType, Impl, InsertMode, Set, SetConfig, SetDecl, Snapshot};
+use std::collections::BTreeMap;
+use std::hint::black_box;
+use std::path::Path;
+use std::time::Instant;
+
+/// Bytes of one synthetic packet header record keys are extracted from.
+const REC: usize = 64;
+/// Keys per burst, as the forwarder uses.
+const BURST: usize = 32;
+
+/// Where each field type sits in a header record (a stand-in for the
+/// packet's headers: MAC, address, port, protocol, mark).
+fn field_offset(t: FieldType) -> usize {
+    match t {
+        FieldType::EtherAddr => 0,
+        FieldType::Ipv4Addr | FieldType::Ipv6Addr => 12,
+        FieldType::InetService => 28,
+        FieldType::InetProto => 30,
+        FieldType::Mark => 32,
+    }
+}
+
+/// Copies a case's fields out of header records into keys: the work every
+/// column does, and all the baseline does.
+struct Extractor {
+    parts: Vec<(usize, usize, usize)>, // (record offset, key offset, length)
+    klen: usize,
+}
+
+impl Extractor {
+    fn new(decl: &SetDecl) -> Extractor {
+        let mut off = 0;
+        let parts = decl
+            .fields()
+            .iter()
+            .map(|&t| {
+                let p = (field_offset(t), off, t.bytes());
+                off += t.bytes();
+                p
+            })
+            .collect();
+        Extractor { parts, klen: off }
+    }
+
+    /// Copies 16 bytes per field (records have room past every field,
+    /// key buffers have 16 bytes of slack): a fixed-size move instead of
+    /// a `memcpy` call; the bytes past a field are overwritten by the next
+    /// field or key, or land in the slack.
+    #[inline(always)]
+    fn extract(&self, rec: &[u8], key: &mut [u8]) {
+        for &(src, dst, _) in &self.parts {
+            let b: [u8; 16] = rec[src..src + 16].try_into().unwrap();
+            key[dst..dst + 16].copy_from_slice(&b);
+        }
+    }
+}
+
+/// The columns, in table order.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Column {
+    Baseline,
+    Hash,
+    SingleField,
+    Linear,
+    Pipapo4,
+    PipapoSwitch,
+    Simd(Impl),
+}
+
+impl Column {
+    fn name(self) -> &'static str {
+        match self {
+            Column::Baseline => "baseline",
+            Column::Hash => "hash",
+            Column::SingleField => "single_field",
+            Column::Linear => "linear",
+            Column::Pipapo4 => "pipapo_4bit",
+            Column::PipapoSwitch => "pipapo_switch",
+            Column::Simd(i) => i.name(),
+        }
+    }
+}
+
+/// Everything one case's columns look keys up in.
+struct Structures {
+    snap4: std::sync::Arc<Snapshot>,
+    snap: std::sync::Arc<Snapshot>,
+    hash: AHashSet<[u8; 32]>,
+    tree: BTreeMap<u128, (u128, u32)>,
+    linear: Vec<u128>,
+    nfields: usize,
+}
+
+/// Results of one case.
+pub struct CaseResult {
+    pub case: Case,
+    pub entries: usize,
+    pub cells: Vec<(&'static str, f64)>, // (column, ns per lookup)
+    pub load_s: f64,
+    pub add_us: f64,
+    pub delete_us: f64,
+    pub commit_us: f64,
+    pub memory_bytes: usize,
+    pub groups: String,
+}
+
+fn write_record(decl: &SetDecl, values: &[u128], rec: &mut [u8]) {
+    for (&t, &v) in decl.fields().iter().zip(values) {
+        t.write_key(v, &mut rec[field_offset(t)..]);
+    }
+}
+
+/// Keys: half hits spread over every element, half misses (values in the
+/// gaps or past the last entry, or a hit with one field changed).
+fn make_keys(case: Case, elems: &[Element], snap: &Snapshot, n: usize, rng: &mut Rng) -> Vec<u8> {
+    let decl = snap.decl().clone();
+    let ranges = case.ranges(elems.len());
+    let top = ranges.last().map(|r| r.1).unwrap_or(0);
+    let mut scratch = snap.scratch();
+    let mut recs = vec![0u8; n * REC];
+    let (mut hits, mut misses) = (0, 0);
+    let mut i = 0;
+    let mut guard = 0usize;
+    while i < n {
+        guard += 1;
+        let want_hit = hits * 2 < n && (misses * 2 >= n || rng.below(2) == 0);
+        let values = if want_hit {
+            let (s, e) = ranges[rng.below(ranges.len() as u64) as usize];
+            case.key_values(s + rng.below((e - s + 1) as u64) as u128)
+        } else if rng.below(2) == 0 || guard > 50 * n {
+            case.key_values(rng.below(top as u64 + 2000) as u128)
+        } else {
+            let (s, e) = ranges[rng.below(ranges.len() as u64) as usize];
+            let mut v = case.key_values(s + rng.below((e - s + 1) as u64) as u128);
+            let f = rng.below(v.len() as u64) as usize;
+            let t = decl.fields()[f];
+            v[f] = (v[f] ^ (1 + rng.below(1 << 12) as u128)) & t.max();
+            v
+        };
+        let key = decl.key_from_values(&values);
+        let hit = snap.lookup_with(Impl::Scalar, &key, &mut scratch).is_some();
+        if hit != want_hit && guard <= 50 * n {
+            continue;
+        }
+        if hit {
+            hits += 1;
+        } else {
+            misses += 1;
+        }
+        write_record(&decl, &values, &mut recs[i * REC..(i + 1) * REC]);
+        i += 1;
+    }
+    recs
+}
+
+fn build(case: Case, elems: &[Element]) -> (Structures, f64, f64, f64, f64) {
+    let decl = case.decl();
+    let nfields = decl.fields().len();
+    // The 4-bit-only set: a zero threshold switches every field at once,
+    // and a zero low threshold never switches back.
+    let mut set4 = Set::with_config(
+        decl.clone(),
+        SetConfig {
+            lt_size_high: 0,
+            lt_size_low: 0,
+        },
+    );
+    for e in elems {
+        set4.insert(e.clone(), InsertMode::Create).unwrap();
+    }
+    let snap4 = set4.commit();
+    let t = Instant::now();
+    let mut set = Set::new(decl.clone());
+    for e in elems {
+        set.insert(e.clone(), InsertMode::Create).unwrap();
+    }
+    let snap = set.commit();
+    let load_s = t.elapsed().as_secs_f64();
+    // One element past all others in the first field, added and deleted.
+    let mut extra = elems[elems.len() - 1].clone();
+    extra.key[0] = matcher::Range::single(decl.fields()[0].max());
+    let t = Instant::now();
+    set.insert(extra.clone(), InsertMode::Create).unwrap();
+    let add_us = t.elapsed().as_secs_f64() * 1e6;
+    let t = Instant::now();
+    set.commit();
+    let commit_us = t.elapsed().as_secs_f64() * 1e6;
+    let t = Instant::now();
+    set.delete(&extra.key).unwrap();
+    let delete_us = t.elapsed().as_secs_f64() * 1e6;
+
+    let mut hash = AHashSet::with_capacity(elems.len());
+    let mut tree = BTreeMap::new();
+    let mut linear = Vec::with_capacity(elems.len() * nfields * 2);
+    for (id, e) in elems.iter().enumerate() {
+        let start: Vec<u128> = e.key.iter().map(|r| r.start).collect();
+        let mut k = [0u8; 32];
+        let kb = decl.key_from_values(&start);
+        k[..kb.len()].copy_from_slice(&kb);
+        hash.insert(k);
+        tree.insert(e.key[0].start, (e.key[0].end, id as u32));
+        for r in e.key.iter() {
+            linear.push(r.start);
+            linear.push(r.end);
+        }
+    }
+    (
+        Structures {
+            snap4,
+            snap,
+            hash,
+            tree,
+            linear,
+            nfields,
+        },
+        load_s,
+        add_us,
+        delete_us,
+        commit_us,
+    )
+}
+
+/// Runs one column over every key `rounds` times: ns per lookup.
+fn measure(col: Column, s: &Structures, x: &Extractor, recs: &[u8], rounds: usize) -> f64 {
+    let nkeys = recs.len() / REC;
+    let stride = x.klen;
+    let mut keys = vec![0u8; BURST * stride + 16];
+    let mut out = [None; BURST];
+    let mut scratch = s.snap.scratch();
+    scratch.ensure(s.snap4.scratch_words());
+    let decl = s.snap.decl();
+    let t0 = decl.fields()[0];
+    let mut found = 0usize;
+    let t = Instant::now();
+    for _ in 0..rounds {
+        for burst in recs.chunks(BURST * REC) {
+            let n = burst.len() / REC;
+            for j in 0..n {
+                x.extract(&burst[j * REC..], &mut keys[j * stride..]);
+            }
+            match col {
+                Column::Baseline => {
+                    black_box(&mut keys);
+                }
+                Column::Hash => {
+                    for j in 0..n {
+                        let mut k = [0u8; 32];
+                        k[..stride].copy_from_slice(&keys[j * stride..(j + 1) * stride]);
+                        found += s.hash.contains(&k) as usize;
+                    }
+                }
+                Column::SingleField => {
+                    for j in 0..n {
+                        let v = t0.read_key(&keys[j * stride..]);
+                        if let Some((_, &(end, _))) = s.tree.range(..=v).next_back() {
+                            found += (end >= v) as usize;
+                        }
+                    }
+                }
+                Column::Linear => {
+                    for j in 0..n {
+                        let mut vals = [0u128; 4];
+                        let mut off = j * stride;
+                        for (f, &t) in decl.fields().iter().enumerate() {
+                            vals[f] = t.read_key(&keys[off..]);
+                            off += t.bytes();
+                        }
+                        let hit = s.linear.chunks_exact(2 * s.nfields).position(|e| {
+                            (0..s.nfields).all(|f| e[2 * f] <= vals[f] && vals[f] <= e[2 * f + 1])
+                        });
+                        found += hit.is_some() as usize;
+                    }
+                }
+                Column::Pipapo4 => {
+                    s.snap4.lookup_burst_with(
+                        Impl::Scalar,
+                        &keys,
+                        stride,
+                        &mut out[..n],
+                        &mut scratch,
+                    );
+                    found += out[..n].iter().flatten().count();
+                }
+                Column::PipapoSwitch => {
+                    s.snap.lookup_burst_with(
+                        Impl::Scalar,
+                        &keys,
+                        stride,
+                        &mut out[..n],
+                        &mut scratch,
+                    );
+                    found += out[..n].iter().flatten().count();
+                }
+                Column::Simd(i) => {
+                    s.snap
+                        .lookup_burst_with(i, &keys, stride, &mut out[..n], &mut scratch);
+                    found += out[..n].iter().flatten().count();
+                }
+            }
+        }
+    }
+    let ns = t.elapsed().as_nanos() as f64 / (rounds * nkeys) as f64;
+    black_box(found);
+    // Every column but the baseline finds the same hits (the hash column
+    // finds only the keys equal to an element's start).
+    ns
+}
+
+fn dump(dir: &Path, case: Case, elems: &[Element], recs: &[u8]) -> std::io::Result<()> {
+    std::fs::create_dir_all(dir)?;
+    let decl = case.decl();
+    let name = case.name().replace(',', "-");
+    let mut set = format!(
+        "# nft_concat_range.sh {} with {} entries\n{decl}\n",
+        case.name(),
+        elems.len()
+    );
+    for e in elems {
+        set.push_str(&decl.format_element(e));
+        set.push('\n');
+    }
+    std::fs::write(dir.join(format!("{name}.set")), set)?;
+    let mut keys = String::new();
+    let x = Extractor::new(&decl);
+    let mut key = vec![0u8; x.klen + 16];
+    for rec in recs.chunks(REC) {
+        x.extract(rec, &mut key);
+        keys.push_str(&decl.format_key(&key[..x.klen]));
+        keys.push('\n');
+    }
+    std::fs::write(dir.join(format!("{name}.keys")), keys)
+}
+
+pub struct Options {
+    pub json: bool,
+    pub quick: bool,
+    pub dump: Option<std::path::PathBuf>,
+    pub imp: Option<Impl>,
+    pub cases: Vec<Case>,
+}
+
+pub fn run(o: Options) -> Result<(), String> {
+    let mut rng = Rng(0x5eed);
+    let simd: Vec<Impl> = match o.imp {
+        Some(i) if !i.supported() => return Err(format!("this CPU cannot run `{i}`")),
+        Some(i) => vec![i],
+        None => [Impl::Avx2, Impl::Avx512]
+            .into_iter()
+            .filter(|i| i.supported())
+            .collect(),
+    };
+    let reps = if o.quick { 3 } else { 7 };
+    let nkeys = if o.quick { 1 << 14 } else { 1 << 16 };
+    let target_lookups = if o.quick { 1_000_000 } else { 4_000_000 };
+    let mut results = Vec::new();
+    for &case in &o.cases {
+        let entries = case.perf_entries();
+        let elems = case.entries(entries);
+        let (s, load_s, add_us, delete_us, commit_us) = build(case, &elems);
+        let recs = make_keys(case, &elems, &s.snap, nkeys, &mut rng);
+        if let Some(dir) = &o.dump {
+            dump(dir, case, &elems, &recs).map_err(|e| format!("--dump {}: {e}", dir.display()))?;
+        }
+        let x = Extractor::new(s.snap.decl());
+        let mut cols = vec![
+            Column::Baseline,
+            Column::Hash,
+            Column::SingleField,
+            Column::Linear,
+            Column::Pipapo4,
+            Column::PipapoSwitch,
+        ];
+        cols.extend(simd.iter().map(|&i| Column::Simd(i)));
+        let mut samples: Vec<Vec<f64>> = vec![Vec::new(); cols.len()];
+        for _ in 0..reps {
+            for (c, &col) in cols.iter().enumerate() {
+                // The linear scan is slow: fewer keys, same statistic.
+                let (r, rounds) = if col == Column::Linear {
+                    let keep = (200_000 / entries).clamp(256, nkeys);
+                    (&recs[..keep * REC], 1)
+                } else {
+                    (&recs[..], (target_lookups / nkeys).max(1))
+                };
+                samples[c].push(measure(col, &s, &x, r, rounds));
+            }
+        }
+        let cells = cols
+            .iter()
+            .zip(samples.iter_mut())
+            .map(|(c, v)| (c.name(), median(v)))
+            .collect();
+        let groups: Vec<String> = s
+            .snap
+            .fields()
+            .iter()
+            .map(|f| f.group_bits().to_string())
+            .collect();
+        results.push(CaseResult {
+            case,
+            entries,
+            cells,
+            load_s,
+            add_us,
+            delete_us,
+            commit_us,
+            memory_bytes: s.snap.memory_usage().total(),
+            groups: groups.join("/"),
+        });
+    }
+    if o.json {
+        print_json(&results);
+    } else {
+        print_table(&results);
+    }
+    Ok(())
+}
+
+fn print_json(results: &[CaseResult]) {
+    for r in results {
+        for (col, ns) in &r.cells {
+            println!(
+                "{{\"case\":\"{}\",\"entries\":{},\"column\":\"{col}\",\"ns_per_lookup\":{ns:.2},\"mlookups_per_s\":{:.2}}}",
+                r.case.name(),
+                r.entries,
+                1e3 / ns
+            );
+        }
+        println!(
+            "{{\"case\":\"{}\",\"entries\":{},\"load_s\":{:.4},\"add_us\":{:.1},\"delete_us\":{:.1},\"commit_us\":{:.1},\"memory_bytes\":{},\"group_bits\":\"{}\"}}",
+            r.case.name(),
+            r.entries,
+            r.load_s,
+            r.add_us,
+            r.delete_us,
+            r.commit_us,
+            r.memory_bytes,
+            r.groups
+        );
+    }
+}
+
+fn print_table(results: &[CaseResult]) {
+    let Some(first) = results.first() else { return };
+    let cols: Vec<&str> = first.cells.iter().map(|c| c.0).collect();
+    println!("ns per lookup (M lookups/s), one core, bursts of {BURST}, median of the repetitions; key extraction included in every column");
+    println!();
+    print!("| type | entries |");
+    for c in &cols {
+        print!(" {c} |");
+    }
+    println!(" best SIMD vs scalar |");
+    print!("|---|---:|");
+    for _ in &cols {
+        print!("---:|");
+    }
+    println!("---:|");
+    for r in results {
+        print!("| {} | {} |", r.case.name(), r.entries);
+        for (_, ns) in &r.cells {
+            print!(" {ns:.1} ({:.1}) |", 1e3 / ns);
+        }
+        let scalar = r.cells.iter().find(|c| c.0 == "pipapo_switch").map(|c| c.1);
+        let best = r
+            .cells
+            .iter()
+            .filter(|c| c.0 == "avx2" || c.0 == "avx512")
+            .map(|c| c.1)
+            .fold(f64::INFINITY, f64::min);
+        match scalar {
+            Some(s) if best.is_finite() => println!(" {:.2}x |", s / best),
+            _ => println!(" - |"),
+        }
+    }
+    println!();
+    println!("| type | entries | load (ms) | add one (µs) | delete one (µs) | commit (µs) | memory (KiB) | group bits |");
+    println!("|---|---:|---:|---:|---:|---:|---:|---|");
+    for r in results {
+        println!(
+            "| {} | {} | {:.1} | {:.1} | {:.1} | {:.0} | {} | {} |",
+            r.case.name(),
+            r.entries,
+            r.load_s * 1e3,
+            r.add_us,
+            r.delete_us,
+            r.commit_us,
+            r.memory_bytes / 1024,
+            r.groups
+        );
+    }
+}

@@ -1,0 +1,112 @@
+//! Times lookups of hits and misses for one selftest case.
+use matcher::selftest::Case;
+use matcher::{Impl, InsertMode, Set};
+use std::time::Instant;
+
+fn main() {
+    let name = std::env::args().nth(1).unwrap_or("net,port".into());
+    let case = Case::from_name(&name).unwrap();
+    let mut set = Set::new(case.decl());
+    let ranges = case.ranges(case.perf_entries());
+    for &(s, e) in &ranges {
+        set.insert(case.element(s, e), InsertMode::Create).unwrap();
+    }
+    let snap = set.commit();
+    let decl = snap.decl().clone();
+    let klen = decl.key_len();
+    let mut hits = Vec::new();
+    let mut misses = Vec::new();
+    let mut x = 1u64;
+    for _ in 0..4096 {
+        x = x
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        let (s, e) = ranges[(x >> 33) as usize % ranges.len()];
+        let n = s + (x >> 20) as u128 % (e - s + 1);
+        hits.extend(decl.key_from_values(&case.key_values(n)));
+        let top = ranges.last().unwrap().1;
+        let m = top + 1 + (x >> 40) as u128 % 1000;
+        misses.extend(decl.key_from_values(&case.key_values(m)));
+    }
+    windows(&snap, &hits, klen);
+    if std::env::var("PROBE_HOT").is_ok() {
+        // The same 32 keys over and over: every table line stays in L1.
+        let hot: Vec<u8> = hits[..32 * klen].to_vec();
+        hits = hot.repeat(128);
+        let hot: Vec<u8> = misses[..32 * klen].to_vec();
+        misses = hot.repeat(128);
+    }
+    let mut scratch = snap.scratch();
+    // Round-robin over (implementation, keys, burst or one by one),
+    // median of 7 rounds, so that the machine's noise hits all alike.
+    let mut cells: Vec<(String, Vec<f64>)> = Vec::new();
+    let rounds: usize = std::env::var("PROBE_ROUNDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(7);
+    let reps: usize = std::env::var("PROBE_REPS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(50);
+    for round in 0..rounds {
+        let mut c = 0;
+        for imp in Impl::available() {
+            for (what, keys) in [("hits", &hits), ("misses", &misses)] {
+                for burst in [true, false] {
+                    let mut out = [None; 32];
+                    let t = Instant::now();
+                    let mut found = 0;
+                    for _ in 0..reps {
+                        for b in keys.chunks(32 * klen) {
+                            let n = b.len() / klen;
+                            if burst {
+                                snap.lookup_burst_with(imp, b, klen, &mut out[..n], &mut scratch);
+                            } else {
+                                for j in 0..n {
+                                    out[j] = snap.lookup_with(imp, &b[j * klen..], &mut scratch);
+                                }
+                            }
+                            found += out[..n].iter().flatten().count();
+                        }
+                    }
+                    std::hint::black_box(found);
+                    let ns = t.elapsed().as_nanos() as f64 / (reps as f64 * 4096.0);
+                    if round == 0 {
+                        let mode = if burst { "burst" } else { "single" };
+                        cells.push((format!("{name} {imp:7} {what:6} {mode:6}"), Vec::new()));
+                    }
+                    cells[c].1.push(ns);
+                    c += 1;
+                }
+            }
+        }
+    }
+    for (label, mut v) in cells {
+        v.sort_by(|a, b| a.total_cmp(b));
+        println!("{label} {:7.1} ns (min {:.1})", v[v.len() / 2], v[0]);
+    }
+}
+
+/// Average field-0 window (words) over the hit keys.
+#[allow(dead_code)]
+pub fn windows(snap: &matcher::Snapshot, keys: &[u8], klen: usize) {
+    let f = &snap.fields()[0];
+    let mut tot = 0usize;
+    let mut n = 0usize;
+    for k in keys.chunks(klen) {
+        let (mut lo, mut hi) = (0, f.words());
+        for g in 0..f.groups() as usize {
+            let (a, b) = f.bucket_window(g, f.group_value(k, g));
+            print!("");
+            lo = lo.max(a);
+            hi = hi.min(b);
+        }
+        tot += hi.saturating_sub(lo);
+        n += 1;
+    }
+    println!(
+        "field 0 average window {:.1} words of {}",
+        tot as f64 / n as f64,
+        f.words()
+    );
+}
