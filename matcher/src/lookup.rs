@@ -318,16 +318,27 @@ fn field_step_n<K: AndKernel, const BB: usize, const G: usize>(
         clear(&mut fill[rlo..rhi]);
         return Step::Miss;
     }
-    // Round out to whole vectors: the words added are zero in the AND
+    // A window of a vector's width or less is ANDed a word at a time:
+    // fewer loads, and no wide load of `fill` words the refill has just
+    // written one by one (a store-forwarding stall). Wider windows are
+    // rounded out to whole vectors: the words added are zero in the AND
     // anyway (outside some bucket's window, or outside the refill).
-    let lo = lo & !(K::LANES - 1);
-    let hi = (hi + K::LANES - 1) & !(K::LANES - 1);
+    let narrow = hi - lo <= K::LANES;
+    let (lo, hi) = if narrow {
+        (lo, hi)
+    } else {
+        (lo & !(K::LANES - 1), (hi + K::LANES - 1) & !(K::LANES - 1))
+    };
     let at = &mut at[..m];
     for a in at.iter_mut() {
         *a += lo;
     }
     let src = if first { None } else { Some(&fill[lo..hi]) };
-    let (first, end) = K::and(&mut res[lo..hi], src, f.lt_words(), at);
+    let (first, end) = if narrow {
+        Scalar::and(&mut res[lo..hi], src, f.lt_words(), at)
+    } else {
+        K::and(&mut res[lo..hi], src, f.lt_words(), at)
+    };
     clear(&mut fill[rlo..rhi]);
     if first >= end {
         return Step::Miss;

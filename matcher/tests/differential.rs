@@ -199,3 +199,37 @@ fn switch_round_trip_restores_tables() {
     let snap8 = set.commit();
     check_snapshot(&gen, &mut rng, &snap8, &added, &mut scratch);
 }
+
+/// Sets whose fields share values across many elements, so that windows
+/// span many vectors and the vector kernels (not only their narrow-window
+/// scalar fallback) run, against the linear scan.
+#[test]
+fn wide_windows_agree() {
+    use matcher::selftest::Case;
+    let mut rng = Rng(11);
+    for (case, n) in [
+        (Case::PortProto, 3000),
+        (Case::NetMac, 1500),
+        (Case::Net6PortMacProto, 800),
+    ] {
+        let decl = case.decl();
+        let mut set = Set::new(decl.clone());
+        let mut model = Vec::new();
+        for (s, e) in case.ranges(n) {
+            let el = case.element(s, e);
+            set.insert(el.clone(), InsertMode::Create).unwrap();
+            model.push(el);
+        }
+        // One element whose first field spans everything: every key's
+        // first-field window then covers the whole bitmap.
+        let mut wide = case.element(70_000, 70_000);
+        wide.key[0] = matcher::Range::new(0, decl.fields()[0].max());
+        if set.insert(wide.clone(), InsertMode::Create).is_ok() {
+            model.push(wide);
+        }
+        let snap = set.commit();
+        let gen = Gen::new(&mut rng, decl);
+        let mut scratch = Scratch::default();
+        check_snapshot(&gen, &mut rng, &snap, &model, &mut scratch);
+    }
+}
