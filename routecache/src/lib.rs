@@ -1,6 +1,21 @@
 //! Routes and the per-core route cache: longest-prefix match for IPv4 and
-//! IPv6, next hops and ECMP groups, route hints and the dst cache, and the
-//! hash functions the cache uses (see DESIGN.md, "routecache").
+//! IPv6 ([`lpm`]), next hops and ECMP groups behind published snapshots
+//! ([`fib`]), the route hint and the dst cache ([`cache`]), and the hash
+//! functions the cache can use ([`hash`]).
 //!
-//! Nothing is implemented yet: the routecache issue fills this crate.
+//! A packet's route: the hint (same destination as the previous packet of
+//! the burst) → the dst cache (entries of the current FIB generation) →
+//! the FIB. Every fast path is tested against [`reference::NaiveLpm`].
 #![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+pub mod cache;
+pub mod fib;
+pub mod gen;
+pub mod hash;
+pub mod lpm;
+pub mod reference;
+
+pub use cache::{CacheKey, CacheStats, DstCache, HashKind, Router};
+pub use fib::{Family, Fib, FibError, FibSnapshot, NextHop, TargetId, Targets, ECMP_FLAG};
+pub use hash::FlowKey;

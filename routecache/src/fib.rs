@@ -1,0 +1,306 @@
+//! The forwarding table: IPv4 and IPv6 routes to targets, where a target
+//! is a next hop (egress port, destination MAC, source MAC) or an ECMP
+//! group of next hops. Updates go to a working copy; [`Fib::publish`]
+//! makes an immutable [`FibSnapshot`] with a new generation.
+
+use crate::hash::FlowKey;
+use crate::lpm::{Lpm, LpmError, LpmTable, MAX_TARGET};
+use std::sync::Arc;
+
+/// Where a packet leaves: port and the MACs of the rewritten frame.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub struct NextHop {
+    /// Egress port index.
+    pub port: u16,
+    /// The neighbour's MAC: the frame's new destination.
+    pub dst_mac: [u8; 6],
+    /// Our MAC on the egress port: the frame's new source.
+    pub src_mac: [u8; 6],
+}
+
+/// A route's target id: a next hop's index, or an ECMP group's index with
+/// [`ECMP_FLAG`] set.
+pub type TargetId = u32;
+
+/// Set in a [`TargetId`] that names an ECMP group.
+pub const ECMP_FLAG: u32 = 1 << 22;
+
+/// An address family.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Family {
+    /// IPv4: addresses in the low 32 bits of a `u128`.
+    V4,
+    /// IPv6.
+    V6,
+}
+
+impl Family {
+    /// Address width in bits.
+    pub fn width(self) -> u32 {
+        match self {
+            Family::V4 => 32,
+            Family::V6 => 128,
+        }
+    }
+}
+
+/// An error of a FIB update.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum FibError {
+    /// The route table refused the prefix.
+    Route(LpmError),
+    /// A route or group names a next hop or group that does not exist.
+    UnknownTarget(TargetId),
+    /// An ECMP group needs at least one member.
+    EmptyGroup,
+}
+
+impl std::fmt::Display for FibError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            FibError::Route(e) => write!(f, "{e}"),
+            FibError::UnknownTarget(t) if t & ECMP_FLAG != 0 => {
+                write!(f, "unknown ECMP group {}", t & !ECMP_FLAG)
+            }
+            FibError::UnknownTarget(t) => write!(f, "unknown next hop {t}"),
+            FibError::EmptyGroup => write!(f, "an ECMP group needs at least one member"),
+        }
+    }
+}
+
+impl std::error::Error for FibError {}
+
+impl From<LpmError> for FibError {
+    fn from(e: LpmError) -> Self {
+        FibError::Route(e)
+    }
+}
+
+/// Next hops and ECMP groups, shared by snapshots.
+#[derive(Clone, Debug, Default)]
+pub struct Targets {
+    hops: Vec<NextHop>,
+    groups: Vec<Box<[u32]>>,
+}
+
+impl Targets {
+    /// Whether `t` names an existing next hop or group.
+    pub fn contains(&self, t: TargetId) -> bool {
+        if t & ECMP_FLAG != 0 {
+            ((t & !ECMP_FLAG) as usize) < self.groups.len()
+        } else {
+            (t as usize) < self.hops.len()
+        }
+    }
+
+    /// The next hop a packet of a flow with hash `flow_hash` takes to `t`:
+    /// an ECMP group picks a member by the flow hash, so that a flow
+    /// always leaves through the same member.
+    #[inline]
+    pub fn resolve(&self, t: TargetId, flow_hash: u32) -> Option<&NextHop> {
+        if t & ECMP_FLAG == 0 {
+            return self.hops.get(t as usize);
+        }
+        let m = self.groups.get((t & !ECMP_FLAG) as usize)?;
+        // Lemire's multiply-shift maps the hash onto the members evenly.
+        let i = ((flow_hash as u64 * m.len() as u64) >> 32) as usize;
+        self.hops.get(m[i] as usize)
+    }
+
+    /// Whether `t` is an ECMP group.
+    pub fn is_ecmp(t: TargetId) -> bool {
+        t & ECMP_FLAG != 0
+    }
+
+    /// The next hops.
+    pub fn hops(&self) -> &[NextHop] {
+        &self.hops
+    }
+
+    /// The members of ECMP group `t`.
+    pub fn group(&self, t: TargetId) -> Option<&[u32]> {
+        self.groups.get((t & !ECMP_FLAG) as usize).map(|g| &**g)
+    }
+}
+
+/// The working copy of the forwarding table.
+#[derive(Clone, Debug)]
+pub struct Fib {
+    v4: Lpm,
+    v6: Lpm,
+    targets: Arc<Targets>,
+    generation: u32,
+    published: Option<Arc<FibSnapshot>>,
+}
+
+impl Default for Fib {
+    fn default() -> Self {
+        Fib::new()
+    }
+}
+
+impl Fib {
+    /// An empty table.
+    pub fn new() -> Fib {
+        Fib {
+            v4: Lpm::new_v4(),
+            v6: Lpm::new_v6(),
+            targets: Arc::new(Targets::default()),
+            generation: 0,
+            published: None,
+        }
+    }
+
+    /// Adds a next hop; returns its target id.
+    pub fn add_next_hop(&mut self, nh: NextHop) -> TargetId {
+        let t = Arc::make_mut(&mut self.targets);
+        t.hops.push(nh);
+        (t.hops.len() - 1) as TargetId
+    }
+
+    /// Adds an ECMP group of next hops; returns its target id.
+    pub fn add_ecmp_group(&mut self, members: &[TargetId]) -> Result<TargetId, FibError> {
+        if members.is_empty() {
+            return Err(FibError::EmptyGroup);
+        }
+        if let Some(&m) = members
+            .iter()
+            .find(|&&m| m & ECMP_FLAG != 0 || !self.targets.contains(m))
+        {
+            return Err(FibError::UnknownTarget(m));
+        }
+        let t = Arc::make_mut(&mut self.targets);
+        t.groups.push(members.into());
+        Ok(ECMP_FLAG | (t.groups.len() - 1) as u32)
+    }
+
+    /// The next hops and groups.
+    pub fn targets(&self) -> &Targets {
+        &self.targets
+    }
+
+    fn lpm(&mut self, f: Family) -> &mut Lpm {
+        match f {
+            Family::V4 => &mut self.v4,
+            Family::V6 => &mut self.v6,
+        }
+    }
+
+    /// The routes of a family.
+    pub fn routes(&self, f: Family) -> &Lpm {
+        match f {
+            Family::V4 => &self.v4,
+            Family::V6 => &self.v6,
+        }
+    }
+
+    /// Adds or replaces a route; returns the previous target.
+    pub fn insert(
+        &mut self,
+        f: Family,
+        prefix: u128,
+        len: u32,
+        target: TargetId,
+    ) -> Result<Option<TargetId>, FibError> {
+        if target > MAX_TARGET || !self.targets.contains(target) {
+            return Err(FibError::UnknownTarget(target));
+        }
+        Ok(self.lpm(f).insert(prefix, len, target)?)
+    }
+
+    /// Removes a route; returns its target.
+    pub fn remove(&mut self, f: Family, prefix: u128, len: u32) -> Result<TargetId, FibError> {
+        Ok(self.lpm(f).remove(prefix, len)?)
+    }
+
+    /// Generation of the last published snapshot (0 before any).
+    pub fn generation(&self) -> u32 {
+        self.generation
+    }
+
+    /// Publishes the working copy: an immutable snapshot with the next
+    /// generation. Pages not changed since the last publication are
+    /// shared with it, so this costs a copy of the page pointers.
+    pub fn publish(&mut self) -> Arc<FibSnapshot> {
+        self.generation = self.generation.wrapping_add(1).max(1);
+        let snap = Arc::new(FibSnapshot {
+            v4: self.v4.table().clone(),
+            v6: self.v6.table().clone(),
+            targets: self.targets.clone(),
+            generation: self.generation,
+        });
+        self.published = Some(snap.clone());
+        snap
+    }
+
+    /// The last published snapshot.
+    pub fn published(&self) -> Option<Arc<FibSnapshot>> {
+        self.published.clone()
+    }
+}
+
+/// An immutable, published forwarding table.
+#[derive(Clone, Debug)]
+pub struct FibSnapshot {
+    v4: LpmTable,
+    v6: LpmTable,
+    targets: Arc<Targets>,
+    generation: u32,
+}
+
+impl FibSnapshot {
+    /// The generation: every publication has a new one (never 0), which
+    /// invalidates what the dst caches learnt from older ones.
+    #[inline]
+    pub fn generation(&self) -> u32 {
+        self.generation
+    }
+
+    /// IPv4 longest-prefix match.
+    #[inline(always)]
+    pub fn lookup_v4(&self, dst: u32) -> Option<TargetId> {
+        self.v4.lookup_v4(dst)
+    }
+
+    /// IPv6 longest-prefix match.
+    #[inline]
+    pub fn lookup_v6(&self, dst: u128) -> Option<TargetId> {
+        self.v6.lookup(dst)
+    }
+
+    /// Longest-prefix match in either family.
+    #[inline]
+    pub fn lookup(&self, f: Family, dst: u128) -> Option<TargetId> {
+        match f {
+            Family::V4 => self.lookup_v4(dst as u32),
+            Family::V6 => self.lookup_v6(dst),
+        }
+    }
+
+    /// Next hops and ECMP groups.
+    #[inline]
+    pub fn targets(&self) -> &Targets {
+        &self.targets
+    }
+
+    /// The next hop of `dst` for a flow: route lookup, then ECMP choice.
+    #[inline]
+    pub fn route(&self, f: Family, flow: &FlowKey, seed: u32) -> Option<&NextHop> {
+        let t = self.lookup(f, flow.dst)?;
+        self.targets.resolve(t, flow.hash(seed))
+    }
+
+    /// The lookup tables (for memory figures and copy-on-write checks).
+    pub fn table(&self, f: Family) -> &LpmTable {
+        match f {
+            Family::V4 => &self.v4,
+            Family::V6 => &self.v6,
+        }
+    }
+
+    /// Bytes held by the lookup tables (pages shared with other snapshots
+    /// are counted in full).
+    pub fn memory_usage(&self) -> usize {
+        self.v4.memory_usage() + self.v6.memory_usage()
+    }
+}
