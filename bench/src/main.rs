@@ -2,13 +2,19 @@
 //! baselines measured in the same run.
 //!
 //! - `bench matcher`: the kernel selftest's performance table, per lookup;
+//! - `bench routecache`: FIB lookups alone and behind the route hint and the
+//!   dst cache, by number of destinations; FIB build, update and memory;
+//! - `bench hash`: the hash functions the dst cache may use, in a 65,536-slot
+//!   table, by key size and fill;
 //! - `bench load`: bulk loads of large sets (overlap checks included), and
 //!   the cost of adding or deleting one element in the loaded set.
 
 use clap::{Parser, Subcommand};
 
+mod hash;
 mod load;
 mod matcher;
+mod route;
 mod stats;
 
 #[derive(Parser)]
@@ -40,6 +46,24 @@ enum Cmd {
         #[arg(long = "case")]
         cases: Vec<String>,
     },
+    /// The route-hint series' table, and the FIB's own figures.
+    Routecache {
+        /// Print JSON Lines instead of Markdown tables.
+        #[arg(long)]
+        json: bool,
+        /// Smaller tables and fewer repetitions (under a minute).
+        #[arg(long)]
+        quick: bool,
+    },
+    /// Hash functions by key size and table fill (the BPF hashmap table).
+    Hash {
+        /// Print JSON Lines instead of a Markdown table.
+        #[arg(long)]
+        json: bool,
+        /// Fewer lookups and repetitions.
+        #[arg(long)]
+        quick: bool,
+    },
     /// Bulk-load large sets and time single updates in them.
     Load {
         /// Print JSON Lines instead of a Markdown table.
@@ -54,6 +78,14 @@ enum Cmd {
 fn main() {
     let cli = Cli::parse();
     let r = match cli.cmd {
+        Cmd::Routecache { json, quick } => {
+            route::run(json, quick);
+            Ok(())
+        }
+        Cmd::Hash { json, quick } => {
+            hash::run(json, quick);
+            Ok(())
+        }
         Cmd::Load { json, quick } => {
             load::run(json, quick);
             Ok(())

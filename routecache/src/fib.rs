@@ -268,6 +268,18 @@ impl FibSnapshot {
         self.v6.lookup(dst)
     }
 
+    /// IPv4 longest-prefix match of a burst (see [`LpmTable::lookup_burst`]).
+    #[inline]
+    pub fn lookup_burst_v4(&self, dsts: &[u32], out: &mut [Option<TargetId>]) {
+        self.v4.lookup_burst(dsts, out)
+    }
+
+    /// IPv6 longest-prefix match of a burst.
+    #[inline]
+    pub fn lookup_burst_v6(&self, dsts: &[u128], out: &mut [Option<TargetId>]) {
+        self.v6.lookup_burst(dsts, out)
+    }
+
     /// Longest-prefix match in either family.
     #[inline]
     pub fn lookup(&self, f: Family, dst: u128) -> Option<TargetId> {

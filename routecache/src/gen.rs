@@ -95,15 +95,35 @@ fn pick_len(rng: &mut Rng, table: &[(u32, u32)]) -> u32 {
     table[table.len() - 1].0
 }
 
+/// The registries' IPv6 pools: 2001::/16 and the five RIRs' /12s
+/// (2400::/12 APNIC, 2600::/12 ARIN, 2800::/12 LACNIC, 2a00::/12 RIPE,
+/// 2c00::/12 AFRINIC), as (first 16 bits, bits fixed).
+const V6_POOLS: &[(u128, u32)] = &[
+    (0x2001, 16),
+    (0x2400, 12),
+    (0x2600, 12),
+    (0x2800, 12),
+    (0x2a00, 12),
+    (0x2c00, 12),
+];
+
+/// A random address inside one of the registry pools.
+fn v6_in_pool(rng: &mut Rng) -> u128 {
+    let (top, fixed) = V6_POOLS[rng.below(V6_POOLS.len() as u64) as usize];
+    let rand = (rng.next_u64() as u128) << 64 | rng.next_u64() as u128;
+    (top << 112) | (rand & (u128::MAX >> fixed))
+}
+
 /// `n` distinct prefixes `(prefix, len)` of a family, reproducible from
-/// `seed`. IPv4 prefixes fall in 1.0.0.0-223.255.255.255; IPv6 ones in
-/// 2000::/3, longer ones inside a few thousand /32 "registry blocks".
+/// `seed`. IPv4 prefixes fall in 1.0.0.0-223.255.255.255. IPv6 ones fall
+/// in the registries' pools, and those longer than /32 inside a few
+/// thousand /32 allocations, as LIRs announce them.
 pub fn prefixes(f: Family, n: usize, seed: u64) -> Vec<(u128, u32)> {
     let mut rng = Rng(seed);
     let mut seen = std::collections::HashSet::with_capacity(n);
     let mut out = Vec::with_capacity(n);
     let blocks: Vec<u128> = (0..(n / 40).max(16))
-        .map(|_| (0x2000u128 << 112) | ((rng.next_u64() as u128 & 0x1fff_ffff) << 96))
+        .map(|_| v6_in_pool(&mut rng) & (u128::MAX << 96))
         .collect();
     while out.len() < n {
         let (p, len) = match f {
@@ -124,9 +144,7 @@ pub fn prefixes(f: Family, n: usize, seed: u64) -> Vec<(u128, u32)> {
                         | ((rng.next_u64() as u128) << 32 | rng.next_u64() as u128)
                             & ((1u128 << 96) - 1)
                 } else {
-                    (0x2000u128 << 112)
-                        | ((rng.next_u64() as u128) << 64 | rng.next_u64() as u128)
-                            & ((1u128 << 125) - 1)
+                    v6_in_pool(&mut rng)
                 };
                 let mask = if len == 0 {
                     0

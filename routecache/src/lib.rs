@@ -6,7 +6,7 @@
 //! A packet's route: the hint (same destination as the previous packet of
 //! the burst) → the dst cache (entries of the current FIB generation) →
 //! the FIB. Every fast path is tested against [`reference::NaiveLpm`].
-#![forbid(unsafe_code)]
+#![deny(unsafe_code)]
 #![warn(missing_docs)]
 
 pub mod cache;
@@ -14,8 +14,9 @@ pub mod fib;
 pub mod gen;
 pub mod hash;
 pub mod lpm;
+pub mod pages;
 pub mod reference;
 
-pub use cache::{CacheKey, CacheStats, DstCache, HashKind, Router};
+pub use cache::{CacheKey, CacheStats, DstCache, HashKind, RouteCacheConfig, Router};
 pub use fib::{Family, Fib, FibError, FibSnapshot, NextHop, TargetId, Targets, ECMP_FLAG};
 pub use hash::FlowKey;

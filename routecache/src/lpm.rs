@@ -30,14 +30,15 @@ pub const MAX_TARGET: u32 = VALUE_MASK;
 /// Largest number of groups.
 const MAX_GROUPS: u32 = VALUE_MASK;
 
-/// Entries per first-level page, and groups per group page: 256 KiB
-/// pages, so that the first update after a publication copies 256 KiB
-/// per page it touches (about 30 µs), not the whole table.
-const PAGE_BITS: u32 = 16;
+/// Entries per first-level page, and groups per group page: one 2 MiB
+/// huge page ([`crate::pages`]). The first update of a page after a
+/// publication copies it (2 MiB), not the whole table.
+const PAGE_BITS: u32 = 19;
 const PAGE: usize = 1 << PAGE_BITS;
 const GROUPS_PER_PAGE: usize = PAGE / 256;
 
-type Page = Vec<u32>;
+use crate::pages::Page;
+const _: () = assert!(PAGE == crate::pages::ENTRIES);
 
 #[inline(always)]
 fn leaf(len: u32, target: u32) -> u32 {
@@ -71,9 +72,7 @@ impl LpmTable {
         LpmTable {
             width,
             first,
-            top: (0..pages)
-                .map(|_| Arc::new(vec![0u32; entries.min(PAGE)]))
-                .collect(),
+            top: (0..pages).map(|_| Arc::new(Page::zeroed())).collect(),
             groups: Vec::new(),
         }
     }
@@ -112,6 +111,47 @@ impl LpmTable {
             bit += 8;
         }
         decode(e)
+    }
+
+    /// Looks up a burst of addresses a level at a time: the first-level
+    /// entries of all of them, then the next level of those that go on,
+    /// and so on, so that their loads are in flight together instead of
+    /// one address's chain of loads after another's (DPDK's bulk lookups
+    /// do the same).
+    #[inline]
+    pub fn lookup_burst<A: Copy + Into<u128>>(&self, addrs: &[A], out: &mut [Option<u32>]) {
+        const N: usize = 64;
+        let w = self.width;
+        for (addrs, out) in addrs.chunks(N).zip(out.chunks_mut(N)) {
+            let n = addrs.len().min(out.len());
+            let mut e = [0u32; N];
+            for i in 0..n {
+                e[i] = self.top_entry((addrs[i].into() >> (w - self.first)) as usize);
+            }
+            let mut bit = self.first;
+            loop {
+                // Branch-free: an address whose route is already found
+                // loads from group 0 (reserved, never a route's group)
+                // and keeps its entry, so mixed bursts mispredict nothing.
+                let mut more = 0u32;
+                for i in 0..n {
+                    let x = e[i];
+                    let ext = x & EXT != 0;
+                    let g = if ext { x & VALUE_MASK } else { 0 };
+                    let b = ((addrs[i].into() >> (w - bit - 8)) & 0xff) as usize;
+                    let y = self.group_entry(g, b);
+                    e[i] = if ext { y } else { x };
+                    more |= e[i] & EXT;
+                }
+                if more == 0 {
+                    break;
+                }
+                bit += 8;
+            }
+            for i in 0..n {
+                out[i] = decode(e[i]);
+            }
+        }
     }
 
     /// Bytes held by the pages.
@@ -207,11 +247,15 @@ impl Lpm {
     }
 
     fn with_shape(width: u32, first: u32) -> Lpm {
+        let mut table = LpmTable::new(width, first);
+        // Group 0 is reserved: the burst lookup's loads for addresses
+        // already resolved go there.
+        table.groups.push(Arc::new(Page::zeroed()));
         Lpm {
-            table: LpmTable::new(width, first),
+            table,
             rib: vec![HashMap::new(); width as usize + 1],
             free_groups: Vec::new(),
-            ngroups: 0,
+            ngroups: 1,
             routes: 0,
         }
     }
@@ -236,9 +280,9 @@ impl Lpm {
         &self.table
     }
 
-    /// Groups in use.
+    /// Groups in use (the reserved group 0 not counted).
     pub fn groups(&self) -> u32 {
-        self.ngroups - self.free_groups.len() as u32
+        self.ngroups - 1 - self.free_groups.len() as u32
     }
 
     /// The target of exactly this route, if present.
@@ -338,7 +382,7 @@ impl Lpm {
                 let g = self.ngroups;
                 self.ngroups += 1;
                 if g as usize / GROUPS_PER_PAGE >= self.table.groups.len() {
-                    self.table.groups.push(Arc::new(vec![0u32; PAGE]));
+                    self.table.groups.push(Arc::new(Page::zeroed()));
                 }
                 g
             }

@@ -1,0 +1,268 @@
+//! `bench routecache`: the route-hint series' table (lookups per second by
+//! number of destinations, FIB alone and behind the hint and the dst
+//! cache), and the FIB's own figures (build, update, memory, random
+//! lookups), for a 1,000-route table and an Internet-sized one.
+
+use crate::stats::median;
+use routecache::gen::{prefixes, Rng};
+use routecache::{DstCache, Family, Fib, FibSnapshot, HashKind, NextHop, Router, TargetId};
+use std::hint::black_box;
+use std::time::Instant;
+
+const BURST: usize = 32;
+const CONNS: [usize; 10] = [1, 2, 15, 100, 500, 1000, 2000, 4000, 8000, 100_000];
+const VARIANTS: [(&str, bool, bool); 4] = [
+    ("fib", false, false),
+    ("fib+hint", true, false),
+    ("fib+cache", false, true),
+    ("fib+hint+cache", true, true),
+];
+
+struct Table {
+    family: Family,
+    snap: std::sync::Arc<FibSnapshot>,
+    routes: Vec<(u128, u32)>,
+    build_s: f64,
+    update_us: f64,
+    publish_us: f64,
+}
+
+fn family_name(f: Family) -> &'static str {
+    match f {
+        Family::V4 => "ipv4",
+        Family::V6 => "ipv6",
+    }
+}
+
+fn build(family: Family, n: usize) -> Table {
+    let routes = prefixes(family, n, 0x1000 + n as u64);
+    let t = Instant::now();
+    let mut fib = Fib::new();
+    let hops: Vec<TargetId> = (0..64u16)
+        .map(|p| {
+            fib.add_next_hop(NextHop {
+                port: p % 4,
+                dst_mac: [2, 0, 0, 0, 0, p as u8],
+                src_mac: [2, 0, 0, 0, 1, (p % 4) as u8],
+            })
+        })
+        .collect();
+    // Shorter prefixes first: longer ones then overwrite fewer entries.
+    let mut sorted = routes.clone();
+    sorted.sort_by_key(|r| r.1);
+    for (i, &(p, l)) in sorted.iter().enumerate() {
+        fib.insert(family, p, l, hops[i % hops.len()]).unwrap();
+    }
+    let snap = fib.publish();
+    let build_s = t.elapsed().as_secs_f64();
+    // Update latency: add, replace and delete single routes (the median
+    // of many), and the publication that follows a batch of them.
+    let mut rng = Rng(3);
+    let mut samples = Vec::new();
+    let w = family.width();
+    for i in 0..200 {
+        let (p, l) = routes[rng.below(routes.len() as u64) as usize];
+        let len = (l + 4).min(w);
+        let host = rng.next_u64() as u128
+            & if len == l {
+                0
+            } else {
+                ((1u128 << (len - l)) - 1) << (w - len)
+            };
+        let q = p | host;
+        let t = Instant::now();
+        let _ = fib.insert(family, q, len, hops[i % hops.len()]);
+        let _ = fib.insert(family, q, len, hops[(i + 1) % hops.len()]);
+        let _ = fib.remove(family, q, len);
+        samples.push(t.elapsed().as_secs_f64() * 1e6 / 3.0);
+    }
+    let update_us = median(&mut samples);
+    let t = Instant::now();
+    black_box(fib.publish());
+    let publish_us = t.elapsed().as_secs_f64() * 1e6;
+    Table {
+        family,
+        snap,
+        routes,
+        build_s,
+        update_us,
+        publish_us,
+    }
+}
+
+/// `n` destinations inside the table's routes.
+fn destinations(t: &Table, n: usize, rng: &mut Rng) -> Vec<u128> {
+    let w = t.family.width();
+    (0..n)
+        .map(|_| {
+            let (p, l) = t.routes[rng.below(t.routes.len() as u64) as usize];
+            let host = if l == w {
+                0
+            } else {
+                ((rng.next_u64() as u128) << 64 | rng.next_u64() as u128) & ((1u128 << (w - l)) - 1)
+            };
+            p | host
+        })
+        .collect()
+}
+
+/// The FIB's burst lookup alone, with no route stage around it.
+fn run_direct(t: &Table, stream: &[u128], rounds: usize) -> f64 {
+    let snap = &t.snap;
+    let mut out = [None; BURST];
+    let mut found = 0usize;
+    let start = Instant::now();
+    match t.family {
+        Family::V4 => {
+            let dsts: Vec<u32> = stream.iter().map(|&d| d as u32).collect();
+            for _ in 0..rounds {
+                for b in dsts.chunks(BURST) {
+                    snap.lookup_burst_v4(b, &mut out[..b.len()]);
+                    found += out[..b.len()].iter().flatten().count();
+                }
+            }
+        }
+        Family::V6 => {
+            for _ in 0..rounds {
+                for b in stream.chunks(BURST) {
+                    snap.lookup_burst_v6(b, &mut out[..b.len()]);
+                    found += out[..b.len()].iter().flatten().count();
+                }
+            }
+        }
+    }
+    black_box(found);
+    (stream.len() * rounds) as f64 / start.elapsed().as_secs_f64() / 1e6
+}
+
+fn run_variant(t: &Table, stream: &[u128], hint: bool, cache: bool, rounds: usize) -> f64 {
+    let snap = &t.snap;
+    let gen = snap.generation();
+    let mut out = [None; BURST];
+    let mut found = 0usize;
+    let start = Instant::now();
+    match t.family {
+        Family::V4 => {
+            let dsts: Vec<u32> = stream.iter().map(|&d| d as u32).collect();
+            let c = cache.then(|| DstCache::new(512, HashKind::Ahash, 0x1234));
+            let mut r = Router::new(hint, c);
+            for _ in 0..rounds {
+                for b in dsts.chunks(BURST) {
+                    r.route_burst(
+                        b,
+                        gen,
+                        |k, o| snap.lookup_burst_v4(k, o),
+                        &mut out[..b.len()],
+                    );
+                    found += out[..b.len()].iter().flatten().count();
+                }
+            }
+        }
+        Family::V6 => {
+            let c = cache.then(|| DstCache::new(512, HashKind::Ahash, 0x1234));
+            let mut r = Router::new(hint, c);
+            for _ in 0..rounds {
+                for b in stream.chunks(BURST) {
+                    r.route_burst(
+                        b,
+                        gen,
+                        |k, o| snap.lookup_burst_v6(k, o),
+                        &mut out[..b.len()],
+                    );
+                    found += out[..b.len()].iter().flatten().count();
+                }
+            }
+        }
+    }
+    black_box(found);
+    (stream.len() * rounds) as f64 / start.elapsed().as_secs_f64() / 1e6
+}
+
+pub fn run(json: bool, quick: bool) {
+    let (full4, full6) = if quick {
+        (200_000, 50_000)
+    } else {
+        (1_000_000, 200_000)
+    };
+    let reps = if quick { 3 } else { 5 };
+    let stream_len = if quick { 1 << 16 } else { 1 << 18 };
+    let rounds = if quick { 8 } else { 16 };
+    let tables = [
+        ("1k", Family::V4, 1000),
+        ("1k", Family::V6, 1000),
+        ("full", Family::V4, full4),
+        ("full", Family::V6, full6),
+    ];
+    if !json {
+        println!("M lookups/s per core, bursts of {BURST}, destinations drawn uniformly, median of {reps} runs; delta against the FIB alone");
+        println!();
+    }
+    for (name, family, n) in tables {
+        let t = build(family, n);
+        let mut rng = Rng(77);
+        // Random destinations over the whole table: the FIB's own figure.
+        let random = destinations(&t, stream_len, &mut rng);
+        let mut rs: Vec<f64> = (0..reps).map(|_| run_direct(&t, &random, rounds)).collect();
+        let random_mlps = median(&mut rs);
+        let mem = t.snap.table(family).memory_usage();
+        if json {
+            println!(
+                "{{\"table\":\"{name}\",\"family\":\"{}\",\"prefixes\":{},\"build_s\":{:.3},\"update_us\":{:.2},\"publish_us\":{:.1},\"memory_bytes\":{mem},\"random_mlookups_per_s\":{random_mlps:.1}}}",
+                family_name(family),
+                t.routes.len(),
+                t.build_s,
+                t.update_us,
+                t.publish_us
+            );
+        } else {
+            println!(
+                "### {name} table, {}: {} prefixes; build {:.3} s; update {:.2} µs per add/replace/delete; publish {:.0} µs; memory {:.1} MiB; random destinations {random_mlps:.1} M lookups/s",
+                family_name(family),
+                t.routes.len(),
+                t.build_s,
+                t.update_us,
+                t.publish_us,
+                mem as f64 / (1 << 20) as f64
+            );
+            println!();
+            print!("| conns |");
+            for (v, _, _) in VARIANTS {
+                print!(" {v} |");
+            }
+            println!();
+            println!("|---:|---:|---:|---:|---:|");
+        }
+        for conns in CONNS {
+            let pool = destinations(&t, conns, &mut rng);
+            let stream: Vec<u128> = (0..stream_len)
+                .map(|_| pool[rng.below(conns as u64) as usize])
+                .collect();
+            let mut samples = vec![Vec::new(); VARIANTS.len()];
+            for _ in 0..reps {
+                for (i, &(_, hint, cache)) in VARIANTS.iter().enumerate() {
+                    samples[i].push(run_variant(&t, &stream, hint, cache, rounds));
+                }
+            }
+            let m: Vec<f64> = samples.iter_mut().map(|s| median(s)).collect();
+            if json {
+                for (i, (v, _, _)) in VARIANTS.iter().enumerate() {
+                    println!(
+                        "{{\"table\":\"{name}\",\"family\":\"{}\",\"variant\":\"{v}\",\"conns\":{conns},\"mlookups_per_s\":{:.2},\"delta_pct\":{:.1}}}",
+                        family_name(family),
+                        m[i],
+                        (m[i] / m[0] - 1.0) * 100.0
+                    );
+                }
+            } else {
+                print!("| {conns} | {:.1} |", m[0]);
+                for x in &m[1..] {
+                    print!(" {:.1} ({:+.1} %) |", x, (x / m[0] - 1.0) * 100.0);
+                }
+                println!();
+            }
+        }
+        if !json {
+            println!();
+        }
+    }
+}
