@@ -271,7 +271,7 @@ impl FibSnapshot {
     /// IPv4 longest-prefix match of a burst (see [`LpmTable::lookup_burst`]).
     #[inline]
     pub fn lookup_burst_v4(&self, dsts: &[u32], out: &mut [Option<TargetId>]) {
-        self.v4.lookup_burst(dsts, out)
+        self.v4.lookup_burst_v4(dsts, out)
     }
 
     /// IPv6 longest-prefix match of a burst.

@@ -154,6 +154,37 @@ impl LpmTable {
         }
     }
 
+    /// [`LpmTable::lookup_burst`] for IPv4, in 32-bit arithmetic: the
+    /// first level is one load per address (24 bits), the second, for
+    /// the few routes longer than /24, a branch-free pass.
+    #[inline]
+    pub fn lookup_burst_v4(&self, addrs: &[u32], out: &mut [Option<u32>]) {
+        debug_assert_eq!(self.width, 32);
+        const N: usize = 64;
+        for (addrs, out) in addrs.chunks(N).zip(out.chunks_mut(N)) {
+            let n = addrs.len().min(out.len());
+            let mut e = [0u32; N];
+            let mut ext = 0u32;
+            for i in 0..n {
+                let x = self.top_entry((addrs[i] >> 8) as usize);
+                e[i] = x;
+                ext |= x;
+            }
+            if ext & EXT != 0 {
+                for i in 0..n {
+                    let x = e[i];
+                    let is_ext = x & EXT != 0;
+                    let g = if is_ext { x & VALUE_MASK } else { 0 };
+                    let y = self.group_entry(g, (addrs[i] & 0xff) as usize);
+                    e[i] = if is_ext { y } else { x };
+                }
+            }
+            for i in 0..n {
+                out[i] = decode(e[i]);
+            }
+        }
+    }
+
     /// Bytes held by the pages.
     pub fn memory_usage(&self) -> usize {
         (self.top.iter().map(|p| p.len()).sum::<usize>()
