@@ -118,10 +118,9 @@ pub struct Scratch {
 }
 
 impl Scratch {
-    /// Scratch large enough for sets whose widest bucket has `words` words
-    /// (one pair of bitmaps per key a burst looks up at once).
+    /// Scratch large enough for sets whose widest bucket has `words` words.
     pub fn with_words(words: usize) -> Scratch {
-        let chunks = words.div_ceil(CHUNK_WORDS) * INTERLEAVE;
+        let chunks = words.div_ceil(CHUNK_WORDS);
         Scratch {
             res: vec![Chunk::default(); chunks],
             fill: vec![Chunk::default(); chunks],
@@ -132,16 +131,16 @@ impl Scratch {
     /// fast path: size it once with [`Scratch::with_words`]).
     #[inline]
     pub fn ensure(&mut self, words: usize) {
-        let chunks = words.div_ceil(CHUNK_WORDS) * INTERLEAVE;
+        let chunks = words.div_ceil(CHUNK_WORDS);
         if self.res.len() < chunks {
             self.res.resize(chunks, Chunk::default());
             self.fill.resize(chunks, Chunk::default());
         }
     }
 
-    /// Words each key's bitmaps hold.
+    /// Words each bitmap holds.
     pub fn words(&self) -> usize {
-        self.res.len() * CHUNK_WORDS / INTERLEAVE
+        self.res.len() * CHUNK_WORDS
     }
 
     #[inline]
@@ -172,10 +171,6 @@ pub(crate) fn set_run(w: &mut [u64], start: usize, n: usize) {
     }
     w[last] |= hi_mask;
 }
-
-/// Keys of a burst looked up together, field by field, so that their
-/// chains of dependent loads (bucket windows, buckets, mappings) overlap.
-pub(crate) const INTERLEAVE: usize = 8;
 
 /// The bucket ANDs of one field over a window of words, done `LANES`
 /// words at a time.
@@ -226,77 +221,60 @@ pub(crate) enum Step {
     Next,
 }
 
-/// One field of one key's lookup. `k` is the key's bytes of this field;
-/// `res` and `fill` are the key's scratch bitmaps; `win` is, for fields
-/// after the first, the window of words the previous refill set in
-/// `fill`, and receives this field's refill window.
-///
-/// Instantiated per (group width, group count) of every field width we
-/// have (8, 16, 32, 48 and 128 bits), as the kernel unrolls its lookups:
-/// the per-group loops then have constant trip counts, the group values
-/// come out of the key without a branch on the width, and the bucket
-/// offsets live in registers.
-#[inline(always)]
-pub(crate) fn field_step<K: AndKernel>(
-    f: &FieldTable,
-    k: &[u8],
-    first: bool,
-    last: bool,
-    res: &mut [u64],
-    fill: &mut [u64],
-    win: &mut (usize, usize),
-) -> Step {
-    macro_rules! dispatch {
-        ($(($bb:literal, $g:literal)),*) => {
-            match (f.bb, f.groups) {
-                $(($bb, $g) => field_step_n::<K, $bb, $g>(f, k, first, last, res, fill, win),)*
-                _ => unreachable!("field widths are 8, 16, 32, 48 or 128 bits"),
-            }
-        };
-    }
-    dispatch!(
-        (8, 1),
-        (8, 2),
-        (8, 4),
-        (8, 6),
-        (8, 16),
-        (4, 2),
-        (4, 4),
-        (4, 8),
-        (4, 12),
-        (4, 32)
-    )
+/// Calls `$call::<$K, BB, G>($args)` for the field's (group width, group
+/// count): one instantiation per shape of the field widths we have (8,
+/// 16, 32, 48 and 128 bits), as the kernel unrolls its lookups, so that
+/// the per-group loops have constant trip counts, the group values come
+/// out of the key without a branch on the width, and the bucket offsets
+/// live in registers.
+macro_rules! by_shape {
+    ($f:expr, $call:ident :: <$K:ty> ($($arg:expr),*)) => {
+        match ($f.bb, $f.groups) {
+            (8, 1) => $call::<$K, 8, 1>($($arg),*),
+            (8, 2) => $call::<$K, 8, 2>($($arg),*),
+            (8, 4) => $call::<$K, 8, 4>($($arg),*),
+            (8, 6) => $call::<$K, 8, 6>($($arg),*),
+            (8, 16) => $call::<$K, 8, 16>($($arg),*),
+            (4, 2) => $call::<$K, 4, 2>($($arg),*),
+            (4, 4) => $call::<$K, 4, 4>($($arg),*),
+            (4, 8) => $call::<$K, 4, 8>($($arg),*),
+            (4, 12) => $call::<$K, 4, 12>($($arg),*),
+            (4, 32) => $call::<$K, 4, 32>($($arg),*),
+            _ => unreachable!("field widths are 8, 16, 32, 48 or 128 bits"),
+        }
+    };
 }
 
-/// Zeroes `w` with plain stores: the windows are a few words, too short
-/// to be worth a call to `memset`.
+/// The bucket ANDs of one field: `res = src & buckets` over the field's
+/// window, where `src` is the previous refill (`win`, its window of
+/// words) or, for `None`, all ones (the field alone). Returns the words of
+/// `res` holding set bits (empty when none). Leaves `fill` as it was.
 #[inline(always)]
-fn clear(w: &mut [u64]) {
-    for x in w {
-        *x = 0;
-    }
-}
-
-#[inline(always)]
-fn field_step_n<K: AndKernel, const BB: usize, const G: usize>(
+fn and_window<K: AndKernel, const BB: usize, const G: usize>(
     f: &FieldTable,
     k: &[u8],
-    first: bool,
-    last: bool,
+    win: Option<(usize, usize)>,
     res: &mut [u64],
-    fill: &mut [u64],
-    win: &mut (usize, usize),
-) -> Step {
+    fill: &[u64],
+) -> (usize, usize) {
     const { assert!(BB == 4 || BB == 8) };
     let nb = 1usize << BB;
     let sw = f.stride_words();
-    let (rlo, rhi) = *win;
-    let (mut lo, mut hi) = if first { (0, f.words()) } else { (rlo, rhi) };
+    let (mut lo, mut hi) = win.unwrap_or((0, f.words()));
     let k = &k[..G * BB / 8];
     let bounds = &f.bounds[..G * nb];
     let full = &f.full[..G * nb];
     let mut at = [0usize; G];
     let mut m = 0;
+    if BB == 4 {
+        // Windows per byte (pair of nibble groups) are the tighter ones.
+        let pairs = &f.pair_bounds[..G / 2 * 256];
+        for p in 0..G / 2 {
+            let (blo, bhi) = pairs[p * 256 + k[p] as usize];
+            lo = lo.max(blo as usize);
+            hi = hi.min(bhi as usize);
+        }
+    }
     for g in 0..G {
         let v = if BB == 8 {
             k[g] as usize
@@ -304,9 +282,11 @@ fn field_step_n<K: AndKernel, const BB: usize, const G: usize>(
             (k[g / 2] >> (4 * (1 - g % 2)) & 15) as usize
         };
         let b = g * nb + v;
-        let (blo, bhi) = bounds[b];
-        lo = lo.max(blo as usize);
-        hi = hi.min(bhi as usize);
+        if BB == 8 {
+            let (blo, bhi) = bounds[b];
+            lo = lo.max(blo as usize);
+            hi = hi.min(bhi as usize);
+        }
         // A bucket holding every rule changes nothing in the AND.
         at[m] = b * sw;
         m += !full[b] as usize;
@@ -315,8 +295,7 @@ fn field_step_n<K: AndKernel, const BB: usize, const G: usize>(
     // past the last rule, which an all-ones start would leave set.
     m = m.max(1);
     if lo >= hi {
-        clear(&mut fill[rlo..rhi]);
-        return Step::Miss;
+        return (0, 0);
     }
     // A window of a vector's width or less is ANDed a word at a time:
     // fewer loads, and no wide load of `fill` words the refill has just
@@ -333,17 +312,40 @@ fn field_step_n<K: AndKernel, const BB: usize, const G: usize>(
     for a in at.iter_mut() {
         *a += lo;
     }
-    let src = if first { None } else { Some(&fill[lo..hi]) };
+    let src = win.map(|_| &fill[lo..hi]);
     let (first, end) = if narrow {
         Scalar::and(&mut res[lo..hi], src, f.lt_words(), at)
     } else {
         K::and(&mut res[lo..hi], src, f.lt_words(), at)
     };
-    clear(&mut fill[rlo..rhi]);
     if first >= end {
+        (0, 0)
+    } else {
+        (lo + first, lo + end)
+    }
+}
+
+/// One field of one key's lookup. `k` is the key's bytes of this field;
+/// `res` and `fill` are the scratch bitmaps; `win` is, for fields after
+/// the first, the window of words the previous refill set in `fill`, and
+/// receives this field's refill window.
+#[inline(always)]
+fn field_step<K: AndKernel, const BB: usize, const G: usize>(
+    f: &FieldTable,
+    k: &[u8],
+    first: bool,
+    last: bool,
+    res: &mut [u64],
+    fill: &mut [u64],
+    win: &mut (usize, usize),
+) -> Step {
+    let (rlo, rhi) = *win;
+    let src = if first { None } else { Some((rlo, rhi)) };
+    let (lo, hi) = and_window::<K, BB, G>(f, k, src, res, fill);
+    clear(&mut fill[rlo..rhi]);
+    if lo >= hi {
         return Step::Miss;
     }
-    let (lo, hi) = (lo + first, lo + end);
     let mt = f.mt();
     if last {
         // The first surviving rule of the last field names the element.
@@ -374,8 +376,18 @@ fn field_step_n<K: AndKernel, const BB: usize, const G: usize>(
     Step::Next
 }
 
-/// The lookup of one key, generic over the bucket-AND kernel. `res` and
-/// `fill` are scratch bitmaps at least as long as the widest bucket.
+/// Zeroes `w` with plain stores: the windows are a few words, too short
+/// to be worth a call to `memset`.
+#[inline(always)]
+fn clear(w: &mut [u64]) {
+    for x in w {
+        *x = 0;
+    }
+}
+
+/// The full pipapo lookup of one key, field after field, generic over the
+/// bucket-AND kernel. `res` and `fill` are scratch bitmaps at least as
+/// long as the widest bucket.
 #[inline(always)]
 pub(crate) fn lookup_core<K: AndKernel>(
     fields: &[FieldTable],
@@ -390,7 +402,11 @@ pub(crate) fn lookup_core<K: AndKernel>(
         let nbytes = (f.bits / 8) as usize;
         let k = &key[off..off + nbytes];
         off += nbytes;
-        match field_step::<K>(f, k, i == 0, i + 1 == nfields, res, fill, &mut win) {
+        let step = by_shape!(
+            f,
+            field_step::<K>(f, k, i == 0, i + 1 == nfields, res, fill, &mut win)
+        );
+        match step {
             Step::Miss => return None,
             Step::Hit(id) => return Some(id),
             Step::Next => {}
@@ -399,11 +415,193 @@ pub(crate) fn lookup_core<K: AndKernel>(
     None
 }
 
+/// Most candidates the lead field may leave for checking one by one;
+/// past that, the lookup goes through every field's tables.
+const MAX_CANDIDATES: u32 = 16;
+
+/// The lead field of a snapshot, chosen when it is committed: the field
+/// whose tables alone narrow a key down to the fewest elements for the
+/// fewest bucket loads. A lookup ANDs only that field's buckets, then
+/// checks the few elements whose rules survived against the key's other
+/// fields, range by range; only when more than [`MAX_CANDIDATES`] survive
+/// does it fall back to the full walk. In `ipv6_addr . inet_service .
+/// ether_addr . inet_proto`, for instance, the 2-group port field leads
+/// and the 32-group IPv6 field is never looked at.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Lead {
+    /// The lead field, `None` when no field is selective enough.
+    field: Option<usize>,
+    /// The element each rule of the lead field belongs to.
+    elems: Vec<u32>,
+    /// Every element's ranges, `nfields` per element id (empty ranges for
+    /// free ids).
+    ranges: Vec<(u128, u128)>,
+    /// Byte offset and length of each field in a key.
+    layout: Vec<(usize, usize)>,
+}
+
+impl Lead {
+    /// Chooses the lead field and builds what checking candidates needs.
+    pub(crate) fn build(
+        fields: &[FieldTable],
+        elems: &[Option<std::sync::Arc<crate::syntax::Element>>],
+    ) -> Lead {
+        let n = fields.len();
+        let mut layout = Vec::with_capacity(n);
+        let mut off = 0;
+        for f in fields {
+            let b = (f.bits / 8) as usize;
+            layout.push((off, b));
+            off += b;
+        }
+        let mut ranges = Vec::with_capacity(elems.len() * n);
+        for e in elems {
+            match e {
+                Some(e) => ranges.extend(e.key.iter().map(|r| (r.start, r.end))),
+                None => ranges.extend(std::iter::repeat_n((1, 0), n)),
+            }
+        }
+        let live: Vec<usize> = (0..elems.len()).filter(|&i| elems[i].is_some()).collect();
+        if live.is_empty() {
+            return Lead::default();
+        }
+        // Survivors per field, measured on up to 64 elements' own values:
+        // a rule accepts the value only if its element's range holds it,
+        // so the popcount is the number of candidate elements.
+        let mut best: Option<(usize, f64)> = None;
+        let mut res = vec![0u64; fields.iter().map(|f| f.stride_words()).max().unwrap_or(0)];
+        let step = live.len().div_ceil(64);
+        for (fi, f) in fields.iter().enumerate() {
+            let mut total = 0u64;
+            let mut samples = 0u64;
+            for &id in live.iter().step_by(step) {
+                for v in [ranges[id * n + fi].0, ranges[id * n + fi].1] {
+                    let mut k = [0u8; 16];
+                    let b = layout[fi].1;
+                    k[..b].copy_from_slice(&v.to_be_bytes()[16 - b..]);
+                    let (lo, hi) = by_shape!(f, and_window::<Scalar>(f, &k, None, &mut res, &[]));
+                    total += res[lo..hi]
+                        .iter()
+                        .map(|x| x.count_ones() as u64)
+                        .sum::<u64>();
+                    samples += 1;
+                }
+            }
+            let avg = total as f64 / samples as f64;
+            // A bucket load per group, and a check per candidate.
+            let cost = f.groups as f64 + 4.0 * avg;
+            if avg <= MAX_CANDIDATES as f64 / 2.0 && best.is_none_or(|(_, c)| cost < c) {
+                best = Some((fi, cost));
+            }
+        }
+        let Some((field, _)) = best else {
+            return Lead::default();
+        };
+        // The element of each rule: the last field's mappings name it, and
+        // every earlier field's rule leads to a run of the next field.
+        let mut owner: Vec<u32> = fields[n - 1].mt().iter().map(|m| m.to).collect();
+        for f in fields[field..n - 1].iter().rev() {
+            owner = f.mt().iter().map(|m| owner[m.to as usize]).collect();
+        }
+        Lead {
+            field: Some(field),
+            elems: owner,
+            ranges,
+            layout,
+        }
+    }
+
+    /// Whether element `e` holds the key in every field but the lead.
+    #[inline(always)]
+    fn check(&self, e: u32, key: &[u8], lead: usize) -> bool {
+        let n = self.layout.len();
+        let ranges = &self.ranges[e as usize * n..(e as usize + 1) * n];
+        for (fi, (&(off, len), &(lo, hi))) in self.layout.iter().zip(ranges).enumerate() {
+            if fi == lead {
+                continue;
+            }
+            let k = &key[off..off + len];
+            let v = match len {
+                1 => k[0] as u128,
+                2 => u16::from_be_bytes([k[0], k[1]]) as u128,
+                4 => u32::from_be_bytes([k[0], k[1], k[2], k[3]]) as u128,
+                _ => {
+                    let mut b = [0u8; 16];
+                    b[16 - len..].copy_from_slice(k);
+                    u128::from_be_bytes(b)
+                }
+            };
+            if v < lo || v > hi {
+                return false;
+            }
+        }
+        true
+    }
+}
+
+/// One lookup: through the lead field and a check of its candidates, or
+/// through every field when there is no lead or too many candidates.
+#[inline(always)]
+pub(crate) fn lookup_lead<K: AndKernel>(
+    fields: &[FieldTable],
+    lead: &Lead,
+    key: &[u8],
+    res: &mut [u64],
+    fill: &mut [u64],
+) -> Option<u32> {
+    let Some(li) = lead.field else {
+        return lookup_core::<K>(fields, key, res, fill);
+    };
+    let f = &fields[li];
+    let (off, len) = lead.layout[li];
+    let k = &key[off..off + len];
+    let (lo, hi) = by_shape!(f, and_window::<K>(f, k, None, res, fill));
+    if lo >= hi {
+        return None;
+    }
+    let count: u32 = res[lo..hi].iter().map(|x| x.count_ones()).sum();
+    if count > MAX_CANDIDATES {
+        return lookup_core::<K>(fields, key, res, fill);
+    }
+    let mut prev = u32::MAX;
+    for (w, &x) in res[lo..hi].iter().enumerate() {
+        let mut x = x;
+        while x != 0 {
+            let r = (lo + w) * 64 + x.trailing_zeros() as usize;
+            x &= x - 1;
+            let e = lead.elems[r];
+            // Rules of one element are adjacent: check it once.
+            if e != prev && lead.check(e, key, li) {
+                return Some(e);
+            }
+            prev = e;
+        }
+    }
+    None
+}
+
+/// A burst, key after key.
+#[inline(always)]
+pub(crate) fn burst_lead<K: AndKernel>(
+    fields: &[FieldTable],
+    lead: &Lead,
+    keys: &[u8],
+    stride: usize,
+    out: &mut [Option<u32>],
+    res: &mut [u64],
+    fill: &mut [u64],
+) {
+    for (j, o) in out.iter_mut().enumerate() {
+        *o = lookup_lead::<K>(fields, lead, &keys[j * stride..], res, fill);
+    }
+}
+
 /// Looks `key` up with the chosen implementation.
 #[inline]
 pub(crate) fn lookup(
     imp: Impl,
     fields: &[FieldTable],
+    lead: &Lead,
     key: &[u8],
     scratch: &mut Scratch,
 ) -> Option<u32> {
@@ -412,8 +610,8 @@ pub(crate) fn lookup(
     }
     let (res, fill) = scratch.bitmaps();
     match imp {
-        Impl::Scalar => lookup_core::<Scalar>(fields, key, res, fill),
-        _ => crate::simd::lookup(imp, fields, key, res, fill),
+        Impl::Scalar => lookup_lead::<Scalar>(fields, lead, key, res, fill),
+        _ => crate::simd::lookup(imp, fields, lead, key, res, fill),
     }
 }
 
@@ -423,6 +621,7 @@ pub(crate) fn lookup(
 pub(crate) fn lookup_burst(
     imp: Impl,
     fields: &[FieldTable],
+    lead: &Lead,
     keys: &[u8],
     stride: usize,
     out: &mut [Option<u32>],
@@ -434,65 +633,8 @@ pub(crate) fn lookup_burst(
     }
     let (res, fill) = scratch.bitmaps();
     match imp {
-        Impl::Scalar => burst_core::<Scalar>(fields, keys, stride, out, res, fill),
-        _ => crate::simd::lookup_burst(imp, fields, keys, stride, out, res, fill),
-    }
-}
-
-/// The burst loop, generic over the kernel. Keys go through in groups of
-/// [`INTERLEAVE`]: each field is done for every key of the group still
-/// alive before the next field, so the loads of different keys, which do
-/// not depend on each other, are in flight together. `res` and `fill`
-/// hold `INTERLEAVE` bitmaps each, one per key of a group.
-#[inline(always)]
-pub(crate) fn burst_core<K: AndKernel>(
-    fields: &[FieldTable],
-    keys: &[u8],
-    stride: usize,
-    out: &mut [Option<u32>],
-    res: &mut [u64],
-    fill: &mut [u64],
-) {
-    let nfields = fields.len();
-    let words = res.len() / INTERLEAVE;
-    let mut base = 0;
-    while base < out.len() {
-        let n = (out.len() - base).min(INTERLEAVE);
-        let mut wins = [(0usize, 0usize); INTERLEAVE];
-        let mut alive: u32 = (1 << n) - 1;
-        out[base..base + n].fill(None);
-        let mut off = 0;
-        for (i, f) in fields.iter().enumerate() {
-            let nbytes = (f.bits / 8) as usize;
-            let mut m = alive;
-            while m != 0 {
-                let j = m.trailing_zeros() as usize;
-                m &= m - 1;
-                let at = (base + j) * stride + off;
-                let step = field_step::<K>(
-                    f,
-                    &keys[at..at + nbytes],
-                    i == 0,
-                    i + 1 == nfields,
-                    &mut res[j * words..(j + 1) * words],
-                    &mut fill[j * words..(j + 1) * words],
-                    &mut wins[j],
-                );
-                match step {
-                    Step::Next => {}
-                    Step::Miss => alive &= !(1 << j),
-                    Step::Hit(id) => {
-                        out[base + j] = Some(id);
-                        alive &= !(1 << j);
-                    }
-                }
-            }
-            if alive == 0 {
-                break;
-            }
-            off += nbytes;
-        }
-        base += n;
+        Impl::Scalar => burst_lead::<Scalar>(fields, lead, keys, stride, out, res, fill),
+        _ => crate::simd::lookup_burst(imp, fields, lead, keys, stride, out, res, fill),
     }
 }
 

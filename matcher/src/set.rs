@@ -4,7 +4,7 @@
 use crate::error::{ErrorKind, SetError};
 use crate::field::{Prefix, Range};
 use crate::index::OverlapIndex;
-use crate::lookup::{self, Impl, Scratch};
+use crate::lookup::{self, Impl, Lead, Scratch};
 use crate::syntax::{Data, DataType, Element, SetDecl};
 use crate::table::{FieldTable, Mapping};
 use std::collections::HashMap;
@@ -106,6 +106,7 @@ fn tables_memory(fields: &[FieldTable], elems: &Vec<Option<Arc<Element>>>) -> Me
 pub struct Snapshot {
     decl: Arc<SetDecl>,
     fields: Vec<FieldTable>,
+    lead: Lead,
     elems: Vec<Option<Arc<Element>>>,
     len: usize,
     version: u64,
@@ -121,6 +122,7 @@ impl Snapshot {
         Snapshot {
             decl,
             fields,
+            lead: Lead::default(),
             elems: Vec::new(),
             len: 0,
             version: 0,
@@ -182,7 +184,7 @@ impl Snapshot {
     pub fn lookup_with(&self, imp: Impl, key: &[u8], scratch: &mut Scratch) -> Option<u32> {
         assert!(key.len() >= self.decl.key_len(), "key too short");
         scratch.ensure(self.scratch_words());
-        lookup::lookup(imp, &self.fields, key, scratch)
+        lookup::lookup(imp, &self.fields, &self.lead, key, scratch)
     }
 
     /// Looks up a burst of keys: `keys` holds `out.len()` keys back to
@@ -223,7 +225,7 @@ impl Snapshot {
             "keys too short"
         );
         scratch.ensure(self.scratch_words());
-        lookup::lookup_burst(imp, &self.fields, keys, stride, out, scratch)
+        lookup::lookup_burst(imp, &self.fields, &self.lead, keys, stride, out, scratch)
     }
 
     /// Looks up a key and returns the matching element.
@@ -611,9 +613,11 @@ impl Set {
         for f in &mut fields {
             f.compute_bounds();
         }
+        let lead = Lead::build(&fields, &self.elems);
         let snap = Snapshot {
             decl: self.decl.clone(),
             fields,
+            lead,
             elems: self.elems.clone(),
             len: self.exact.len(),
             version: self.committed.version + 1,

@@ -15,7 +15,7 @@
 //! its bucket.
 #![allow(unsafe_code)]
 
-use crate::lookup::{burst_core, lookup_core, Impl, Scalar};
+use crate::lookup::{burst_lead, lookup_lead, Impl, Lead, Scalar};
 use crate::table::FieldTable;
 
 #[cfg(target_arch = "x86_64")]
@@ -141,6 +141,7 @@ mod x86 {
 pub(crate) fn lookup(
     imp: Impl,
     fields: &[FieldTable],
+    lead: &Lead,
     key: &[u8],
     res: &mut [u64],
     fill: &mut [u64],
@@ -148,15 +149,15 @@ pub(crate) fn lookup(
     #[cfg(target_arch = "x86_64")]
     match imp {
         Impl::Avx2 if imp.supported() => {
-            return lookup_core::<x86::Avx2>(fields, key, res, fill);
+            return lookup_lead::<x86::Avx2>(fields, lead, key, res, fill);
         }
         Impl::Avx512 if imp.supported() => {
-            return lookup_core::<x86::Avx512>(fields, key, res, fill);
+            return lookup_lead::<x86::Avx512>(fields, lead, key, res, fill);
         }
         _ => {}
     }
     let _ = imp;
-    lookup_core::<Scalar>(fields, key, res, fill)
+    lookup_lead::<Scalar>(fields, lead, key, res, fill)
 }
 
 /// A burst of lookups with a vector implementation (scalar fallback).
@@ -164,6 +165,7 @@ pub(crate) fn lookup(
 pub(crate) fn lookup_burst(
     imp: Impl,
     fields: &[FieldTable],
+    lead: &Lead,
     keys: &[u8],
     stride: usize,
     out: &mut [Option<u32>],
@@ -173,13 +175,13 @@ pub(crate) fn lookup_burst(
     #[cfg(target_arch = "x86_64")]
     match imp {
         Impl::Avx2 if imp.supported() => {
-            return burst_core::<x86::Avx2>(fields, keys, stride, out, res, fill);
+            return burst_lead::<x86::Avx2>(fields, lead, keys, stride, out, res, fill);
         }
         Impl::Avx512 if imp.supported() => {
-            return burst_core::<x86::Avx512>(fields, keys, stride, out, res, fill);
+            return burst_lead::<x86::Avx512>(fields, lead, keys, stride, out, res, fill);
         }
         _ => {}
     }
     let _ = imp;
-    burst_core::<Scalar>(fields, keys, stride, out, res, fill)
+    burst_lead::<Scalar>(fields, lead, keys, stride, out, res, fill)
 }

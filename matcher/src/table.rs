@@ -53,6 +53,11 @@ pub struct FieldTable {
     /// changes nothing, so lookups skip it (an IPv6 field whose elements
     /// share a /96 has 24 of its 32 four-bit groups full for most keys).
     pub(crate) full: Vec<bool>,
+    /// For 4-bit fields, the window of every byte: the AND of the two
+    /// nibble buckets that byte selects, per pair of groups (256 per
+    /// pair). Tighter than intersecting the two nibbles' windows, whose
+    /// rules interleave.
+    pub(crate) pair_bounds: Vec<(u32, u32)>,
 }
 
 impl FieldTable {
@@ -68,6 +73,7 @@ impl FieldTable {
             mt: Vec::new(),
             bounds: Vec::new(),
             full: Vec::new(),
+            pair_bounds: Vec::new(),
         }
     }
 
@@ -89,6 +95,22 @@ impl FieldTable {
         self.full = (0..buckets)
             .map(|b| words > 0 && is_full(&lt[b * sw..b * sw + words]))
             .collect();
+        self.pair_bounds = Vec::new();
+        if self.bb == 4 {
+            for p in 0..self.groups as usize / 2 {
+                for v in 0..256 {
+                    let hi = &lt[((2 * p) * 16 + (v >> 4)) * sw..][..words];
+                    let lo = &lt[((2 * p + 1) * 16 + (v & 15)) * sw..][..words];
+                    let nz = |i: &usize| hi[*i] & lo[*i] != 0;
+                    let first = (0..words).find(nz);
+                    let last = (0..words).rev().find(nz);
+                    self.pair_bounds.push(match (first, last) {
+                        (Some(a), Some(b)) => (a as u32, b as u32 + 1),
+                        _ => (0, 0),
+                    });
+                }
+            }
+        }
         self.bounds = (0..buckets)
             .map(|b| {
                 let w = &lt[b * sw..b * sw + words];
@@ -182,6 +204,7 @@ impl FieldTable {
             + self.mt.capacity() * std::mem::size_of::<Mapping>()
             + self.bounds.capacity() * 8
             + self.full.capacity()
+            + self.pair_bounds.capacity() * 8
     }
 
     /// Re-lays the lookup table out with `stride` chunks per bucket.
