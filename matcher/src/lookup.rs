@@ -631,10 +631,12 @@ pub(crate) fn lookup_burst(
         out.fill(None);
         return;
     }
-    let (res, fill) = scratch.bitmaps();
     match imp {
-        Impl::Scalar => burst_lead::<Scalar>(fields, lead, keys, stride, out, res, fill),
-        _ => crate::simd::lookup_burst(imp, fields, lead, keys, stride, out, res, fill),
+        Impl::Scalar => {
+            let (res, fill) = scratch.bitmaps();
+            burst_lead::<Scalar>(fields, lead, keys, stride, out, res, fill)
+        }
+        _ => crate::simd::lookup_burst(imp, fields, lead, keys, stride, out, scratch),
     }
 }
 

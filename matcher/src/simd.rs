@@ -169,9 +169,9 @@ pub(crate) fn lookup_burst(
     keys: &[u8],
     stride: usize,
     out: &mut [Option<u32>],
-    res: &mut [u64],
-    fill: &mut [u64],
+    scratch: &mut crate::lookup::Scratch,
 ) {
+    let (res, fill) = scratch.bitmaps();
     #[cfg(target_arch = "x86_64")]
     match imp {
         Impl::Avx2 if imp.supported() => {
