@@ -29,6 +29,7 @@ fn main() {
         misses.extend(decl.key_from_values(&case.key_values(m)));
     }
     windows(&snap, &hits, klen);
+    println!("lead field: {:?}", snap.lead_field());
     if std::env::var("PROBE_HOT").is_ok() {
         // The same 32 keys over and over: every table line stays in L1.
         let hot: Vec<u8> = hits[..32 * klen].to_vec();

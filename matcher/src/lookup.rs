@@ -511,6 +511,11 @@ impl Lead {
         }
     }
 
+    /// The lead field.
+    pub(crate) fn field(&self) -> Option<usize> {
+        self.field
+    }
+
     /// Whether element `e` holds the key in every field but the lead.
     #[inline(always)]
     fn check(&self, e: u32, key: &[u8], lead: usize) -> bool {

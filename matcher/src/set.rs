@@ -107,6 +107,10 @@ pub struct Snapshot {
     decl: Arc<SetDecl>,
     fields: Vec<FieldTable>,
     lead: Lead,
+    /// `decl.key_len()` and the scratch words a lookup needs, computed
+    /// once: the fast path asks for them on every call.
+    key_len: usize,
+    scratch_words: usize,
     elems: Vec<Option<Arc<Element>>>,
     len: usize,
     version: u64,
@@ -120,6 +124,8 @@ impl Snapshot {
             .map(|t| FieldTable::new(t.bits()))
             .collect();
         Snapshot {
+            key_len: decl.key_len(),
+            scratch_words: 0,
             decl,
             fields,
             lead: Lead::default(),
@@ -154,13 +160,15 @@ impl Snapshot {
         &self.fields
     }
 
+    /// The field lookups start from (see the lookup module), if any.
+    pub fn lead_field(&self) -> Option<usize> {
+        self.lead.field()
+    }
+
     /// Scratch words a lookup in this snapshot needs.
+    #[inline]
     pub fn scratch_words(&self) -> usize {
-        self.fields
-            .iter()
-            .map(FieldTable::stride_words)
-            .max()
-            .unwrap_or(0)
+        self.scratch_words
     }
 
     /// A scratch sized for this snapshot.
@@ -182,7 +190,7 @@ impl Snapshot {
     /// lacks falls back to scalar).
     #[inline]
     pub fn lookup_with(&self, imp: Impl, key: &[u8], scratch: &mut Scratch) -> Option<u32> {
-        assert!(key.len() >= self.decl.key_len(), "key too short");
+        assert!(key.len() >= self.key_len, "key too short");
         scratch.ensure(self.scratch_words());
         lookup::lookup(imp, &self.fields, &self.lead, key, scratch)
     }
@@ -218,7 +226,7 @@ impl Snapshot {
         if out.is_empty() {
             return;
         }
-        let klen = self.decl.key_len();
+        let klen = self.key_len;
         assert!(stride >= klen, "stride shorter than a key");
         assert!(
             keys.len() >= (out.len() - 1) * stride + klen,
@@ -615,6 +623,12 @@ impl Set {
         }
         let lead = Lead::build(&fields, &self.elems);
         let snap = Snapshot {
+            key_len: self.decl.key_len(),
+            scratch_words: fields
+                .iter()
+                .map(FieldTable::stride_words)
+                .max()
+                .unwrap_or(0),
             decl: self.decl.clone(),
             fields,
             lead,
