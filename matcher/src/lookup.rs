@@ -530,6 +530,8 @@ impl Lead {
                 1 => k[0] as u128,
                 2 => u16::from_be_bytes([k[0], k[1]]) as u128,
                 4 => u32::from_be_bytes([k[0], k[1], k[2], k[3]]) as u128,
+                6 => u64::from_be_bytes([0, 0, k[0], k[1], k[2], k[3], k[4], k[5]]) as u128,
+                16 => u128::from_be_bytes(k.try_into().expect("16 bytes")),
                 _ => {
                     let mut b = [0u8; 16];
                     b[16 - len..].copy_from_slice(k);
