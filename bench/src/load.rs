@@ -90,21 +90,8 @@ pub fn run(json: bool, quick: bool) {
         }
         let snap = set.commit();
         let load = t.elapsed().as_secs_f64();
-        // One more element, beyond all others in its first field, and
-        // its deletion: each with the commit that publishes it.
-        let mut extra = w.elems[n - 1].clone();
-        let t0 = w.decl.fields()[0];
-        extra.key[0] = Range::single(t0.max());
-        let t = Instant::now();
-        set.insert(extra.clone(), InsertMode::Create).unwrap();
-        let add_us = t.elapsed().as_secs_f64() * 1e6;
-        let t = Instant::now();
-        set.commit();
-        let commit_us = t.elapsed().as_secs_f64() * 1e6;
-        let t = Instant::now();
-        set.delete(&extra.key).unwrap();
-        let del_us = t.elapsed().as_secs_f64() * 1e6;
-        set.commit();
+        let (add_us, commit_us, del_us) =
+            crate::stats::time_single_update(&mut set, &w.elems[n - 1]);
         let mem = snap.memory_usage().total();
         let groups: Vec<String> = snap
             .fields()

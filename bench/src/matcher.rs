@@ -184,18 +184,8 @@ fn build(case: Case, elems: &[Element]) -> (Structures, f64, f64, f64, f64) {
     }
     let snap = set.commit();
     let load_s = t.elapsed().as_secs_f64();
-    // One element past all others in the first field, added and deleted.
-    let mut extra = elems[elems.len() - 1].clone();
-    extra.key[0] = matcher::Range::single(decl.fields()[0].max());
-    let t = Instant::now();
-    set.insert(extra.clone(), InsertMode::Create).unwrap();
-    let add_us = t.elapsed().as_secs_f64() * 1e6;
-    let t = Instant::now();
-    set.commit();
-    let commit_us = t.elapsed().as_secs_f64() * 1e6;
-    let t = Instant::now();
-    set.delete(&extra.key).unwrap();
-    let delete_us = t.elapsed().as_secs_f64() * 1e6;
+    let (add_us, commit_us, delete_us) =
+        crate::stats::time_single_update(&mut set, &elems[elems.len() - 1]);
 
     let mut hash = AHashSet::with_capacity(elems.len());
     let mut tree = BTreeMap::new();

@@ -1,20 +1,6 @@
 //! Small helpers shared by the benchmarks.
 
-/// splitmix64: reproducible test data from a seed.
-pub struct Rng(pub u64);
-
-impl Rng {
-    pub fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-    pub fn below(&mut self, n: u64) -> u64 {
-        self.next() % n.max(1)
-    }
-}
+pub use routecache::gen::Rng;
 
 /// The median of the samples (sorts them).
 pub fn median(v: &mut [f64]) -> f64 {
@@ -28,4 +14,25 @@ pub fn median(v: &mut [f64]) -> f64 {
     } else {
         (v[n / 2 - 1] + v[n / 2]) / 2.0
     }
+}
+
+/// Times one update of a loaded set: adding an element past all others in
+/// its first field, publishing it, and deleting it again. Returns the
+/// microseconds of (add, commit, delete).
+pub fn time_single_update(set: &mut matcher::Set, last: &matcher::Element) -> (f64, f64, f64) {
+    use std::time::Instant;
+    let mut extra = last.clone();
+    extra.key[0] = matcher::Range::single(set.decl().fields()[0].max());
+    let t = Instant::now();
+    set.insert(extra.clone(), matcher::InsertMode::Create)
+        .unwrap();
+    let add = t.elapsed().as_secs_f64() * 1e6;
+    let t = Instant::now();
+    set.commit();
+    let commit = t.elapsed().as_secs_f64() * 1e6;
+    let t = Instant::now();
+    set.delete(&extra.key).unwrap();
+    let delete = t.elapsed().as_secs_f64() * 1e6;
+    set.commit();
+    (add, commit, delete)
 }
