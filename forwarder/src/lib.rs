@@ -2,7 +2,9 @@
 //! pipeline, pinned workers, the control thread and the command line.
 //!
 //! What is here so far: [`lookup`], the command that drives a set from
-//! files (`forwarder lookup`).
+//! files (`forwarder lookup`), and [`wire`], the parse and rewrite of
+//! frames.
 #![forbid(unsafe_code)]
 
 pub mod lookup;
+pub mod wire;

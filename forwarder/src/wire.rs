@@ -1,0 +1,509 @@
+//! Wire formats: zero-copy views over frame bytes, the parse of one frame
+//! into the few values the pipeline needs, and the rewrite of a forwarded
+//! frame.
+//!
+//! The parser reads fixed offsets straight out of the buffer (no general
+//! packet library on the fast path: those cost several times more per
+//! packet) and never panics: a frame that is too short or malformed comes
+//! back as a [`Drop`] reason, counted by the caller.
+//!
+//! Recognised: Ethernet II, up to two 802.1Q / 802.1ad VLAN tags, ARP
+//! (recognised, not forwarded), IPv4 with options, IPv6 with the common
+//! extension headers skipped (hop-by-hop, routing, fragment, destination
+//! options, authentication), and TCP, UDP, SCTP, ICMP and ICMPv6.
+
+/// Ethertypes.
+pub mod ethertype {
+    /// IPv4.
+    pub const IPV4: u16 = 0x0800;
+    /// ARP.
+    pub const ARP: u16 = 0x0806;
+    /// 802.1Q VLAN tag.
+    pub const VLAN: u16 = 0x8100;
+    /// 802.1ad (QinQ) service tag.
+    pub const QINQ: u16 = 0x88a8;
+    /// IPv6.
+    pub const IPV6: u16 = 0x86dd;
+}
+
+/// IP protocol numbers.
+pub mod proto {
+    /// ICMP.
+    pub const ICMP: u8 = 1;
+    /// TCP.
+    pub const TCP: u8 = 6;
+    /// UDP.
+    pub const UDP: u8 = 17;
+    /// IPv6 routing header.
+    pub const IPV6_ROUTE: u8 = 43;
+    /// IPv6 fragment header.
+    pub const IPV6_FRAG: u8 = 44;
+    /// IPsec authentication header.
+    pub const AH: u8 = 51;
+    /// ICMPv6.
+    pub const ICMPV6: u8 = 58;
+    /// IPv6 destination options.
+    pub const IPV6_OPTS: u8 = 60;
+    /// IPv6 hop-by-hop options.
+    pub const HOPOPT: u8 = 0;
+    /// SCTP.
+    pub const SCTP: u8 = 132;
+}
+
+/// Why a frame is not forwarded.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Drop {
+    /// Shorter than its headers say.
+    Truncated,
+    /// A header field is impossible (IPv4 IHL below 5, wrong IP version,
+    /// total length shorter than the header).
+    Malformed,
+    /// ARP: recognised, answered by the host, not forwarded.
+    Arp,
+    /// Neither IPv4, IPv6 nor ARP.
+    UnknownEthertype,
+    /// The TTL or hop limit would reach zero.
+    TtlExpired,
+    /// No route for the destination.
+    NoRoute,
+    /// The route names a next hop that does not exist.
+    UnknownNextHop,
+    /// A rule set's verdict.
+    Rule,
+}
+
+impl Drop {
+    /// Every reason, in counter order.
+    pub const ALL: [Drop; 8] = [
+        Drop::Truncated,
+        Drop::Malformed,
+        Drop::Arp,
+        Drop::UnknownEthertype,
+        Drop::TtlExpired,
+        Drop::NoRoute,
+        Drop::UnknownNextHop,
+        Drop::Rule,
+    ];
+
+    /// A short name for counters and logs.
+    pub fn name(self) -> &'static str {
+        match self {
+            Drop::Truncated => "truncated",
+            Drop::Malformed => "malformed",
+            Drop::Arp => "arp",
+            Drop::UnknownEthertype => "unknown_ethertype",
+            Drop::TtlExpired => "ttl_expired",
+            Drop::NoRoute => "no_route",
+            Drop::UnknownNextHop => "unknown_next_hop",
+            Drop::Rule => "rule",
+        }
+    }
+
+    /// The reason's index in [`Drop::ALL`].
+    pub fn index(self) -> usize {
+        self as usize
+    }
+}
+
+/// The network layer of a parsed frame.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum L3 {
+    /// IPv4 (addresses in the low 32 bits).
+    #[default]
+    V4,
+    /// IPv6.
+    V6,
+}
+
+/// What the pipeline needs of one frame, read once.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct Parsed {
+    /// IPv4 or IPv6.
+    pub l3: L3,
+    /// Offset of the IP header.
+    pub l3_off: u16,
+    /// Offset of the transport header (may equal the frame's length when
+    /// there is none).
+    pub l4_off: u16,
+    /// Source address (IPv4 in the low 32 bits).
+    pub src: u128,
+    /// Destination address.
+    pub dst: u128,
+    /// The transport protocol (after IPv6 extension headers).
+    pub proto: u8,
+    /// TTL or hop limit.
+    pub ttl: u8,
+    /// TCP/UDP/SCTP source port; ICMP type in the high byte and code in
+    /// the low one; 0 otherwise.
+    pub sport: u16,
+    /// TCP/UDP/SCTP destination port; 0 otherwise.
+    pub dport: u16,
+    /// Whether the transport header was complete (ports are valid).
+    pub l4_ok: bool,
+}
+
+#[inline(always)]
+fn be16(b: &[u8], at: usize) -> Option<u16> {
+    Some(u16::from_be_bytes([*b.get(at)?, *b.get(at + 1)?]))
+}
+
+/// Parses a frame. Never panics; bad frames give their [`Drop`] reason.
+pub fn parse(frame: &[u8]) -> Result<Parsed, Drop> {
+    let mut et = be16(frame, 12).ok_or(Drop::Truncated)?;
+    let mut off = 14;
+    // Up to two VLAN tags (802.1ad outer, 802.1Q inner).
+    for _ in 0..2 {
+        if et != ethertype::VLAN && et != ethertype::QINQ {
+            break;
+        }
+        et = be16(frame, off + 2).ok_or(Drop::Truncated)?;
+        off += 4;
+    }
+    let mut p = Parsed {
+        l3_off: off as u16,
+        ..Parsed::default()
+    };
+    match et {
+        ethertype::IPV4 => {
+            let h = frame.get(off..off + 20).ok_or(Drop::Truncated)?;
+            if h[0] >> 4 != 4 {
+                return Err(Drop::Malformed);
+            }
+            let ihl = (h[0] & 0xf) as usize * 4;
+            let total = u16::from_be_bytes([h[2], h[3]]) as usize;
+            if ihl < 20 || total < ihl {
+                return Err(Drop::Malformed);
+            }
+            if frame.len() < off + total.max(ihl) {
+                return Err(Drop::Truncated);
+            }
+            p.l3 = L3::V4;
+            p.ttl = h[8];
+            p.proto = h[9];
+            p.src = u32::from_be_bytes([h[12], h[13], h[14], h[15]]) as u128;
+            p.dst = u32::from_be_bytes([h[16], h[17], h[18], h[19]]) as u128;
+            let frag_off = u16::from_be_bytes([h[6], h[7]]) & 0x1fff;
+            p.l4_off = (off + ihl) as u16;
+            // Later fragments carry no transport header.
+            if frag_off == 0 {
+                transport(frame, &mut p, off + total);
+            }
+        }
+        ethertype::IPV6 => {
+            let h = frame.get(off..off + 40).ok_or(Drop::Truncated)?;
+            if h[0] >> 4 != 6 {
+                return Err(Drop::Malformed);
+            }
+            let payload = u16::from_be_bytes([h[4], h[5]]) as usize;
+            let end = off + 40 + payload;
+            if frame.len() < end {
+                return Err(Drop::Truncated);
+            }
+            p.l3 = L3::V6;
+            p.ttl = h[7];
+            p.src = u128::from_be_bytes(h[8..24].try_into().map_err(|_| Drop::Truncated)?);
+            p.dst = u128::from_be_bytes(h[24..40].try_into().map_err(|_| Drop::Truncated)?);
+            let mut next = h[6];
+            let mut at = off + 40;
+            let mut later_fragment = false;
+            // Skip the common extension headers, at most eight of them.
+            for _ in 0..8 {
+                match next {
+                    proto::HOPOPT | proto::IPV6_ROUTE | proto::IPV6_OPTS => {
+                        let x = frame.get(at..at + 2).ok_or(Drop::Truncated)?;
+                        next = x[0];
+                        at += (x[1] as usize + 1) * 8;
+                    }
+                    proto::IPV6_FRAG => {
+                        let x = frame.get(at..at + 8).ok_or(Drop::Truncated)?;
+                        next = x[0];
+                        later_fragment |= u16::from_be_bytes([x[2], x[3]]) >> 3 != 0;
+                        at += 8;
+                    }
+                    proto::AH => {
+                        let x = frame.get(at..at + 2).ok_or(Drop::Truncated)?;
+                        next = x[0];
+                        at += (x[1] as usize + 2) * 4;
+                    }
+                    _ => break,
+                }
+                if at > end {
+                    return Err(Drop::Malformed);
+                }
+            }
+            p.proto = next;
+            p.l4_off = at as u16;
+            if !later_fragment {
+                transport(frame, &mut p, end);
+            }
+        }
+        ethertype::ARP => return Err(Drop::Arp),
+        _ => return Err(Drop::UnknownEthertype),
+    }
+    Ok(p)
+}
+
+/// Reads ports (or ICMP type and code) if the transport header is there.
+#[inline]
+fn transport(frame: &[u8], p: &mut Parsed, end: usize) {
+    let at = p.l4_off as usize;
+    let need = match p.proto {
+        proto::TCP | proto::UDP | proto::SCTP => 4,
+        proto::ICMP | proto::ICMPV6 => 2,
+        _ => return,
+    };
+    if at + need > end.min(frame.len()) {
+        return;
+    }
+    match p.proto {
+        proto::ICMP | proto::ICMPV6 => {
+            p.sport = u16::from_be_bytes([frame[at], frame[at + 1]]);
+        }
+        _ => {
+            p.sport = u16::from_be_bytes([frame[at], frame[at + 1]]);
+            p.dport = u16::from_be_bytes([frame[at + 2], frame[at + 3]]);
+        }
+    }
+    p.l4_ok = true;
+}
+
+/// Updates a 16-bit one's complement checksum for one 16-bit field that
+/// changed from `old` to `new` (RFC 1624, eqn. 3: HC' = ~(~HC + ~m + m')).
+#[inline(always)]
+pub fn checksum_update(hc: u16, old: u16, new: u16) -> u16 {
+    let mut sum = (!hc as u32) + (!old as u32 & 0xffff) + new as u32;
+    sum = (sum & 0xffff) + (sum >> 16);
+    sum = (sum & 0xffff) + (sum >> 16);
+    !(sum as u16)
+}
+
+/// The one's complement checksum of a header, computed in full (for
+/// tests and for building frames).
+pub fn checksum(data: &[u8]) -> u16 {
+    let mut sum = 0u32;
+    for c in data.chunks(2) {
+        let w = if c.len() == 2 {
+            u16::from_be_bytes([c[0], c[1]])
+        } else {
+            u16::from_be_bytes([c[0], 0])
+        };
+        sum += w as u32;
+    }
+    while sum >> 16 != 0 {
+        sum = (sum & 0xffff) + (sum >> 16);
+    }
+    !(sum as u16)
+}
+
+/// Rewrites a parsed frame for forwarding: destination and source MAC of
+/// the next hop, TTL or hop limit decremented, the IPv4 header checksum
+/// updated incrementally. A TTL of 1 or 0 expires instead.
+#[inline]
+pub fn rewrite(
+    frame: &mut [u8],
+    p: &Parsed,
+    dst_mac: [u8; 6],
+    src_mac: [u8; 6],
+) -> Result<(), Drop> {
+    if p.ttl <= 1 {
+        return Err(Drop::TtlExpired);
+    }
+    let l3 = p.l3_off as usize;
+    let (Some(_), Some(_)) = (frame.get(..12), frame.get(l3..l3 + 12)) else {
+        return Err(Drop::Truncated);
+    };
+    frame[0..6].copy_from_slice(&dst_mac);
+    frame[6..12].copy_from_slice(&src_mac);
+    match p.l3 {
+        L3::V4 => {
+            // TTL shares a 16-bit word with the protocol.
+            let old = u16::from_be_bytes([frame[l3 + 8], frame[l3 + 9]]);
+            frame[l3 + 8] = p.ttl - 1;
+            let new = u16::from_be_bytes([frame[l3 + 8], frame[l3 + 9]]);
+            let hc = u16::from_be_bytes([frame[l3 + 10], frame[l3 + 11]]);
+            let hc = checksum_update(hc, old, new);
+            frame[l3 + 10..l3 + 12].copy_from_slice(&hc.to_be_bytes());
+        }
+        L3::V6 => frame[l3 + 7] = p.ttl - 1,
+    }
+    Ok(())
+}
+
+/// Builders of test frames (used by the tests, the synthetic port and the
+/// benchmarks).
+pub mod build {
+    use super::*;
+
+    /// Transport of a built frame.
+    #[derive(Clone, Copy, Debug)]
+    pub enum L4 {
+        /// TCP with ports.
+        Tcp(u16, u16),
+        /// UDP with ports.
+        Udp(u16, u16),
+        /// ICMP / ICMPv6 with type and code.
+        Icmp(u8, u8),
+    }
+
+    fn l4_bytes(l4: L4, v6: bool) -> (u8, Vec<u8>) {
+        match l4 {
+            L4::Tcp(s, d) => {
+                let mut t = vec![0u8; 20];
+                t[0..2].copy_from_slice(&s.to_be_bytes());
+                t[2..4].copy_from_slice(&d.to_be_bytes());
+                t[12] = 5 << 4;
+                (proto::TCP, t)
+            }
+            L4::Udp(s, d) => {
+                let mut u = vec![0u8; 8];
+                u[0..2].copy_from_slice(&s.to_be_bytes());
+                u[2..4].copy_from_slice(&d.to_be_bytes());
+                u[4..6].copy_from_slice(&8u16.to_be_bytes());
+                (proto::UDP, u)
+            }
+            L4::Icmp(t, c) => (
+                if v6 { proto::ICMPV6 } else { proto::ICMP },
+                vec![t, c, 0, 0, 0, 0, 0, 0],
+            ),
+        }
+    }
+
+    /// An Ethernet + IPv4 frame with a valid header checksum, padded with
+    /// `payload` zero bytes.
+    pub fn ipv4(src: u32, dst: u32, ttl: u8, l4: L4, payload: usize) -> Vec<u8> {
+        let (proto, t) = l4_bytes(l4, false);
+        let total = 20 + t.len() + payload;
+        let mut f = vec![0u8; 14 + total];
+        f[0..6].copy_from_slice(&[2, 0, 0, 0, 0, 1]);
+        f[6..12].copy_from_slice(&[2, 0, 0, 0, 0, 2]);
+        f[12..14].copy_from_slice(&ethertype::IPV4.to_be_bytes());
+        let h = &mut f[14..34];
+        h[0] = 0x45;
+        h[2..4].copy_from_slice(&(total as u16).to_be_bytes());
+        h[8] = ttl;
+        h[9] = proto;
+        h[12..16].copy_from_slice(&src.to_be_bytes());
+        h[16..20].copy_from_slice(&dst.to_be_bytes());
+        let c = checksum(h);
+        h[10..12].copy_from_slice(&c.to_be_bytes());
+        f[34..34 + t.len()].copy_from_slice(&t);
+        f
+    }
+
+    /// An Ethernet + IPv6 frame.
+    pub fn ipv6(src: u128, dst: u128, hop_limit: u8, l4: L4, payload: usize) -> Vec<u8> {
+        let (proto, t) = l4_bytes(l4, true);
+        let plen = t.len() + payload;
+        let mut f = vec![0u8; 14 + 40 + plen];
+        f[0..6].copy_from_slice(&[2, 0, 0, 0, 0, 1]);
+        f[6..12].copy_from_slice(&[2, 0, 0, 0, 0, 2]);
+        f[12..14].copy_from_slice(&ethertype::IPV6.to_be_bytes());
+        let h = &mut f[14..54];
+        h[0] = 0x60;
+        h[4..6].copy_from_slice(&(plen as u16).to_be_bytes());
+        h[6] = proto;
+        h[7] = hop_limit;
+        h[8..24].copy_from_slice(&src.to_be_bytes());
+        h[24..40].copy_from_slice(&dst.to_be_bytes());
+        f[54..54 + t.len()].copy_from_slice(&t);
+        f
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::build::*;
+    use super::*;
+
+    #[test]
+    fn ipv4_tcp() {
+        let f = ipv4(0xc000_0201, 0xc633_6402, 64, L4::Tcp(1234, 80), 10);
+        let p = parse(&f).unwrap();
+        assert_eq!(
+            (p.l3, p.src, p.dst, p.ttl),
+            (L3::V4, 0xc000_0201, 0xc633_6402, 64)
+        );
+        assert_eq!((p.proto, p.sport, p.dport, p.l4_ok), (6, 1234, 80, true));
+        assert_eq!(checksum(&f[14..34]), 0, "valid header checksum");
+    }
+
+    #[test]
+    fn vlan_tags_are_skipped() {
+        let f = ipv4(1, 2, 9, L4::Udp(5, 6), 0);
+        let mut t = f[..12].to_vec();
+        t.extend_from_slice(&[0x88, 0xa8, 0, 10, 0x81, 0x00, 0, 20]);
+        t.extend_from_slice(&f[12..]);
+        let p = parse(&t).unwrap();
+        assert_eq!((p.l3_off, p.sport, p.dport), (22, 5, 6));
+    }
+
+    #[test]
+    fn ipv6_extension_headers_are_skipped() {
+        let f = ipv6(1, 2, 64, L4::Udp(53, 5353), 0);
+        // Insert a hop-by-hop header (8 bytes) before UDP.
+        let mut t = f[..54].to_vec();
+        t[20] = proto::HOPOPT; // next header in the IPv6 header
+        let plen = u16::from_be_bytes([t[18], t[19]]) + 8;
+        t[18..20].copy_from_slice(&plen.to_be_bytes());
+        t.extend_from_slice(&[proto::UDP, 0, 1, 4, 0, 0, 0, 0]);
+        t.extend_from_slice(&f[54..]);
+        let p = parse(&t).unwrap();
+        assert_eq!((p.proto, p.sport, p.dport, p.l4_off), (17, 53, 5353, 62));
+    }
+
+    #[test]
+    fn bad_frames_have_reasons() {
+        assert_eq!(parse(&[0u8; 10]), Err(Drop::Truncated));
+        let mut f = ipv4(1, 2, 9, L4::Udp(5, 6), 0);
+        assert_eq!(parse(&f[..30]), Err(Drop::Truncated));
+        f[14] = 0x44; // IHL 4
+        assert_eq!(parse(&f), Err(Drop::Malformed));
+        f[12..14].copy_from_slice(&ethertype::ARP.to_be_bytes());
+        assert_eq!(parse(&f), Err(Drop::Arp));
+        f[12..14].copy_from_slice(&0x1234u16.to_be_bytes());
+        assert_eq!(parse(&f), Err(Drop::UnknownEthertype));
+    }
+
+    #[test]
+    fn rewrite_keeps_the_checksum_valid() {
+        for ttl in [2u8, 64, 255] {
+            let mut f = ipv4(0x0a00_0001, 0xc000_0299, ttl, L4::Icmp(8, 0), 20);
+            let p = parse(&f).unwrap();
+            rewrite(&mut f, &p, [1; 6], [3; 6]).unwrap();
+            assert_eq!(&f[0..12], &[1, 1, 1, 1, 1, 1, 3, 3, 3, 3, 3, 3]);
+            assert_eq!(f[22], ttl - 1);
+            assert_eq!(checksum(&f[14..34]), 0, "ttl {ttl}");
+        }
+        let mut f = ipv4(1, 2, 1, L4::Udp(1, 2), 0);
+        let p = parse(&f).unwrap();
+        assert_eq!(rewrite(&mut f, &p, [0; 6], [0; 6]), Err(Drop::TtlExpired));
+        let mut f = ipv6(1, 2, 7, L4::Udp(1, 2), 0);
+        let p = parse(&f).unwrap();
+        rewrite(&mut f, &p, [0; 6], [0; 6]).unwrap();
+        assert_eq!(f[21], 6);
+    }
+
+    #[test]
+    fn incremental_checksum_matches_a_full_one() {
+        let mut x = 0x1234_5678u32;
+        for _ in 0..10_000 {
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            let mut h = [0u8; 20];
+            for (i, b) in h.iter_mut().enumerate() {
+                *b = (x >> (i % 4 * 8)) as u8 ^ i as u8;
+            }
+            h[10] = 0;
+            h[11] = 0;
+            let c = checksum(&h);
+            h[10..12].copy_from_slice(&c.to_be_bytes());
+            let old = u16::from_be_bytes([h[8], h[9]]);
+            h[8] = h[8].wrapping_sub(1);
+            let new = u16::from_be_bytes([h[8], h[9]]);
+            let inc = checksum_update(c, old, new);
+            h[10..12].copy_from_slice(&inc.to_be_bytes());
+            assert_eq!(checksum(&h), 0);
+        }
+    }
+}
