@@ -1,0 +1,83 @@
+//! The file's shape, as serde reads it: every key known (unknown ones are
+//! errors), every value that validation may reject kept with its span.
+
+use serde::Deserialize;
+use toml::Spanned;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct File {
+    pub forwarder: Option<Forwarder>,
+    #[serde(default)]
+    pub port: Vec<Port>,
+    #[serde(default)]
+    pub set: Vec<Set>,
+    #[serde(default)]
+    pub next_hop: Vec<NextHop>,
+    #[serde(default)]
+    pub ecmp: Vec<Ecmp>,
+    #[serde(default)]
+    pub route: Vec<Route>,
+    pub route_cache: Option<RouteCache>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Forwarder {
+    pub cores: Option<Spanned<Vec<usize>>>,
+    pub burst: Option<Spanned<usize>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Port {
+    pub name: Spanned<String>,
+    pub driver: Option<Spanned<String>>,
+    pub mac: Option<Spanned<String>>,
+    #[serde(default)]
+    pub options: toml::Table,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Set {
+    pub name: Spanned<String>,
+    #[serde(rename = "type")]
+    pub type_: Spanned<String>,
+    #[serde(rename = "match")]
+    pub match_: Spanned<String>,
+    pub action: Option<Spanned<String>>,
+    #[serde(default)]
+    pub elements: Vec<Spanned<String>>,
+    pub file: Option<Spanned<String>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct NextHop {
+    pub name: Spanned<String>,
+    pub port: Spanned<String>,
+    pub mac: Spanned<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Ecmp {
+    pub name: Spanned<String>,
+    pub members: Spanned<Vec<Spanned<String>>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Route {
+    pub prefix: Spanned<String>,
+    pub via: Spanned<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RouteCache {
+    pub hint: Option<bool>,
+    pub dst_cache_entries: Option<Spanned<usize>>,
+    pub hash: Option<Spanned<String>>,
+}

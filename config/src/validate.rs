@@ -1,0 +1,579 @@
+//! From the file's shape to typed, checked values.
+
+use crate::schema;
+use matcher::field::FieldType;
+use matcher::file::SetFile;
+use matcher::{DataType, Element, InsertMode, SetDecl};
+use std::collections::HashMap;
+use std::fmt;
+use std::ops::Range;
+use std::path::Path;
+use toml::Spanned;
+
+/// An error with where it is: `file:line:col: message` (line and column
+/// from 1; 0 when the error concerns the whole file).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ConfigError {
+    /// The file's name as given.
+    pub file: String,
+    /// Line, from 1.
+    pub line: usize,
+    /// Column, from 1.
+    pub col: usize,
+    /// What is wrong, quoting the offending value.
+    pub message: String,
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.line == 0 {
+            write!(f, "{}: {}", self.file, self.message)
+        } else {
+            write!(
+                f,
+                "{}:{}:{}: {}",
+                self.file, self.line, self.col, self.message
+            )
+        }
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+/// Worker settings.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Forwarder {
+    /// One worker per core, pinned.
+    pub cores: Vec<usize>,
+    /// Packets per burst (1 to 64).
+    pub burst: usize,
+}
+
+/// A port.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PortConfig {
+    /// Its name, used by next hops.
+    pub name: String,
+    /// `synthetic`, `af_packet`, `af_xdp` or `dpdk`.
+    pub driver: String,
+    /// Our MAC on it: the source MAC of frames sent out of it.
+    pub mac: [u8; 6],
+    /// Driver options, checked by the driver.
+    pub options: toml::Table,
+}
+
+/// Which packet field feeds a set's field, in nft's words.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Source {
+    /// `ip saddr`
+    IpSaddr,
+    /// `ip daddr`
+    IpDaddr,
+    /// `ip6 saddr`
+    Ip6Saddr,
+    /// `ip6 daddr`
+    Ip6Daddr,
+    /// `tcp|udp|sctp|th sport`: the protocol it requires (None for `th`).
+    Sport(Option<u8>),
+    /// `tcp|udp|sctp|th dport`.
+    Dport(Option<u8>),
+    /// `meta l4proto` (also `ip protocol`, `ip6 nexthdr`).
+    L4proto,
+    /// `ether saddr`
+    EtherSaddr,
+    /// `ether daddr`
+    EtherDaddr,
+    /// `meta mark`
+    Mark,
+}
+
+impl Source {
+    fn parse(words: &str) -> Result<Source, String> {
+        let w: Vec<&str> = words.split_whitespace().collect();
+        let proto = |p: &str| match p {
+            "tcp" => Some(Some(6)),
+            "udp" => Some(Some(17)),
+            "sctp" => Some(Some(132)),
+            "th" => Some(None),
+            _ => None,
+        };
+        Ok(match w.as_slice() {
+            ["ip", "saddr"] => Source::IpSaddr,
+            ["ip", "daddr"] => Source::IpDaddr,
+            ["ip6", "saddr"] => Source::Ip6Saddr,
+            ["ip6", "daddr"] => Source::Ip6Daddr,
+            [p, "sport"] if proto(p).is_some() => Source::Sport(proto(p).unwrap_or(None)),
+            [p, "dport"] if proto(p).is_some() => Source::Dport(proto(p).unwrap_or(None)),
+            ["meta", "l4proto"] | ["ip", "protocol"] | ["ip6", "nexthdr"] => Source::L4proto,
+            ["ether", "saddr"] => Source::EtherSaddr,
+            ["ether", "daddr"] => Source::EtherDaddr,
+            ["meta", "mark"] => Source::Mark,
+            _ => return Err(format!("unknown packet field `{}`", w.join(" "))),
+        })
+    }
+
+    /// The set field type this source fills.
+    pub fn field_type(self) -> FieldType {
+        match self {
+            Source::IpSaddr | Source::IpDaddr => FieldType::Ipv4Addr,
+            Source::Ip6Saddr | Source::Ip6Daddr => FieldType::Ipv6Addr,
+            Source::Sport(_) | Source::Dport(_) => FieldType::InetService,
+            Source::L4proto => FieldType::InetProto,
+            Source::EtherSaddr | Source::EtherDaddr => FieldType::EtherAddr,
+            Source::Mark => FieldType::Mark,
+        }
+    }
+}
+
+/// What a match in a set does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Action {
+    /// Drop the packet.
+    Drop,
+    /// Accept it: later sets are not consulted.
+    Accept,
+    /// The matching element's verdict decides (`: verdict` maps).
+    Verdict,
+}
+
+/// A rule set, with its elements checked (types, overlaps).
+#[derive(Clone, Debug)]
+pub struct SetConfig {
+    /// Its name.
+    pub name: String,
+    /// Its declaration.
+    pub decl: SetDecl,
+    /// Which packet field feeds each of its fields.
+    pub sources: Vec<Source>,
+    /// What a match does.
+    pub action: Action,
+    /// The elements, free of duplicates and overlaps.
+    pub elements: Vec<Element>,
+}
+
+/// A next hop.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NextHopConfig {
+    /// Its name, used by routes and ECMP groups.
+    pub name: String,
+    /// The egress port's index in [`Config::ports`].
+    pub port: usize,
+    /// The neighbour's MAC.
+    pub mac: [u8; 6],
+}
+
+/// An ECMP group.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EcmpGroup {
+    /// Its name.
+    pub name: String,
+    /// Its members' indices in [`Config::next_hops`].
+    pub members: Vec<usize>,
+}
+
+/// Where a route leads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Via {
+    /// A next hop's index.
+    NextHop(usize),
+    /// An ECMP group's index.
+    Ecmp(usize),
+}
+
+/// A route.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RouteConfig {
+    /// IPv6 (else IPv4, in the low 32 bits).
+    pub v6: bool,
+    /// The prefix, host bits clear.
+    pub prefix: u128,
+    /// Its length.
+    pub len: u32,
+    /// Where it leads.
+    pub via: Via,
+}
+
+/// The route stage's settings (see `routecache::RouteCacheConfig`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RouteCache {
+    /// The route hint.
+    pub hint: Option<bool>,
+    /// Dst cache entries (0: off).
+    pub dst_cache_entries: Option<usize>,
+    /// `jhash`, `jhash2` or `ahash`.
+    pub hash: Option<String>,
+}
+
+/// A checked configuration.
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// Workers.
+    pub forwarder: Forwarder,
+    /// Ports, in file order.
+    pub ports: Vec<PortConfig>,
+    /// Rule sets, in evaluation order (file order).
+    pub sets: Vec<SetConfig>,
+    /// Next hops.
+    pub next_hops: Vec<NextHopConfig>,
+    /// ECMP groups.
+    pub ecmp: Vec<EcmpGroup>,
+    /// Routes.
+    pub routes: Vec<RouteConfig>,
+    /// Route stage settings; `None` where not given (use the defaults).
+    pub route_cache: RouteCache,
+}
+
+/// Positions in one text.
+struct Located<'a> {
+    file: &'a str,
+    text: &'a str,
+}
+
+impl Located<'_> {
+    fn at(&self, span: Range<usize>, message: impl Into<String>) -> ConfigError {
+        let before = &self.text[..span.start.min(self.text.len())];
+        let line = before.matches('\n').count() + 1;
+        let col = before.len() - before.rfind('\n').map(|i| i + 1).unwrap_or(0) + 1;
+        ConfigError {
+            file: self.file.to_string(),
+            line,
+            col,
+            message: message.into(),
+        }
+    }
+
+    fn of<T>(&self, v: &Spanned<T>, message: impl Into<String>) -> ConfigError {
+        self.at(v.span(), message)
+    }
+}
+
+fn parse_mac(s: &str) -> Result<[u8; 6], String> {
+    let v = FieldType::EtherAddr.parse_value(s)?;
+    let b = v.to_be_bytes();
+    Ok([b[10], b[11], b[12], b[13], b[14], b[15]])
+}
+
+fn parse_prefix(s: &str) -> Result<(bool, u128, u32), String> {
+    let (addr, len) = s
+        .split_once('/')
+        .ok_or_else(|| format!("`{s}` is not a prefix (address/length)"))?;
+    let (v6, t) = if addr.contains(':') {
+        (true, FieldType::Ipv6Addr)
+    } else {
+        (false, FieldType::Ipv4Addr)
+    };
+    let r = t.parse_range(&format!("{addr}/{len}"))?;
+    let len = r
+        .prefix_len(t.bits())
+        .ok_or_else(|| format!("`{s}` is not a prefix"))?;
+    Ok((v6, r.start, len))
+}
+
+/// Names to indices, refusing duplicates.
+fn index<'a, T>(
+    loc: &Located,
+    items: &'a [T],
+    name: impl Fn(&'a T) -> &'a Spanned<String>,
+    what: &str,
+) -> Result<HashMap<&'a str, usize>, ConfigError> {
+    let mut m = HashMap::new();
+    for (i, it) in items.iter().enumerate() {
+        let n = name(it);
+        if m.insert(n.get_ref().as_str(), i).is_some() {
+            return Err(loc.of(n, format!("duplicate {what} name `{}`", n.get_ref())));
+        }
+    }
+    Ok(m)
+}
+
+pub(crate) fn validate(file: &str, text: &str, dir: &Path) -> Result<Config, ConfigError> {
+    let loc = Located { file, text };
+    let raw: schema::File = toml::from_str(text).map_err(|e| {
+        let span = e.span().unwrap_or(0..0);
+        loc.at(span, e.message().trim().to_string())
+    })?;
+
+    let forwarder = match raw.forwarder {
+        None => Forwarder {
+            cores: vec![0],
+            burst: 32,
+        },
+        Some(f) => {
+            let cores = match f.cores {
+                None => vec![0],
+                Some(c) => {
+                    if c.get_ref().is_empty() {
+                        return Err(loc.of(&c, "`cores` lists no core"));
+                    }
+                    let mut seen = c.get_ref().clone();
+                    seen.sort_unstable();
+                    if let Some(w) = seen.windows(2).find(|w| w[0] == w[1]) {
+                        return Err(loc.of(&c, format!("core {} is listed twice", w[0])));
+                    }
+                    c.into_inner()
+                }
+            };
+            let burst = match f.burst {
+                None => 32,
+                Some(b) if (1..=64).contains(b.get_ref()) => b.into_inner(),
+                Some(b) => return Err(loc.of(&b, format!("burst {} is outside 1-64", b.get_ref()))),
+            };
+            Forwarder { cores, burst }
+        }
+    };
+
+    let port_names = index(&loc, &raw.port, |p| &p.name, "port")?;
+    let mut ports = Vec::new();
+    for (i, p) in raw.port.iter().enumerate() {
+        let driver = match &p.driver {
+            None => "synthetic".to_string(),
+            Some(d) => match d.get_ref().as_str() {
+                "synthetic" | "af_packet" | "af_xdp" | "dpdk" => d.get_ref().clone(),
+                other => {
+                    return Err(loc.of(
+                        d,
+                        format!("unknown driver `{other}` (synthetic, af_packet, af_xdp, dpdk)"),
+                    ))
+                }
+            },
+        };
+        let mac = match &p.mac {
+            None => [2, 0, 0, 0, 0, (i + 1) as u8],
+            Some(m) => parse_mac(m.get_ref()).map_err(|e| loc.of(m, e))?,
+        };
+        ports.push(PortConfig {
+            name: p.name.get_ref().clone(),
+            driver,
+            mac,
+            options: p.options.clone(),
+        });
+    }
+
+    index(&loc, &raw.set, |s| &s.name, "set")?;
+    let mut sets = Vec::new();
+    for s in &raw.set {
+        sets.push(validate_set(&loc, s, dir)?);
+    }
+
+    let hop_names = index(&loc, &raw.next_hop, |h| &h.name, "next hop")?;
+    let mut next_hops = Vec::new();
+    for h in &raw.next_hop {
+        let port = *port_names
+            .get(h.port.get_ref().as_str())
+            .ok_or_else(|| loc.of(&h.port, format!("unknown port `{}`", h.port.get_ref())))?;
+        let mac = parse_mac(h.mac.get_ref()).map_err(|e| loc.of(&h.mac, e))?;
+        next_hops.push(NextHopConfig {
+            name: h.name.get_ref().clone(),
+            port,
+            mac,
+        });
+    }
+
+    let group_names = index(&loc, &raw.ecmp, |g| &g.name, "ECMP group")?;
+    let mut ecmp = Vec::new();
+    for g in &raw.ecmp {
+        if let Some(&clash) = hop_names.get(g.name.get_ref().as_str()) {
+            let _ = clash;
+            return Err(loc.of(
+                &g.name,
+                format!(
+                    "`{}` names both a next hop and an ECMP group",
+                    g.name.get_ref()
+                ),
+            ));
+        }
+        if g.members.get_ref().is_empty() {
+            return Err(loc.of(&g.members, "an ECMP group needs at least one member"));
+        }
+        let mut members = Vec::new();
+        for m in g.members.get_ref() {
+            members.push(
+                *hop_names
+                    .get(m.get_ref().as_str())
+                    .ok_or_else(|| loc.of(m, format!("unknown next hop `{}`", m.get_ref())))?,
+            );
+        }
+        ecmp.push(EcmpGroup {
+            name: g.name.get_ref().clone(),
+            members,
+        });
+    }
+
+    let mut routes = Vec::new();
+    let mut seen = HashMap::new();
+    for r in &raw.route {
+        let (v6, prefix, len) =
+            parse_prefix(r.prefix.get_ref()).map_err(|e| loc.of(&r.prefix, e))?;
+        if seen.insert((v6, prefix, len), ()).is_some() {
+            return Err(loc.of(
+                &r.prefix,
+                format!("route `{}` is given twice", r.prefix.get_ref()),
+            ));
+        }
+        let via = match (
+            hop_names.get(r.via.get_ref().as_str()),
+            group_names.get(r.via.get_ref().as_str()),
+        ) {
+            (Some(&h), _) => Via::NextHop(h),
+            (None, Some(&g)) => Via::Ecmp(g),
+            (None, None) => {
+                return Err(loc.of(
+                    &r.via,
+                    format!("unknown next hop or ECMP group `{}`", r.via.get_ref()),
+                ))
+            }
+        };
+        routes.push(RouteConfig {
+            v6,
+            prefix,
+            len,
+            via,
+        });
+    }
+
+    let route_cache = match raw.route_cache {
+        None => RouteCache {
+            hint: None,
+            dst_cache_entries: None,
+            hash: None,
+        },
+        Some(c) => {
+            if let Some(h) = &c.hash {
+                if !["jhash", "jhash2", "ahash"].contains(&h.get_ref().as_str()) {
+                    return Err(loc.of(
+                        h,
+                        format!("unknown hash `{}` (jhash, jhash2, ahash)", h.get_ref()),
+                    ));
+                }
+            }
+            if let Some(n) = &c.dst_cache_entries {
+                if *n.get_ref() > 1 << 20 {
+                    return Err(loc.of(
+                        n,
+                        format!("{} dst cache entries is more than 1048576", n.get_ref()),
+                    ));
+                }
+            }
+            RouteCache {
+                hint: c.hint,
+                dst_cache_entries: c.dst_cache_entries.map(Spanned::into_inner),
+                hash: c.hash.map(Spanned::into_inner),
+            }
+        }
+    };
+
+    Ok(Config {
+        forwarder,
+        ports,
+        sets,
+        next_hops,
+        ecmp,
+        routes,
+        route_cache,
+    })
+}
+
+fn validate_set(loc: &Located, s: &schema::Set, dir: &Path) -> Result<SetConfig, ConfigError> {
+    let decl = SetDecl::parse(s.type_.get_ref()).map_err(|e| loc.of(&s.type_, e))?;
+    let mut sources = Vec::new();
+    for part in s.match_.get_ref().split(" . ") {
+        sources.push(Source::parse(part).map_err(|e| loc.of(&s.match_, e))?);
+    }
+    if sources.len() != decl.fields().len() {
+        return Err(loc.of(
+            &s.match_,
+            format!(
+                "`{}` names {} packet fields, the set's type has {}",
+                s.match_.get_ref(),
+                sources.len(),
+                decl.fields().len()
+            ),
+        ));
+    }
+    for (src, t) in sources.iter().zip(decl.fields()) {
+        if src.field_type() != *t {
+            return Err(loc.of(
+                &s.match_,
+                format!(
+                    "`{}`: a {} field is fed a {}",
+                    s.match_.get_ref(),
+                    t,
+                    src.field_type()
+                ),
+            ));
+        }
+    }
+    let is_verdict_map = decl.data() == Some(DataType::Verdict);
+    let action = match (&s.action, is_verdict_map) {
+        (None, true) => Action::Verdict,
+        (None, false) => {
+            return Err(loc.of(
+                &s.name,
+                format!("set `{}` needs an action: drop or accept", s.name.get_ref()),
+            ))
+        }
+        (Some(a), _) => match (a.get_ref().as_str(), is_verdict_map) {
+            ("drop", false) => Action::Drop,
+            ("accept", false) => Action::Accept,
+            ("verdict", true) => Action::Verdict,
+            ("verdict", false) => {
+                return Err(loc.of(a, "`verdict` needs a map with `: verdict` data"))
+            }
+            (other, true) => {
+                return Err(loc.of(
+                    a,
+                    format!("a verdict map's action is `verdict`, not `{other}`"),
+                ))
+            }
+            (other, false) => {
+                return Err(loc.of(
+                    a,
+                    format!("unknown action `{other}` (drop, accept, verdict)"),
+                ))
+            }
+        },
+    };
+    // Elements: inline ones located at their string, file ones at their
+    // line in that file; overlaps and duplicates checked by the set itself.
+    let mut set = matcher::Set::new(decl.clone());
+    let mut elements = Vec::new();
+    for e in &s.elements {
+        let el = decl
+            .parse_element(e.get_ref())
+            .map_err(|err| loc.of(e, err.to_string()))?;
+        set.insert(el.clone(), InsertMode::Create)
+            .map_err(|err| loc.of(e, err.to_string()))?;
+        elements.push(el);
+    }
+    if let Some(f) = &s.file {
+        let path = dir.join(f.get_ref());
+        let name = path.display().to_string();
+        let text = std::fs::read_to_string(&path)
+            .map_err(|e| loc.of(f, format!("cannot read `{}`: {e}", f.get_ref())))?;
+        // The file holds elements only; its type is the set's.
+        let with_type = format!("{decl}\n{text}");
+        let parsed = SetFile::parse(&name, &with_type).map_err(|e| ConfigError {
+            file: e.file.clone(),
+            line: e.line.saturating_sub(1),
+            col: 1,
+            message: e.error.to_string(),
+        })?;
+        for (line, el) in parsed.elements {
+            set.insert(el.clone(), InsertMode::Create)
+                .map_err(|err| ConfigError {
+                    file: name.clone(),
+                    line: line - 1,
+                    col: 1,
+                    message: err.to_string(),
+                })?;
+            elements.push(el);
+        }
+    }
+    Ok(SetConfig {
+        name: s.name.get_ref().clone(),
+        decl,
+        sources,
+        action,
+        elements,
+    })
+}

@@ -1,0 +1,121 @@
+//! The example configuration loads; every kind of mistake is reported with
+//! its file, line, column and value.
+
+use config::{Action, Source, Via};
+use std::path::Path;
+
+fn examples() -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples")
+}
+
+#[test]
+fn the_example_loads() {
+    let c = config::load(&examples().join("forwarder.toml")).unwrap();
+    assert_eq!(c.forwarder.cores, vec![0]);
+    assert_eq!(c.forwarder.burst, 32);
+    assert_eq!(c.ports.len(), 2);
+    assert_eq!(c.sets.len(), 2);
+    let bl = &c.sets[0];
+    assert_eq!(bl.elements.len(), 1024);
+    assert_eq!(bl.sources, vec![Source::IpDaddr, Source::Dport(None)]);
+    assert_eq!(bl.action, Action::Drop);
+    assert_eq!(c.sets[1].action, Action::Verdict);
+    assert!(c.routes.len() >= 300, "{} routes", c.routes.len());
+    assert!(c.routes.iter().any(|r| r.v6));
+    assert!(c.routes.iter().any(|r| matches!(r.via, Via::Ecmp(_))));
+    assert_eq!(c.ecmp[0].members, vec![0, 1]);
+}
+
+fn err(text: &str) -> String {
+    config::parse("f.toml", text, Path::new("."))
+        .unwrap_err()
+        .to_string()
+}
+
+const BASE: &str = r#"
+[[port]]
+name = "p0"
+
+[[next_hop]]
+name = "gw"
+port = "p0"
+mac = "02:00:00:00:00:fe"
+"#;
+
+#[test]
+fn errors_name_line_column_and_value() {
+    let set = |body: &str| format!("{BASE}\n[[set]]\nname = \"s\"\n{body}\n");
+    let cases = [
+        (
+            set("type = \"ipv5_addr\"\nmatch = \"ip daddr\"\naction = \"drop\""),
+            "f.toml:12:8: unknown field type `ipv5_addr`",
+        ),
+        (
+            set("type = \"ipv4_addr\"\nmatch = \"ip dadr\"\naction = \"drop\""),
+            "f.toml:13:9: unknown packet field `ip dadr`",
+        ),
+        (
+            set("type = \"ipv4_addr\"\nmatch = \"ip6 daddr\"\naction = \"drop\""),
+            "f.toml:13:9: `ip6 daddr`: a ipv4_addr field is fed a ipv6_addr",
+        ),
+        (
+            set("type = \"inet_service\"\nmatch = \"th dport\"\naction = \"drop\"\nelements = [\"1-10\", \"5\"]"),
+            "f.toml:15:21: overlap: `5` overlaps existing element `1-10`",
+        ),
+        (
+            set("type = \"inet_service\"\nmatch = \"th dport\"\naction = \"jump x\""),
+            "f.toml:14:10: unknown action `jump x` (drop, accept, verdict)",
+        ),
+        (
+            format!("{BASE}\n[[route]]\nprefix = \"192.0.2.0/24\"\nvia = \"gw2\"\n"),
+            "f.toml:12:7: unknown next hop or ECMP group `gw2`",
+        ),
+        (
+            format!("{BASE}\n[[route]]\nprefix = \"192.0.2.1/24\"\nvia = \"gw\"\n"),
+            "f.toml:11:10: `192.0.2.1/24`: address has host bits set (the network is 192.0.2.0/24)",
+        ),
+        (
+            format!("{BASE}\n[[next_hop]]\nname = \"gw\"\nport = \"p0\"\nmac = \"02:00:00:00:00:01\"\n"),
+            "f.toml:11:8: duplicate next hop name `gw`",
+        ),
+        (
+            format!("{BASE}\n[[next_hop]]\nname = \"x\"\nport = \"p9\"\nmac = \"02:00:00:00:00:01\"\n"),
+            "f.toml:12:8: unknown port `p9`",
+        ),
+        (
+            "[forwarder]\ncores = [0]\nburts = 32\n".to_string(),
+            "f.toml:3:1: unknown field `burts`, expected `cores` or `burst`",
+        ),
+        (
+            "[forwarder]\nburst = 100\n".to_string(),
+            "f.toml:2:9: burst 100 is outside 1-64",
+        ),
+        (
+            "[[port]]\nname = \"p\"\ndriver = \"netmap\"\n".to_string(),
+            "f.toml:3:10: unknown driver `netmap` (synthetic, af_packet, af_xdp, dpdk)",
+        ),
+    ];
+    for (text, want) in cases {
+        assert_eq!(err(&text), want, "in:\n{text}");
+    }
+    // A syntax error is located too.
+    let e = err("[forwarder\ncores = [0]\n");
+    assert!(e.starts_with("f.toml:1:"), "{e}");
+}
+
+#[test]
+fn element_files_report_their_own_lines() {
+    let dir = std::env::temp_dir().join(format!("cfg-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("s.set"), "# two ports\n80\n\n90-80\n").unwrap();
+    let text = "[[set]]\nname = \"s\"\ntype = \"inet_service\"\nmatch = \"tcp dport\"\naction = \"accept\"\nfile = \"s.set\"\n";
+    let e = config::parse("f.toml", text, &dir).unwrap_err();
+    assert_eq!(e.file, dir.join("s.set").display().to_string());
+    assert_eq!(e.line, 4);
+    assert!(e.message.contains("`90-80`"), "{e}");
+    std::fs::write(dir.join("s.set"), "80\n443\n").unwrap();
+    let c = config::parse("f.toml", text, &dir).unwrap();
+    assert_eq!(c.sets[0].elements.len(), 2);
+    assert_eq!(c.sets[0].sources, vec![Source::Dport(Some(6))]);
+    std::fs::remove_dir_all(dir).ok();
+}
