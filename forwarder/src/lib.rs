@@ -7,4 +7,10 @@
 #![forbid(unsafe_code)]
 
 pub mod lookup;
+pub mod pipeline;
+pub mod port;
+pub mod run;
+pub mod synthetic;
+pub mod tables;
 pub mod wire;
+pub mod worker;

@@ -13,6 +13,16 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Cmd {
+    /// Forward: workers on the configured cores, rates printed once a
+    /// second, a summary at the end.
+    Run {
+        /// The configuration file.
+        #[arg(long, default_value = "examples/forwarder.toml")]
+        config: PathBuf,
+        /// Stop after this long (`10s`, `500ms`, `2m`); default: Ctrl-C.
+        #[arg(long, value_parser = parse_duration)]
+        duration: Option<std::time::Duration>,
+    },
     /// Load a set file and print the element each key matches, or `nomatch`.
     Lookup {
         /// Set file: a `type ...` line, then one element per line.
@@ -34,6 +44,9 @@ enum Cmd {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let r = match cli.cmd {
+        Cmd::Run { config, duration } => {
+            forwarder::run::run(&config, duration, &mut std::io::stdout().lock())
+        }
         Cmd::Lookup {
             set,
             keys,
@@ -54,4 +67,24 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
+    let (n, unit) = s
+        .find(|c: char| !c.is_ascii_digit() && c != '.')
+        .map(|i| s.split_at(i))
+        .unwrap_or((s, "s"));
+    let v: f64 = n
+        .parse()
+        .map_err(|_| format!("`{s}` is not a duration such as 10s"))?;
+    let secs = match unit {
+        "ms" => v / 1000.0,
+        "s" | "" => v,
+        "m" => v * 60.0,
+        _ => return Err(format!("`{s}`: unknown unit `{unit}` (ms, s, m)")),
+    };
+    if !secs.is_finite() || secs < 0.0 {
+        return Err(format!("`{s}` is not a duration"));
+    }
+    Ok(std::time::Duration::from_secs_f64(secs))
 }

@@ -1,0 +1,306 @@
+//! The per-burst pipeline of one worker: parse, classify, route, rewrite,
+//! group by egress port. Every stage works on the whole burst; nothing
+//! allocates, locks or calls the system per packet.
+
+use crate::port::{Burst, MAX_BURST};
+use crate::tables::Tables;
+use crate::wire::{self, Drop, Parsed, L3};
+use config::{Action, Source};
+use matcher::{Data, Scratch, Verdict};
+use routecache::{FlowKey, Router, TargetId};
+
+/// A worker's counters. Written only by the worker; read by the stats
+/// printer through [`crate::stats`].
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Counters {
+    /// Frames received.
+    pub rx: u64,
+    /// Frames handed to a port for sending.
+    pub tx: u64,
+    /// Drops by reason ([`Drop::index`]).
+    pub drops: [u64; Drop::ALL.len()],
+    /// Matches per rule set, in set order.
+    pub matches: Vec<u64>,
+    /// Bursts processed.
+    pub bursts: u64,
+}
+
+/// What becomes of a packet of the burst.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Fate {
+    /// Still going (through the remaining sets, then routing).
+    Go,
+    /// Accepted by a set: skips the remaining sets, still routed.
+    Accepted,
+    /// Dropped, and why.
+    Dropped(Drop),
+}
+
+/// One worker's pipeline state: scratch, keys, routers, per-burst arrays,
+/// all allocated once.
+pub struct Pipeline {
+    scratch: Vec<Scratch>,
+    keys: Vec<Vec<u8>>,
+    ids: [Option<u32>; MAX_BURST],
+    applies: [bool; MAX_BURST],
+    parsed: [Parsed; MAX_BURST],
+    fate: [Fate; MAX_BURST],
+    router4: Router<u32>,
+    router6: Router<u128>,
+    dst4: Vec<u32>,
+    dst6: Vec<u128>,
+    idx4: Vec<u8>,
+    idx6: Vec<u8>,
+    targets: [Option<TargetId>; MAX_BURST],
+    /// Frames to send, per egress port index (filled by [`Pipeline::process`]).
+    pub out: Vec<Vec<u8>>,
+    /// Counters.
+    pub counters: Counters,
+    generation: u64,
+}
+
+impl Pipeline {
+    /// A pipeline sized for `tables`, with `ports` egress ports.
+    pub fn new(tables: &Tables, ports: usize) -> Pipeline {
+        let mut p = Pipeline {
+            scratch: Vec::new(),
+            keys: Vec::new(),
+            ids: [None; MAX_BURST],
+            applies: [false; MAX_BURST],
+            parsed: [Parsed::default(); MAX_BURST],
+            fate: [Fate::Go; MAX_BURST],
+            router4: tables.route_cache.router(),
+            router6: tables.route_cache.router(),
+            dst4: Vec::with_capacity(MAX_BURST),
+            dst6: Vec::with_capacity(MAX_BURST),
+            idx4: Vec::with_capacity(MAX_BURST),
+            idx6: Vec::with_capacity(MAX_BURST),
+            targets: [None; MAX_BURST],
+            out: vec![Vec::with_capacity(MAX_BURST); ports],
+            counters: Counters::default(),
+            generation: u64::MAX,
+        };
+        p.adopt(tables);
+        p
+    }
+
+    /// Sizes the per-set scratch for a new snapshot (only when one is
+    /// published, never per packet).
+    fn adopt(&mut self, tables: &Tables) {
+        self.scratch = tables.sets.iter().map(|s| s.snap.scratch()).collect();
+        self.keys = tables
+            .sets
+            .iter()
+            .map(|s| vec![0; MAX_BURST * s.key_len.max(1)])
+            .collect();
+        self.counters.matches.resize(tables.sets.len(), 0);
+        self.generation = tables.generation;
+    }
+
+    /// Runs one burst through the pipeline: afterwards, `out[port]` lists
+    /// the frames of `burst` to send on each port, rewritten.
+    pub fn process(&mut self, tables: &Tables, burst: &mut Burst) {
+        if tables.generation != self.generation {
+            self.adopt(tables);
+        }
+        for o in &mut self.out {
+            o.clear();
+        }
+        let n = burst.len();
+        self.counters.rx += n as u64;
+        self.counters.bursts += 1;
+        for i in 0..n {
+            match wire::parse(burst.frame(i)) {
+                Ok(p) => {
+                    self.parsed[i] = p;
+                    self.fate[i] = Fate::Go;
+                }
+                Err(d) => self.fate[i] = Fate::Dropped(d),
+            }
+        }
+        self.classify(tables, burst, n);
+        self.route(tables, burst, n);
+    }
+
+    fn classify(&mut self, tables: &Tables, burst: &Burst, n: usize) {
+        for (si, set) in tables.sets.iter().enumerate() {
+            let klen = set.key_len;
+            let keys = &mut self.keys[si];
+            for i in 0..n {
+                self.applies[i] = self.fate[i] == Fate::Go
+                    && extract(
+                        &set.sources,
+                        &self.parsed[i],
+                        burst.frame(i),
+                        &mut keys[i * klen..(i + 1) * klen],
+                    );
+                if !self.applies[i] {
+                    // A zero key stands in for packets the set does not
+                    // apply to, so the burst stays whole; its result is
+                    // ignored below.
+                    keys[i * klen..(i + 1) * klen].fill(0);
+                }
+            }
+            set.snap
+                .lookup_burst(keys, klen, &mut self.ids[..n], &mut self.scratch[si]);
+            for i in 0..n {
+                if !self.applies[i] {
+                    continue;
+                }
+                let Some(id) = self.ids[i] else { continue };
+                self.counters.matches[si] += 1;
+                self.fate[i] = match set.action {
+                    Action::Drop => Fate::Dropped(Drop::Rule),
+                    Action::Accept => Fate::Accepted,
+                    Action::Verdict => match set.snap.element(id).and_then(|e| e.data.as_ref()) {
+                        Some(Data::Verdict(Verdict::Drop)) => Fate::Dropped(Drop::Rule),
+                        Some(Data::Verdict(Verdict::Accept)) => Fate::Accepted,
+                        // continue, return, jump and goto: no chains here,
+                        // the packet goes on to the next set.
+                        _ => Fate::Go,
+                    },
+                };
+            }
+        }
+    }
+
+    fn route(&mut self, tables: &Tables, burst: &mut Burst, n: usize) {
+        self.dst4.clear();
+        self.dst6.clear();
+        self.idx4.clear();
+        self.idx6.clear();
+        for i in 0..n {
+            if matches!(self.fate[i], Fate::Dropped(_)) {
+                continue;
+            }
+            let p = &self.parsed[i];
+            match p.l3 {
+                L3::V4 => {
+                    self.dst4.push(p.dst as u32);
+                    self.idx4.push(i as u8);
+                }
+                L3::V6 => {
+                    self.dst6.push(p.dst);
+                    self.idx6.push(i as u8);
+                }
+            }
+        }
+        let fib = &tables.fib;
+        let gen = fib.generation();
+        let mut found = [None; MAX_BURST];
+        self.router4.route_burst(
+            &self.dst4,
+            gen,
+            |k, o| fib.lookup_burst_v4(k, o),
+            &mut found[..self.dst4.len()],
+        );
+        for (j, &i) in self.idx4.iter().enumerate() {
+            self.targets[i as usize] = found[j];
+        }
+        self.router6.route_burst(
+            &self.dst6,
+            gen,
+            |k, o| fib.lookup_burst_v6(k, o),
+            &mut found[..self.dst6.len()],
+        );
+        for (j, &i) in self.idx6.iter().enumerate() {
+            self.targets[i as usize] = found[j];
+        }
+        for i in 0..n {
+            if let Fate::Dropped(d) = self.fate[i] {
+                self.counters.drops[d.index()] += 1;
+                continue;
+            }
+            let p = self.parsed[i];
+            let Some(t) = self.targets[i] else {
+                self.counters.drops[Drop::NoRoute.index()] += 1;
+                continue;
+            };
+            let flow = FlowKey {
+                src: p.src,
+                dst: p.dst,
+                sport: p.sport,
+                dport: p.dport,
+                proto: p.proto,
+            };
+            let Some(nh) = fib.targets().resolve(t, flow.hash(tables.flow_seed)) else {
+                self.counters.drops[Drop::UnknownNextHop.index()] += 1;
+                continue;
+            };
+            let port = nh.port as usize;
+            if port >= self.out.len() {
+                self.counters.drops[Drop::UnknownNextHop.index()] += 1;
+                continue;
+            }
+            match wire::rewrite(burst.frame_mut(i), &p, nh.dst_mac, nh.src_mac) {
+                Ok(()) => {
+                    self.out[port].push(i as u8);
+                    self.counters.tx += 1;
+                }
+                Err(d) => self.counters.drops[d.index()] += 1,
+            }
+        }
+    }
+}
+
+/// Writes a set's key for a packet; false when the packet lacks one of
+/// the fields (an IPv4 field of an IPv6 packet, a TCP port of a UDP one).
+#[inline]
+fn extract(sources: &[Source], p: &Parsed, frame: &[u8], key: &mut [u8]) -> bool {
+    let mut off = 0;
+    for s in sources {
+        let ok = match *s {
+            Source::IpSaddr | Source::IpDaddr if p.l3 == L3::V4 => {
+                let a = if *s == Source::IpSaddr { p.src } else { p.dst } as u32;
+                key[off..off + 4].copy_from_slice(&a.to_be_bytes());
+                off += 4;
+                true
+            }
+            Source::Ip6Saddr | Source::Ip6Daddr if p.l3 == L3::V6 => {
+                let a = if *s == Source::Ip6Saddr { p.src } else { p.dst };
+                key[off..off + 16].copy_from_slice(&a.to_be_bytes());
+                off += 16;
+                true
+            }
+            Source::Sport(proto) | Source::Dport(proto)
+                if p.l4_ok
+                    && matches!(
+                        p.proto,
+                        wire::proto::TCP | wire::proto::UDP | wire::proto::SCTP
+                    )
+                    && proto.is_none_or(|x| x == p.proto) =>
+            {
+                let v = if matches!(s, Source::Sport(_)) {
+                    p.sport
+                } else {
+                    p.dport
+                };
+                key[off..off + 2].copy_from_slice(&v.to_be_bytes());
+                off += 2;
+                true
+            }
+            Source::L4proto => {
+                key[off] = p.proto;
+                off += 1;
+                true
+            }
+            Source::EtherSaddr | Source::EtherDaddr => {
+                let at = if *s == Source::EtherSaddr { 6 } else { 0 };
+                key[off..off + 6].copy_from_slice(&frame[at..at + 6]);
+                off += 6;
+                true
+            }
+            Source::Mark => {
+                // Frames from ports carry no mark.
+                key[off..off + 4].fill(0);
+                off += 4;
+                true
+            }
+            _ => false,
+        };
+        if !ok {
+            return false;
+        }
+    }
+    true
+}

@@ -1,0 +1,127 @@
+//! Ports: `rx_burst` / `tx_burst` over frame buffers, and the burst that
+//! carries frames through the pipeline in place.
+
+/// Bytes each frame buffer holds.
+pub const FRAME_CAP: usize = 2048;
+/// Most frames a burst holds.
+pub const MAX_BURST: usize = 64;
+
+/// A burst of frames in preallocated buffers. The pipeline parses,
+/// classifies and rewrites them where they are.
+pub struct Burst {
+    data: Vec<u8>,
+    lens: [u16; MAX_BURST],
+    len: usize,
+}
+
+impl Default for Burst {
+    fn default() -> Self {
+        Burst::new()
+    }
+}
+
+impl Burst {
+    /// An empty burst with room for [`MAX_BURST`] frames.
+    pub fn new() -> Burst {
+        Burst {
+            data: vec![0; MAX_BURST * FRAME_CAP],
+            lens: [0; MAX_BURST],
+            len: 0,
+        }
+    }
+
+    /// Frames held.
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether the burst holds no frame.
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Empties the burst (keeping its buffers).
+    #[inline]
+    pub fn clear(&mut self) {
+        self.len = 0;
+    }
+
+    /// Frame `i`.
+    #[inline]
+    pub fn frame(&self, i: usize) -> &[u8] {
+        &self.data[i * FRAME_CAP..i * FRAME_CAP + self.lens[i] as usize]
+    }
+
+    /// Frame `i`, writable.
+    #[inline]
+    pub fn frame_mut(&mut self, i: usize) -> &mut [u8] {
+        let n = self.lens[i] as usize;
+        &mut self.data[i * FRAME_CAP..i * FRAME_CAP + n]
+    }
+
+    /// Appends a frame by writing it into the next buffer (what a NIC's
+    /// DMA does); frames longer than [`FRAME_CAP`] are cut. Returns false
+    /// when the burst is full.
+    #[inline]
+    pub fn push(&mut self, frame: &[u8]) -> bool {
+        if self.len == MAX_BURST {
+            return false;
+        }
+        let n = frame.len().min(FRAME_CAP);
+        let at = self.len * FRAME_CAP;
+        self.data[at..at + n].copy_from_slice(&frame[..n]);
+        self.lens[self.len] = n as u16;
+        self.len += 1;
+        true
+    }
+
+    /// The buffer of the next frame, to be filled in place and committed
+    /// with [`Burst::commit`] (for ports that write frames directly).
+    #[inline]
+    pub fn next_buffer(&mut self) -> Option<&mut [u8]> {
+        if self.len == MAX_BURST {
+            return None;
+        }
+        let at = self.len * FRAME_CAP;
+        Some(&mut self.data[at..at + FRAME_CAP])
+    }
+
+    /// Commits the frame written into [`Burst::next_buffer`].
+    #[inline]
+    pub fn commit(&mut self, len: usize) {
+        self.lens[self.len] = len.min(FRAME_CAP) as u16;
+        self.len += 1;
+    }
+}
+
+/// A port's counters.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PortStats {
+    /// Frames received.
+    pub rx: u64,
+    /// Frames sent.
+    pub tx: u64,
+    /// Bytes sent.
+    pub tx_bytes: u64,
+    /// Frames the port could not send.
+    pub tx_dropped: u64,
+    /// Frames that failed the port's own check of what came out (the
+    /// synthetic port checks TTL and MACs).
+    pub tx_bad: u64,
+}
+
+/// One queue of a port, owned by one worker.
+pub trait Port: Send {
+    /// The port's name.
+    fn name(&self) -> &str;
+    /// Receives up to `max` frames into `burst` (appending); returns how
+    /// many.
+    fn rx_burst(&mut self, burst: &mut Burst, max: usize) -> usize;
+    /// Sends the frames of `burst` at indices `which`; returns how many
+    /// went out.
+    fn tx_burst(&mut self, burst: &Burst, which: &[u8]) -> usize;
+    /// Counters.
+    fn stats(&self) -> PortStats;
+}

@@ -1,0 +1,207 @@
+//! The synthetic port: needs no privileges or NIC. Its receive side
+//! writes pre-built frames of a configurable flow mix into the burst's
+//! buffers on every receive, as a NIC's DMA would; its transmit side
+//! counts what comes out and checks it (TTL decremented once, source MAC
+//! the egress port's own).
+
+use crate::port::{Burst, Port, PortStats};
+use crate::wire::build::{ipv4, ipv6, L4};
+use config::{Config, PortConfig, Source};
+use routecache::gen::Rng;
+
+/// TTL / hop limit of every generated frame.
+pub const TTL: u8 = 64;
+
+/// Options of a synthetic port (`[port.options]`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Options {
+    /// Distinct flows.
+    pub flows: usize,
+    /// Share of IPv6 frames, in percent.
+    pub ipv6_percent: u32,
+    /// Bytes per frame (at least the headers).
+    pub frame_size: usize,
+    /// Share of flows aimed at the first rule set's elements, in percent.
+    pub set_hit_percent: u32,
+    /// Seed of the flow mix.
+    pub seed: u64,
+    /// Check every transmitted frame (TTL, source MAC); off by default,
+    /// since it parses each frame again.
+    pub verify: bool,
+}
+
+impl Options {
+    /// Reads `[port.options]`; unknown keys and bad values are errors.
+    pub fn parse(p: &PortConfig) -> Result<Options, String> {
+        let mut o = Options {
+            flows: 1024,
+            ipv6_percent: 20,
+            frame_size: 64,
+            set_hit_percent: 10,
+            seed: 1,
+            verify: false,
+        };
+        for (k, v) in &p.options {
+            let n = v.as_integer().filter(|&n| n >= 0).ok_or_else(|| {
+                format!(
+                    "port `{}`: option `{k}` must be a non-negative integer",
+                    p.name
+                )
+            })? as u64;
+            match k.as_str() {
+                "flows" if (1..=1 << 20).contains(&n) => o.flows = n as usize,
+                "ipv6_percent" if n <= 100 => o.ipv6_percent = n as u32,
+                "frame_size" if (64..=1518).contains(&n) => o.frame_size = n as usize,
+                "set_hit_percent" if n <= 100 => o.set_hit_percent = n as u32,
+                "seed" => o.seed = n,
+                "verify" if n <= 1 => o.verify = n == 1,
+                "flows" | "ipv6_percent" | "frame_size" | "set_hit_percent" | "verify" => {
+                    return Err(format!(
+                        "port `{}`: option `{k}` = {n} is out of range",
+                        p.name
+                    ))
+                }
+                _ => {
+                    return Err(format!(
+                        "port `{}`: unknown option `{k}` for the synthetic driver",
+                        p.name
+                    ))
+                }
+            }
+        }
+        Ok(o)
+    }
+}
+
+/// One queue of a synthetic port.
+pub struct SyntheticPort {
+    name: String,
+    mac: [u8; 6],
+    frames: Vec<Vec<u8>>,
+    next: usize,
+    verify: bool,
+    stats: PortStats,
+}
+
+/// A random host address inside a route of the given family.
+fn host_in(rng: &mut Rng, cfg: &Config, v6: bool) -> Option<u128> {
+    let routes: Vec<_> = cfg.routes.iter().filter(|r| r.v6 == v6).collect();
+    if routes.is_empty() {
+        return None;
+    }
+    let r = routes[rng.below(routes.len() as u64) as usize];
+    let w = if v6 { 128 } else { 32 };
+    let rand = (rng.next_u64() as u128) << 64 | rng.next_u64() as u128;
+    let host = match w - r.len {
+        0 => 0,
+        128 => rand,
+        h => rand & ((1u128 << h) - 1),
+    };
+    Some(r.prefix | host)
+}
+
+impl SyntheticPort {
+    /// A queue of port `index` of `cfg`, generating its flow mix. Flows
+    /// go to addresses inside the configured routes; `set_hit_percent` of
+    /// them take the destination and port of an element of the first set
+    /// fed by a destination address and a destination port.
+    pub fn new(cfg: &Config, index: usize, queue: usize) -> Result<SyntheticPort, String> {
+        let p = &cfg.ports[index];
+        let o = Options::parse(p)?;
+        let mut rng = Rng(o.seed ^ ((index as u64) << 32) ^ queue as u64);
+        let hit_set = cfg.sets.iter().find(|s| {
+            s.sources.len() == 2
+                && matches!(s.sources[0], Source::IpDaddr | Source::Ip6Daddr)
+                && matches!(s.sources[1], Source::Dport(_))
+                && !s.elements.is_empty()
+        });
+        let mut frames = Vec::with_capacity(o.flows);
+        for _ in 0..o.flows {
+            let v6 = rng.below(100) < o.ipv6_percent as u64;
+            let mut dst = host_in(&mut rng, cfg, v6);
+            let mut dport = 1024 + rng.below(60000) as u16;
+            let mut v6 = v6 && dst.is_some();
+            if let Some(s) = hit_set.filter(|_| rng.below(100) < o.set_hit_percent as u64) {
+                let e = &s.elements[rng.below(s.elements.len() as u64) as usize];
+                v6 = s.sources[0] == Source::Ip6Daddr;
+                dst = Some(e.key[0].start);
+                dport = e.key[1].start as u16;
+            }
+            let src = rng.next_u64() as u128;
+            let sport = 1024 + rng.below(60000) as u16;
+            let payload = o
+                .frame_size
+                .saturating_sub(if v6 { 14 + 40 + 8 } else { 14 + 20 + 8 });
+            let l4 = L4::Udp(sport, dport);
+            let frame = match (v6, dst) {
+                (true, Some(d)) => ipv6(0x2001_0db8_ffff << 80 | src, d, TTL, l4, payload),
+                (false, Some(d)) => ipv4(
+                    0xc000_0200 | (src as u32 & 0xff),
+                    d as u32,
+                    TTL,
+                    l4,
+                    payload,
+                ),
+                // No route of that family: traffic that will be dropped
+                // as unroutable, which is traffic too.
+                (_, None) => ipv4(0xc000_0201, 0xcb00_7101, TTL, l4, payload),
+            };
+            frames.push(frame);
+        }
+        Ok(SyntheticPort {
+            name: p.name.clone(),
+            mac: p.mac,
+            frames,
+            next: 0,
+            verify: o.verify,
+            stats: PortStats::default(),
+        })
+    }
+}
+
+impl Port for SyntheticPort {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn rx_burst(&mut self, burst: &mut Burst, max: usize) -> usize {
+        let mut n = 0;
+        while n < max {
+            if !burst.push(&self.frames[self.next]) {
+                break;
+            }
+            self.next += 1;
+            if self.next == self.frames.len() {
+                self.next = 0;
+            }
+            n += 1;
+        }
+        self.stats.rx += n as u64;
+        n
+    }
+
+    fn tx_burst(&mut self, burst: &Burst, which: &[u8]) -> usize {
+        for &i in which {
+            let f = burst.frame(i as usize);
+            self.stats.tx_bytes += f.len() as u64;
+            if !self.verify {
+                continue;
+            }
+            // What a forwarded frame must look like: our MAC as source,
+            // the TTL or hop limit decremented exactly once.
+            let ttl = match crate::wire::parse(f) {
+                Ok(p) => p.ttl,
+                Err(_) => 0,
+            };
+            if f[6..12] != self.mac || ttl != TTL - 1 {
+                self.stats.tx_bad += 1;
+            }
+        }
+        self.stats.tx += which.len() as u64;
+        which.len()
+    }
+
+    fn stats(&self) -> PortStats {
+        self.stats
+    }
+}

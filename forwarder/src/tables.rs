@@ -1,0 +1,106 @@
+//! The snapshot of tables the workers read: rule sets, the FIB and the
+//! ports' MACs, built from a checked configuration, published whole.
+
+use config::{Action, Config, Source, Via};
+use matcher::{InsertMode, Set};
+use routecache::{Family, Fib, FibSnapshot, HashKind, NextHop, RouteCacheConfig, TargetId};
+use std::sync::Arc;
+
+/// A rule set as the pipeline uses it.
+pub struct RuleSet {
+    /// Its name.
+    pub name: String,
+    /// The committed set.
+    pub snap: Arc<matcher::Snapshot>,
+    /// The packet field feeding each of its fields.
+    pub sources: Vec<Source>,
+    /// What a match does.
+    pub action: Action,
+    /// Bytes of a key.
+    pub key_len: usize,
+}
+
+/// Everything a burst is judged by. Immutable once published.
+pub struct Tables {
+    /// Increases with every published snapshot.
+    pub generation: u64,
+    /// Rule sets, in evaluation order.
+    pub sets: Vec<RuleSet>,
+    /// Routes, next hops, ECMP groups.
+    pub fib: Arc<FibSnapshot>,
+    /// Names of the ports, by index.
+    pub port_names: Vec<String>,
+    /// The route stage's settings.
+    pub route_cache: RouteCacheConfig,
+    /// Seed of the ECMP flow hash.
+    pub flow_seed: u32,
+}
+
+impl Tables {
+    /// Builds the tables of a configuration.
+    pub fn build(cfg: &Config, generation: u64) -> Result<Tables, String> {
+        let mut sets = Vec::new();
+        for s in &cfg.sets {
+            let mut set = Set::new(s.decl.clone());
+            for e in &s.elements {
+                set.insert(e.clone(), InsertMode::Add)
+                    .map_err(|e| format!("set `{}`: {e}", s.name))?;
+            }
+            sets.push(RuleSet {
+                name: s.name.clone(),
+                snap: set.commit(),
+                sources: s.sources.clone(),
+                action: s.action,
+                key_len: s.decl.key_len(),
+            });
+        }
+        let mut fib = Fib::new();
+        let hops: Vec<TargetId> = cfg
+            .next_hops
+            .iter()
+            .map(|h| {
+                fib.add_next_hop(NextHop {
+                    port: h.port as u16,
+                    dst_mac: h.mac,
+                    src_mac: cfg.ports[h.port].mac,
+                })
+            })
+            .collect();
+        let mut groups = Vec::new();
+        for g in &cfg.ecmp {
+            let members: Vec<TargetId> = g.members.iter().map(|&m| hops[m]).collect();
+            groups.push(
+                fib.add_ecmp_group(&members)
+                    .map_err(|e| format!("ECMP group `{}`: {e}", g.name))?,
+            );
+        }
+        for r in &cfg.routes {
+            let target = match r.via {
+                Via::NextHop(h) => hops[h],
+                Via::Ecmp(g) => groups[g],
+            };
+            let family = if r.v6 { Family::V6 } else { Family::V4 };
+            fib.insert(family, r.prefix, r.len, target)
+                .map_err(|e| format!("route {:#x}/{}: {e}", r.prefix, r.len))?;
+        }
+        let defaults = RouteCacheConfig::default();
+        let c = &cfg.route_cache;
+        let route_cache = RouteCacheConfig {
+            hint: c.hint.unwrap_or(defaults.hint),
+            dst_cache_entries: c.dst_cache_entries.unwrap_or(defaults.dst_cache_entries),
+            hash: c
+                .hash
+                .as_deref()
+                .and_then(HashKind::parse)
+                .unwrap_or(defaults.hash),
+        };
+        Ok(Tables {
+            generation,
+            sets,
+            fib: fib.publish(),
+            port_names: cfg.ports.iter().map(|p| p.name.clone()).collect(),
+            route_cache,
+            flow_seed: routecache::hash::random_seed(),
+        })
+    }
+}
