@@ -42,7 +42,7 @@ pub struct Pipeline {
     scratch: Vec<Scratch>,
     keys: Vec<Vec<u8>>,
     ids: [Option<u32>; MAX_BURST],
-    applies: [bool; MAX_BURST],
+    which: [u8; MAX_BURST],
     parsed: [Parsed; MAX_BURST],
     fate: [Fate; MAX_BURST],
     router4: Router<u32>,
@@ -66,7 +66,7 @@ impl Pipeline {
             scratch: Vec::new(),
             keys: Vec::new(),
             ids: [None; MAX_BURST],
-            applies: [false; MAX_BURST],
+            which: [0; MAX_BURST],
             parsed: [Parsed::default(); MAX_BURST],
             fate: [Fate::Go; MAX_BURST],
             router4: tables.route_cache.router(),
@@ -126,28 +126,30 @@ impl Pipeline {
         for (si, set) in tables.sets.iter().enumerate() {
             let klen = set.key_len;
             let keys = &mut self.keys[si];
+            // Keys of the packets the set applies to, packed: an IPv6 set
+            // looks nothing up for IPv4 packets.
+            let mut m = 0;
             for i in 0..n {
-                self.applies[i] = self.fate[i] == Fate::Go
+                if self.fate[i] == Fate::Go
                     && extract(
                         &set.sources,
                         &self.parsed[i],
                         burst.frame(i),
-                        &mut keys[i * klen..(i + 1) * klen],
-                    );
-                if !self.applies[i] {
-                    // A zero key stands in for packets the set does not
-                    // apply to, so the burst stays whole; its result is
-                    // ignored below.
-                    keys[i * klen..(i + 1) * klen].fill(0);
+                        &mut keys[m * klen..(m + 1) * klen],
+                    )
+                {
+                    self.which[m] = i as u8;
+                    m += 1;
                 }
             }
+            if m == 0 {
+                continue;
+            }
             set.snap
-                .lookup_burst(keys, klen, &mut self.ids[..n], &mut self.scratch[si]);
-            for i in 0..n {
-                if !self.applies[i] {
-                    continue;
-                }
-                let Some(id) = self.ids[i] else { continue };
+                .lookup_burst(keys, klen, &mut self.ids[..m], &mut self.scratch[si]);
+            for j in 0..m {
+                let Some(id) = self.ids[j] else { continue };
+                let i = self.which[j] as usize;
                 self.counters.matches[si] += 1;
                 self.fate[i] = match set.action {
                     Action::Drop => Fate::Dropped(Drop::Rule),
