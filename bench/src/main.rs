@@ -1,6 +1,8 @@
 //! `bench`: reproducible benchmarks, each figure printed beside the
 //! baselines measured in the same run.
 //!
+//! - `bench forward`: the pipeline on synthetic ports, stage by stage, on
+//!   one and two cores;
 //! - `bench matcher`: the kernel selftest's performance table, per lookup;
 //! - `bench routecache`: FIB lookups alone and behind the route hint and the
 //!   dst cache, by number of destinations; FIB build, update and memory;
@@ -11,6 +13,7 @@
 
 use clap::{Parser, Subcommand};
 
+mod forward;
 mod hash;
 mod load;
 mod matcher;
@@ -46,6 +49,15 @@ enum Cmd {
         #[arg(long = "case")]
         cases: Vec<String>,
     },
+    /// The pipeline on synthetic ports, stage by stage, 1 and 2 cores.
+    Forward {
+        /// Print JSON Lines instead of a Markdown table.
+        #[arg(long)]
+        json: bool,
+        /// Smaller table, shorter runs (under a minute).
+        #[arg(long)]
+        quick: bool,
+    },
     /// The route-hint series' table, and the FIB's own figures.
     Routecache {
         /// Print JSON Lines instead of Markdown tables.
@@ -78,6 +90,10 @@ enum Cmd {
 fn main() {
     let cli = Cli::parse();
     let r = match cli.cmd {
+        Cmd::Forward { json, quick } => {
+            forward::run(json, quick);
+            Ok(())
+        }
         Cmd::Routecache { json, quick } => {
             route::run(json, quick);
             Ok(())

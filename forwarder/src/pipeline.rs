@@ -25,6 +25,33 @@ pub struct Counters {
     pub bursts: u64,
 }
 
+/// How much of the pipeline runs: the full one, or a prefix of it, for
+/// measuring what each stage costs (`bench forward`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Mode {
+    /// Receive and send out of port 0, touching nothing.
+    Io,
+    /// Parse and rewrite (MACs, TTL, checksum) towards the first next hop.
+    Rewrite,
+    /// Parse, route, rewrite: no rule sets.
+    Route,
+    /// Everything.
+    #[default]
+    Full,
+}
+
+impl Mode {
+    /// The variant's name in benchmarks: `io`, `rewrite`, `route`, `full`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::Io => "io",
+            Mode::Rewrite => "rewrite",
+            Mode::Route => "route",
+            Mode::Full => "full",
+        }
+    }
+}
+
 /// What becomes of a packet of the burst.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Fate {
@@ -57,11 +84,17 @@ pub struct Pipeline {
     /// Counters.
     pub counters: Counters,
     generation: u64,
+    mode: Mode,
 }
 
 impl Pipeline {
     /// A pipeline sized for `tables`, with `ports` egress ports.
     pub fn new(tables: &Tables, ports: usize) -> Pipeline {
+        Pipeline::with_mode(tables, ports, Mode::Full)
+    }
+
+    /// A pipeline running only part of the stages (see [`Mode`]).
+    pub fn with_mode(tables: &Tables, ports: usize, mode: Mode) -> Pipeline {
         let mut p = Pipeline {
             scratch: Vec::new(),
             keys: Vec::new(),
@@ -79,6 +112,7 @@ impl Pipeline {
             out: vec![Vec::with_capacity(MAX_BURST); ports],
             counters: Counters::default(),
             generation: u64::MAX,
+            mode,
         };
         p.adopt(tables);
         p
@@ -109,6 +143,13 @@ impl Pipeline {
         let n = burst.len();
         self.counters.rx += n as u64;
         self.counters.bursts += 1;
+        if self.mode == Mode::Io {
+            if let Some(o) = self.out.first_mut() {
+                o.extend(0..n as u8);
+                self.counters.tx += n as u64;
+            }
+            return;
+        }
         for i in 0..n {
             match wire::parse(burst.frame(i)) {
                 Ok(p) => {
@@ -118,8 +159,35 @@ impl Pipeline {
                 Err(d) => self.fate[i] = Fate::Dropped(d),
             }
         }
-        self.classify(tables, burst, n);
-        self.route(tables, burst, n);
+        match self.mode {
+            Mode::Rewrite => self.rewrite_only(tables, burst, n),
+            Mode::Route => self.route(tables, burst, n),
+            _ => {
+                self.classify(tables, burst, n);
+                self.route(tables, burst, n);
+            }
+        }
+    }
+
+    /// Every parsed frame rewritten towards the first next hop.
+    fn rewrite_only(&mut self, tables: &Tables, burst: &mut Burst, n: usize) {
+        let Some(nh) = tables.fib.targets().hops().first().copied() else {
+            return;
+        };
+        for i in 0..n {
+            if let Fate::Dropped(d) = self.fate[i] {
+                self.counters.drops[d.index()] += 1;
+                continue;
+            }
+            let p = self.parsed[i];
+            match wire::rewrite(burst.frame_mut(i), &p, nh.dst_mac, nh.src_mac) {
+                Ok(()) => {
+                    self.out[nh.port as usize].push(i as u8);
+                    self.counters.tx += 1;
+                }
+                Err(d) => self.counters.drops[d.index()] += 1,
+            }
+        }
     }
 
     fn classify(&mut self, tables: &Tables, burst: &Burst, n: usize) {

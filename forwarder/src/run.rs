@@ -19,7 +19,7 @@ pub fn run(config: &Path, duration: Option<Duration>, out: &mut dyn Write) -> Re
         tables: ArcSwap::from_pointee(tables),
         stop: AtomicBool::new(false),
     });
-    let workers = worker::spawn(&cfg, shared.clone())?;
+    let workers = worker::spawn(&cfg, shared.clone(), crate::pipeline::Mode::Full)?;
     {
         let shared = shared.clone();
         // Ctrl-C stops the workers after their burst; a second handler

@@ -83,9 +83,8 @@ pub struct SyntheticPort {
     stats: PortStats,
 }
 
-/// A random host address inside a route of the given family.
-fn host_in(rng: &mut Rng, cfg: &Config, v6: bool) -> Option<u128> {
-    let routes: Vec<_> = cfg.routes.iter().filter(|r| r.v6 == v6).collect();
+/// A random host address inside one of `routes`.
+fn host_in(rng: &mut Rng, routes: &[&config::RouteConfig], v6: bool) -> Option<u128> {
     if routes.is_empty() {
         return None;
     }
@@ -116,9 +115,12 @@ impl SyntheticPort {
                 && !s.elements.is_empty()
         });
         let mut frames = Vec::with_capacity(o.flows);
+        let v4_routes: Vec<_> = cfg.routes.iter().filter(|r| !r.v6).collect();
+        let v6_routes: Vec<_> = cfg.routes.iter().filter(|r| r.v6).collect();
         for _ in 0..o.flows {
             let v6 = rng.below(100) < o.ipv6_percent as u64;
-            let mut dst = host_in(&mut rng, cfg, v6);
+            let routes = if v6 { &v6_routes } else { &v4_routes };
+            let mut dst = host_in(&mut rng, routes, v6);
             let mut dport = 1024 + rng.below(60000) as u16;
             let mut v6 = v6 && dst.is_some();
             if let Some(s) = hit_set.filter(|_| rng.below(100) < o.set_hit_percent as u64) {

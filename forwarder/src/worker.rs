@@ -3,7 +3,7 @@
 //! an `ArcSwap` once per burst, so every packet of a burst is judged by
 //! one snapshot.
 
-use crate::pipeline::{Counters, Pipeline};
+use crate::pipeline::{Counters, Mode, Pipeline};
 use crate::port::{Burst, Port, PortStats};
 use crate::synthetic::SyntheticPort;
 use crate::tables::Tables;
@@ -76,7 +76,7 @@ pub type Running = (Arc<Published>, JoinHandle<Report>);
 const PUBLISH_EVERY: u64 = 64;
 
 /// Starts one pinned worker per configured core.
-pub fn spawn(cfg: &Config, shared: Arc<Shared>) -> Result<Vec<Running>, String> {
+pub fn spawn(cfg: &Config, shared: Arc<Shared>, mode: Mode) -> Result<Vec<Running>, String> {
     let mut out = Vec::new();
     let burst_size = cfg.forwarder.burst;
     for (q, &core) in cfg.forwarder.cores.iter().enumerate() {
@@ -91,7 +91,7 @@ pub fn spawn(cfg: &Config, shared: Arc<Shared>) -> Result<Vec<Running>, String> 
                 // worker still runs, unpinned.
                 let _ = core_affinity::set_for_current(core_affinity::CoreId { id: core });
                 let first = shared.tables.load_full();
-                let mut pipe = Pipeline::new(&first, ports.len());
+                let mut pipe = Pipeline::with_mode(&first, ports.len(), mode);
                 drop(first);
                 let mut burst = Burst::new();
                 while !shared.stop.load(Relaxed) {

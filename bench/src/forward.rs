@@ -1,0 +1,115 @@
+//! `bench forward`: the pipeline on synthetic ports for a fixed time, on
+//! one and on two cores, each variant adding a stage, measured side by
+//! side in one run: (a) `io`: receive and transmit, frames untouched;
+//! (b) `rewrite`: + parse and MAC/TTL/checksum rewrite; (c) `route`: +
+//! routing in the full table (with and without the dst cache); (d)
+//! `full`: + classification against the example's rule sets.
+
+use crate::stats::median;
+use arc_swap::ArcSwap;
+use config::{Config, RouteConfig, Via};
+use forwarder::pipeline::Mode;
+use forwarder::tables::Tables;
+use forwarder::worker::{self, Shared};
+use routecache::gen::prefixes;
+use routecache::Family;
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+fn example() -> Config {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/forwarder.toml");
+    config::load(&path).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// The example with a full table: generated IPv4 and IPv6 routes over its
+/// next hops.
+fn with_full_table(mut cfg: Config, v4: usize, v6: usize) -> Config {
+    let hops = cfg.next_hops.len().max(1);
+    cfg.routes.clear();
+    for (f, n, v6) in [(Family::V4, v4, false), (Family::V6, v6, true)] {
+        for (i, (prefix, len)) in prefixes(f, n, 0xf00d).into_iter().enumerate() {
+            cfg.routes.push(RouteConfig {
+                v6,
+                prefix,
+                len,
+                via: Via::NextHop(i % hops),
+            });
+        }
+    }
+    cfg
+}
+
+/// Runs `mode` on `cores` for `secs`: forwarded Mpps.
+fn measure(cfg: &Config, tables: &Arc<Tables>, mode: Mode, cores: &[usize], secs: f64) -> f64 {
+    let mut cfg = cfg.clone();
+    cfg.forwarder.cores = cores.to_vec();
+    let shared = Arc::new(Shared {
+        tables: ArcSwap::new(tables.clone()),
+        stop: AtomicBool::new(false),
+    });
+    let workers = worker::spawn(&cfg, shared.clone(), mode).expect("workers start");
+    let start = Instant::now();
+    std::thread::sleep(Duration::from_secs_f64(secs));
+    shared.stop.store(true, Relaxed);
+    let elapsed = start.elapsed().as_secs_f64();
+    let tx: u64 = workers
+        .into_iter()
+        .map(|(_, h)| h.join().expect("worker").counters.tx)
+        .sum();
+    tx as f64 / elapsed / 1e6
+}
+
+pub fn run(json: bool, quick: bool) {
+    let (v4, v6, secs, reps) = if quick {
+        (100_000, 20_000, 0.5, 1)
+    } else {
+        (1_000_000, 200_000, 2.0, 3)
+    };
+    let small = example();
+    let full = with_full_table(small.clone(), v4, v6);
+    let mut cached = full.clone();
+    cached.route_cache.dst_cache_entries = Some(512);
+    let t_small = Arc::new(Tables::build(&small, 1).expect("tables"));
+    let t0 = Instant::now();
+    let t_full = Arc::new(Tables::build(&full, 1).expect("tables"));
+    let build_s = t0.elapsed().as_secs_f64();
+    let t_cached = Arc::new(Tables::build(&cached, 1).expect("tables"));
+    let variants: [(&str, Mode, &Config, &Arc<Tables>); 5] = [
+        ("io", Mode::Io, &small, &t_small),
+        ("rewrite", Mode::Rewrite, &small, &t_small),
+        ("route", Mode::Route, &full, &t_full),
+        ("route+cache", Mode::Route, &cached, &t_cached),
+        ("full", Mode::Full, &full, &t_full),
+    ];
+    let core_sets: [&[usize]; 2] = [&[0], &[0, 1]];
+    let mut samples = vec![vec![Vec::new(); core_sets.len()]; variants.len()];
+    for _ in 0..reps {
+        for (v, (_, mode, cfg, tables)) in variants.iter().enumerate() {
+            for (c, cores) in core_sets.iter().enumerate() {
+                samples[v][c].push(measure(cfg, tables, *mode, cores, secs));
+            }
+        }
+    }
+    if !json {
+        println!("Mpps forwarded, synthetic ports, 64-byte frames, burst 32, median of {reps} run(s) of {secs} s; full table {v4} IPv4 + {v6} IPv6 routes (built in {build_s:.1} s)");
+        println!();
+        println!("| variant | 1 core | 2 cores | 2 cores / 1 core | ns per packet (1 core) |");
+        println!("|---|---:|---:|---:|---:|");
+    }
+    for (v, (name, _, _, _)) in variants.iter().enumerate() {
+        let one = median(&mut samples[v][0]);
+        let two = median(&mut samples[v][1]);
+        if json {
+            for (cores, mpps) in [(1, one), (2, two)] {
+                println!("{{\"variant\":\"{name}\",\"cores\":{cores},\"mpps\":{mpps:.2}}}");
+            }
+        } else {
+            println!(
+                "| {name} | {one:.2} | {two:.2} | {:.2}x | {:.1} |",
+                two / one,
+                1e3 / one
+            );
+        }
+    }
+}
