@@ -151,13 +151,10 @@ impl Pipeline {
             return;
         }
         for i in 0..n {
-            match wire::parse(burst.frame(i)) {
-                Ok(p) => {
-                    self.parsed[i] = p;
-                    self.fate[i] = Fate::Go;
-                }
-                Err(d) => self.fate[i] = Fate::Dropped(d),
-            }
+            self.fate[i] = match wire::parse_into(burst.frame(i), &mut self.parsed[i]) {
+                Ok(()) => Fate::Go,
+                Err(d) => Fate::Dropped(d),
+            };
         }
         match self.mode {
             Mode::Rewrite => self.rewrite_only(tables, burst, n),
@@ -179,8 +176,8 @@ impl Pipeline {
                 self.counters.drops[d.index()] += 1;
                 continue;
             }
-            let p = self.parsed[i];
-            match wire::rewrite(burst.frame_mut(i), &p, nh.dst_mac, nh.src_mac) {
+            let p = &self.parsed[i];
+            match wire::rewrite(burst.frame_mut(i), p, nh.dst_mac, nh.src_mac) {
                 Ok(()) => {
                     self.out[nh.port as usize].push(i as u8);
                     self.counters.tx += 1;
@@ -281,7 +278,7 @@ impl Pipeline {
                 self.counters.drops[d.index()] += 1;
                 continue;
             }
-            let p = self.parsed[i];
+            let p = &self.parsed[i];
             let Some(t) = self.targets[i] else {
                 self.counters.drops[Drop::NoRoute.index()] += 1;
                 continue;
@@ -302,7 +299,7 @@ impl Pipeline {
                 self.counters.drops[Drop::UnknownNextHop.index()] += 1;
                 continue;
             }
-            match wire::rewrite(burst.frame_mut(i), &p, nh.dst_mac, nh.src_mac) {
+            match wire::rewrite(burst.frame_mut(i), p, nh.dst_mac, nh.src_mac) {
                 Ok(()) => {
                     self.out[port].push(i as u8);
                     self.counters.tx += 1;
