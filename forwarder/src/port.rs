@@ -6,6 +6,12 @@ pub const FRAME_CAP: usize = 2048;
 /// Most frames a burst holds.
 pub const MAX_BURST: usize = 64;
 
+/// Distance between two frame buffers: one cache line more than their
+/// size. With a power-of-two stride every frame's first lines fall into
+/// the same two L1 sets and evict each other (measured: copying a burst
+/// in cost 12.6 ns per frame with a 2048-byte stride).
+const STRIDE: usize = FRAME_CAP + 64;
+
 /// A burst of frames in preallocated buffers. The pipeline parses,
 /// classifies and rewrites them where they are.
 pub struct Burst {
@@ -24,7 +30,7 @@ impl Burst {
     /// An empty burst with room for [`MAX_BURST`] frames.
     pub fn new() -> Burst {
         Burst {
-            data: vec![0; MAX_BURST * FRAME_CAP],
+            data: vec![0; MAX_BURST * STRIDE],
             lens: [0; MAX_BURST],
             len: 0,
         }
@@ -51,14 +57,14 @@ impl Burst {
     /// Frame `i`.
     #[inline]
     pub fn frame(&self, i: usize) -> &[u8] {
-        &self.data[i * FRAME_CAP..i * FRAME_CAP + self.lens[i] as usize]
+        &self.data[i * STRIDE..i * STRIDE + self.lens[i] as usize]
     }
 
     /// Frame `i`, writable.
     #[inline]
     pub fn frame_mut(&mut self, i: usize) -> &mut [u8] {
         let n = self.lens[i] as usize;
-        &mut self.data[i * FRAME_CAP..i * FRAME_CAP + n]
+        &mut self.data[i * STRIDE..i * STRIDE + n]
     }
 
     /// Appends a frame by writing it into the next buffer (what a NIC's
@@ -70,7 +76,7 @@ impl Burst {
             return false;
         }
         let n = frame.len().min(FRAME_CAP);
-        let at = self.len * FRAME_CAP;
+        let at = self.len * STRIDE;
         self.data[at..at + n].copy_from_slice(&frame[..n]);
         self.lens[self.len] = n as u16;
         self.len += 1;
@@ -84,7 +90,7 @@ impl Burst {
         if self.len == MAX_BURST {
             return None;
         }
-        let at = self.len * FRAME_CAP;
+        let at = self.len * STRIDE;
         Some(&mut self.data[at..at + FRAME_CAP])
     }
 

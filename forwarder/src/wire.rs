@@ -253,7 +253,7 @@ pub fn parse_into(frame: &[u8], p: &mut Parsed) -> Result<(), Drop> {
 }
 
 /// Reads ports (or ICMP type and code) if the transport header is there.
-#[inline]
+#[inline(always)]
 fn transport(frame: &[u8], p: &mut Parsed, end: usize) {
     let at = p.l4_off as usize;
     let need = match p.proto {
