@@ -35,15 +35,15 @@ fn main() {
                     for f in chunk {
                         burst.push(f);
                     }
+                    let n = burst.len();
                     if stage >= 1 {
-                        for i in 0..burst.len() {
-                            ok += parse_into(burst.frame(i), &mut parsed[i]).is_ok() as u64;
+                        for (i, p) in parsed[..n].iter_mut().enumerate() {
+                            ok += parse_into(burst.frame(i), p).is_ok() as u64;
                         }
                     }
                     if stage >= 2 {
-                        for i in 0..burst.len() {
-                            ok += rewrite(burst.frame_mut(i), &parsed[i], [1; 6], [2; 6]).is_ok()
-                                as u64;
+                        for (i, p) in parsed[..n].iter().enumerate() {
+                            ok += rewrite(burst.frame_mut(i), p, [1; 6], [2; 6]).is_ok() as u64;
                         }
                     }
                 }
