@@ -11,6 +11,8 @@
 //! - `bench load`: bulk loads of large sets (overlap checks included), and
 //!   the cost of adding or deleting one element in the loaded set.
 
+#![forbid(unsafe_code)]
+
 use clap::{Parser, Subcommand};
 
 mod forward;

@@ -1,9 +1,14 @@
 //! The forwarder: wire parsing and rewriting, ports, the per-burst
 //! pipeline, pinned workers, the control thread and the command line.
 //!
-//! What is here so far: [`lookup`], the command that drives a set from
-//! files (`forwarder lookup`), and [`wire`], the parse and rewrite of
-//! frames.
+//! - [`wire`]: zero-copy parse and rewrite of frames;
+//! - [`port`]: the burst and the port interface; [`synthetic`]: the
+//!   built-in traffic generator;
+//! - [`tables`]: the snapshot workers read (sets, FIB), built from a
+//!   checked configuration;
+//! - [`pipeline`]: one burst through parse, classify, route, rewrite;
+//! - [`worker`]: pinned workers and their counters; [`run`]: `forwarder
+//!   run`; [`lookup`]: `forwarder lookup`.
 #![forbid(unsafe_code)]
 
 pub mod lookup;

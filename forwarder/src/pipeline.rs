@@ -10,7 +10,7 @@ use matcher::{Data, Scratch, Verdict};
 use routecache::{FlowKey, Router, TargetId};
 
 /// A worker's counters. Written only by the worker; read by the stats
-/// printer through [`crate::stats`].
+/// printer through [`crate::worker::Published`].
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Counters {
     /// Frames received.

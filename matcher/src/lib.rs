@@ -81,9 +81,9 @@
 //!
 //! - [`field`]: field types, values, ranges and prefix expansion;
 //! - [`syntax`]: the nft text forms of declarations, elements and keys;
-//! - [`file`]: set files, key files and their errors with line numbers;
+//! - [`mod@file`]: set files, key files and their errors with line numbers;
 //! - [`Set`] and [`Snapshot`]: the tables, updates and lookups;
-//! - [`reference`]: a linear scan every fast path is tested against.
+//! - [`mod@reference`]: a linear scan every fast path is tested against.
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
