@@ -478,11 +478,33 @@ impl Lpm {
         let (w, f) = (self.table.width, self.table.first);
         let top = (prefix >> (w - f)) as usize;
         if len <= f {
-            for i in top..top + (1usize << (f - len)) {
-                let e = self.table.top_entry(i);
+            // A page at a time: routes are rewritten in place under one
+            // copy-on-write check per page (a default route covers 16 M
+            // entries), groups afterwards, one by one. A page nothing
+            // changes in is not copied.
+            let end = top + (1usize << (f - len));
+            let mut i = top;
+            let mut groups = Vec::new();
+            while i < end {
+                let p = i >> PAGE_BITS;
+                let stop = end.min((p + 1) << PAGE_BITS);
+                let (lo, hi) = (i & (PAGE - 1), (stop - 1) & (PAGE - 1));
+                let page = &self.table.top[p][lo..=hi];
+                let changes = page.iter().any(|&e| e & EXT == 0 && op.apply(e) != e);
+                groups.extend((i..stop).filter(|&j| page[j - i] & EXT != 0));
+                if changes {
+                    let page = &mut Arc::make_mut(&mut self.table.top[p])[lo..=hi];
+                    for e in page.iter_mut().filter(|e| **e & EXT == 0) {
+                        *e = op.apply(*e);
+                    }
+                }
+                i = stop;
+            }
+            for j in groups {
+                let e = self.table.top_entry(j);
                 let y = self.apply_entry(e, op);
                 if y != e {
-                    *self.top_mut(i) = y;
+                    *self.top_mut(j) = y;
                 }
             }
             return Ok(());
