@@ -576,21 +576,24 @@ pub(crate) fn lookup_lead<K: AndKernel>(
     if count > MAX_CANDIDATES {
         return lookup_core::<K>(fields, key, res, fill);
     }
-    let mut prev = u32::MAX;
+    // Several candidates: check them all and keep the one that matches
+    // (elements are disjoint, so at most one does), without a branch on
+    // each check's outcome.
+    let mut found = None;
     for (w, &x) in res[lo..hi].iter().enumerate() {
         let mut x = x;
         while x != 0 {
             let r = (lo + w) * 64 + x.trailing_zeros() as usize;
             x &= x - 1;
             let e = lead.elems[r];
-            // Rules of one element are adjacent: check it once.
-            if e != prev && lead.check(e, key, li) {
-                return Some(e);
-            }
-            prev = e;
+            found = if lead.check(e, key, li) {
+                Some(e)
+            } else {
+                found
+            };
         }
     }
-    None
+    found
 }
 
 /// A burst, key after key.
