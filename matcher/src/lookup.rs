@@ -625,10 +625,7 @@ pub(crate) fn lookup(
         return None;
     }
     let (res, fill) = scratch.bitmaps();
-    match imp {
-        Impl::Scalar => lookup_lead::<Scalar>(fields, lead, key, res, fill),
-        _ => crate::simd::lookup(imp, fields, lead, key, res, fill),
-    }
+    crate::simd::lookup(imp, fields, lead, key, res, fill)
 }
 
 /// Looks up a burst of keys (`keys` holds them back to back, `stride`
@@ -647,13 +644,7 @@ pub(crate) fn lookup_burst(
         out.fill(None);
         return;
     }
-    match imp {
-        Impl::Scalar => {
-            let (res, fill) = scratch.bitmaps();
-            burst_lead::<Scalar>(fields, lead, keys, stride, out, res, fill)
-        }
-        _ => crate::simd::lookup_burst(imp, fields, lead, keys, stride, out, scratch),
-    }
+    crate::simd::lookup_burst(imp, fields, lead, keys, stride, out, scratch)
 }
 
 #[cfg(test)]

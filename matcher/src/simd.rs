@@ -135,8 +135,8 @@ mod x86 {
     }
 }
 
-/// One lookup with a vector implementation, falling back to the scalar
-/// one when this CPU lacks the instructions.
+/// One lookup with the chosen implementation: the vector kernels where
+/// asked for and this CPU has them, the scalar one otherwise.
 #[inline]
 pub(crate) fn lookup(
     imp: Impl,
@@ -160,7 +160,7 @@ pub(crate) fn lookup(
     lookup_lead::<Scalar>(fields, lead, key, res, fill)
 }
 
-/// A burst of lookups with a vector implementation (scalar fallback).
+/// A burst of lookups with the chosen implementation (as [`lookup`]).
 #[inline]
 pub(crate) fn lookup_burst(
     imp: Impl,
