@@ -106,76 +106,58 @@ fn destinations(t: &Table, n: usize, rng: &mut Rng) -> Vec<u128> {
         .collect()
 }
 
+/// Runs `lookup` over `keys` in bursts, `rounds` times: M lookups/s.
+fn timed_bursts<K>(
+    keys: &[K],
+    rounds: usize,
+    mut lookup: impl FnMut(&[K], &mut [Option<TargetId>]),
+) -> f64 {
+    let mut out = [None; BURST];
+    let mut found = 0usize;
+    let start = Instant::now();
+    for _ in 0..rounds {
+        for b in keys.chunks(BURST) {
+            lookup(b, &mut out[..b.len()]);
+            found += out[..b.len()].iter().flatten().count();
+        }
+    }
+    black_box(found);
+    (keys.len() * rounds) as f64 / start.elapsed().as_secs_f64() / 1e6
+}
+
 /// The FIB's burst lookup alone, with no route stage around it.
 fn run_direct(t: &Table, stream: &[u128], rounds: usize) -> f64 {
     let snap = &t.snap;
-    let mut out = [None; BURST];
-    let mut found = 0usize;
-    let start = Instant::now();
     match t.family {
         Family::V4 => {
             let dsts: Vec<u32> = stream.iter().map(|&d| d as u32).collect();
-            for _ in 0..rounds {
-                for b in dsts.chunks(BURST) {
-                    snap.lookup_burst_v4(b, &mut out[..b.len()]);
-                    found += out[..b.len()].iter().flatten().count();
-                }
-            }
+            timed_bursts(&dsts, rounds, |k, o| snap.lookup_burst_v4(k, o))
         }
-        Family::V6 => {
-            for _ in 0..rounds {
-                for b in stream.chunks(BURST) {
-                    snap.lookup_burst_v6(b, &mut out[..b.len()]);
-                    found += out[..b.len()].iter().flatten().count();
-                }
-            }
-        }
+        Family::V6 => timed_bursts(stream, rounds, |k, o| snap.lookup_burst_v6(k, o)),
     }
-    black_box(found);
-    (stream.len() * rounds) as f64 / start.elapsed().as_secs_f64() / 1e6
 }
 
+/// The FIB behind the route stage, hint and dst cache on or off.
 fn run_variant(t: &Table, stream: &[u128], hint: bool, cache: bool, rounds: usize) -> f64 {
     let snap = &t.snap;
     let gen = snap.generation();
-    let mut out = [None; BURST];
-    let mut found = 0usize;
-    let start = Instant::now();
     match t.family {
         Family::V4 => {
             let dsts: Vec<u32> = stream.iter().map(|&d| d as u32).collect();
             let c = cache.then(|| DstCache::new(512, HashKind::Ahash, 0x1234));
             let mut r = Router::new(hint, c);
-            for _ in 0..rounds {
-                for b in dsts.chunks(BURST) {
-                    r.route_burst(
-                        b,
-                        gen,
-                        |k, o| snap.lookup_burst_v4(k, o),
-                        &mut out[..b.len()],
-                    );
-                    found += out[..b.len()].iter().flatten().count();
-                }
-            }
+            timed_bursts(&dsts, rounds, |k, o| {
+                r.route_burst(k, gen, |k, o| snap.lookup_burst_v4(k, o), o)
+            })
         }
         Family::V6 => {
             let c = cache.then(|| DstCache::new(512, HashKind::Ahash, 0x1234));
             let mut r = Router::new(hint, c);
-            for _ in 0..rounds {
-                for b in stream.chunks(BURST) {
-                    r.route_burst(
-                        b,
-                        gen,
-                        |k, o| snap.lookup_burst_v6(k, o),
-                        &mut out[..b.len()],
-                    );
-                    found += out[..b.len()].iter().flatten().count();
-                }
-            }
+            timed_bursts(stream, rounds, |k, o| {
+                r.route_burst(k, gen, |k, o| snap.lookup_burst_v6(k, o), o)
+            })
         }
     }
-    black_box(found);
-    (stream.len() * rounds) as f64 / start.elapsed().as_secs_f64() / 1e6
 }
 
 pub fn run(json: bool, quick: bool) {
