@@ -269,29 +269,13 @@ fn measure(col: Column, s: &Structures, x: &Extractor, recs: &[u8], rounds: usiz
                         found += hit.is_some() as usize;
                     }
                 }
-                Column::Pipapo4 => {
-                    s.snap4.lookup_burst_with(
-                        Impl::Scalar,
-                        &keys,
-                        stride,
-                        &mut out[..n],
-                        &mut scratch,
-                    );
-                    found += out[..n].iter().flatten().count();
-                }
-                Column::PipapoSwitch => {
-                    s.snap.lookup_burst_with(
-                        Impl::Scalar,
-                        &keys,
-                        stride,
-                        &mut out[..n],
-                        &mut scratch,
-                    );
-                    found += out[..n].iter().flatten().count();
-                }
-                Column::Simd(i) => {
-                    s.snap
-                        .lookup_burst_with(i, &keys, stride, &mut out[..n], &mut scratch);
+                Column::Pipapo4 | Column::PipapoSwitch | Column::Simd(_) => {
+                    let (snap, imp) = match col {
+                        Column::Pipapo4 => (&s.snap4, Impl::Scalar),
+                        Column::Simd(i) => (&s.snap, i),
+                        _ => (&s.snap, Impl::Scalar),
+                    };
+                    snap.lookup_burst_with(imp, &keys, stride, &mut out[..n], &mut scratch);
                     found += out[..n].iter().flatten().count();
                 }
             }
