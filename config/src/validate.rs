@@ -60,6 +60,9 @@ pub struct PortConfig {
     pub mac: [u8; 6],
     /// Driver options, checked by the driver.
     pub options: toml::Table,
+    /// Where the port is declared (`file:line:col` of its name), for the
+    /// driver's errors about its options.
+    pub at: String,
 }
 
 /// Which packet field feeds a set's field, in nft's words.
@@ -346,6 +349,10 @@ pub(crate) fn validate(file: &str, text: &str, dir: &Path) -> Result<Config, Con
             driver,
             mac,
             options: p.options.clone(),
+            at: {
+                let e = loc.of(&p.name, "");
+                format!("{}:{}:{}", e.file, e.line, e.col)
+            },
         });
     }
 

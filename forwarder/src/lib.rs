@@ -3,14 +3,16 @@
 //!
 //! - [`wire`]: zero-copy parse and rewrite of frames;
 //! - [`port`]: the burst and the port interface; [`synthetic`]: the
-//!   built-in traffic generator;
+//!   built-in traffic generator; [`af_packet`]: Linux interfaces through
+//!   packet sockets with mmap rings (the one module allowed `unsafe`);
 //! - [`tables`]: the snapshot workers read (sets, FIB), built from a
 //!   checked configuration;
 //! - [`pipeline`]: one burst through parse, classify, route, rewrite;
 //! - [`worker`]: pinned workers and their counters; [`run`]: `forwarder
 //!   run`; [`lookup`]: `forwarder lookup`.
-#![forbid(unsafe_code)]
+#![deny(unsafe_code)]
 
+pub mod af_packet;
 pub mod lookup;
 pub mod pipeline;
 pub mod port;

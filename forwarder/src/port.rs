@@ -105,8 +105,16 @@ impl Burst {
 /// A port's counters.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct PortStats {
-    /// Frames received.
+    /// Frames received and passed on.
     pub rx: u64,
+    /// Frames the kernel dropped before we could read them (ring full).
+    pub rx_dropped: u64,
+    /// Frames received but not for us (another station's, a group's
+    /// other than ARP, our own going out), not passed on.
+    pub rx_ignored: u64,
+    /// Frames longer than a ring slot (receive offloads such as GRO
+    /// merging segments on the interface), not passed on.
+    pub rx_truncated: u64,
     /// Frames sent.
     pub tx: u64,
     /// Bytes sent.

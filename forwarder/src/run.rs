@@ -99,6 +99,12 @@ pub fn run(config: &Path, duration: Option<Duration>, out: &mut dyn Write) -> Re
             r.counters.matches,
             bad
         ));
+        for (name, s) in &r.ports {
+            summary.push_str(&format!(
+                "    port {name}: rx {} tx {} tx_dropped {} rx_dropped {} rx_ignored {} rx_truncated {}\n",
+                s.rx, s.tx, s.tx_dropped, s.rx_dropped, s.rx_ignored, s.rx_truncated
+            ));
+        }
     }
     summary.push_str(&format!(
         "  total: rx {rx} tx {tx} in {elapsed:.1} s: {:.2} Mpps forwarded; drops:",

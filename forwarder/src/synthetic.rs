@@ -44,8 +44,8 @@ impl Options {
         for (k, v) in &p.options {
             let n = v.as_integer().filter(|&n| n >= 0).ok_or_else(|| {
                 format!(
-                    "port `{}`: option `{k}` must be a non-negative integer",
-                    p.name
+                    "{}: port `{}`: option `{k}` must be a non-negative integer",
+                    p.at, p.name
                 )
             })? as u64;
             match k.as_str() {
@@ -57,14 +57,14 @@ impl Options {
                 "verify" if n <= 1 => o.verify = n == 1,
                 "flows" | "ipv6_percent" | "frame_size" | "set_hit_percent" | "verify" => {
                     return Err(format!(
-                        "port `{}`: option `{k}` = {n} is out of range",
-                        p.name
+                        "{}: port `{}`: option `{k}` = {n} is out of range",
+                        p.at, p.name
                     ))
                 }
                 _ => {
                     return Err(format!(
-                        "port `{}`: unknown option `{k}` for the synthetic driver",
-                        p.name
+                        "{}: port `{}`: unknown option `{k}` for the synthetic driver",
+                        p.at, p.name
                     ))
                 }
             }

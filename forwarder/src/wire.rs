@@ -304,6 +304,104 @@ pub fn checksum(data: &[u8]) -> u16 {
     !(sum as u16)
 }
 
+/// One's complement sum of `data` as big-endian 16-bit words (an odd
+/// last byte padded with zero), not folded.
+fn sum16(data: &[u8], mut sum: u64) -> u64 {
+    let mut c = data.chunks_exact(2);
+    for w in &mut c {
+        sum += u16::from_be_bytes([w[0], w[1]]) as u64;
+    }
+    if let [b] = c.remainder() {
+        sum += (*b as u64) << 8;
+    }
+    sum
+}
+
+fn fold(mut sum: u64) -> u16 {
+    while sum >> 16 != 0 {
+        sum = (sum & 0xffff) + (sum >> 16);
+    }
+    sum as u16
+}
+
+/// Where a frame's transport checksum lives: the segment's start and end
+/// (from the IP lengths, so Ethernet padding is not summed), the offset
+/// of the checksum field, and the pseudo-header's sum (none for ICMP).
+/// `None` for other protocols, later fragments and short segments.
+fn l4_span(frame: &[u8], p: &Parsed) -> Option<(usize, usize, usize, u64)> {
+    let l3 = p.l3_off as usize;
+    let start = p.l4_off as usize;
+    let end = match p.l3 {
+        L3::V4 => l3 + be16(frame, l3 + 2)? as usize,
+        L3::V6 => l3 + 40 + be16(frame, l3 + 4)? as usize,
+    };
+    let (field, min) = match p.proto {
+        proto::TCP => (16, 20),
+        proto::UDP => (6, 8),
+        proto::ICMP if p.l3 == L3::V4 => (2, 4),
+        proto::ICMPV6 if p.l3 == L3::V6 => (2, 4),
+        _ => return None,
+    };
+    if !p.l4_ok || end > frame.len() || start + min > end {
+        return None;
+    }
+    let len = (end - start) as u64;
+    let pseudo = match p.l3 {
+        L3::V4 if p.proto == proto::ICMP => 0,
+        L3::V4 => sum16(&frame[l3 + 12..l3 + 20], p.proto as u64 + len),
+        L3::V6 => sum16(&frame[l3 + 8..l3 + 40], p.proto as u64 + len),
+    };
+    Some((start, end, start + field, pseudo))
+}
+
+/// Computes and stores the transport checksum (TCP, UDP, ICMP, ICMPv6)
+/// of a frame in full. Returns false where the frame has none to set.
+pub fn set_l4_checksum(frame: &mut [u8]) -> bool {
+    let Ok(p) = parse(frame) else { return false };
+    let Some((start, end, field, pseudo)) = l4_span(frame, &p) else {
+        return false;
+    };
+    frame[field..field + 2].fill(0);
+    let mut c = !fold(sum16(&frame[start..end], pseudo));
+    if c == 0 && p.proto == proto::UDP {
+        c = 0xffff;
+    }
+    frame[field..field + 2].copy_from_slice(&c.to_be_bytes());
+    true
+}
+
+/// Finishes a TCP or UDP checksum that the sending host left to its NIC
+/// (Linux's CHECKSUM_PARTIAL, which a packet socket reports as
+/// `TP_STATUS_CSUMNOTREADY`): the field holds the pseudo-header's sum, the
+/// segment's sum is still to be added. Returns false where the frame has
+/// no such checksum.
+pub fn finish_partial_checksum(frame: &mut [u8]) -> bool {
+    let Ok(p) = parse(frame) else { return false };
+    if p.proto != proto::TCP && p.proto != proto::UDP {
+        return false;
+    }
+    let Some((start, end, field, _)) = l4_span(frame, &p) else {
+        return false;
+    };
+    let mut c = !fold(sum16(&frame[start..end], 0));
+    if c == 0 && p.proto == proto::UDP {
+        c = 0xffff;
+    }
+    frame[field..field + 2].copy_from_slice(&c.to_be_bytes());
+    true
+}
+
+/// Whether a frame's transport checksum is valid: `None` where it has
+/// none that can be checked (UDP over IPv4 without one counts as valid).
+pub fn l4_checksum_ok(frame: &[u8]) -> Option<bool> {
+    let p = parse(frame).ok()?;
+    let (start, end, field, pseudo) = l4_span(frame, &p)?;
+    if p.proto == proto::UDP && p.l3 == L3::V4 && frame[field..field + 2] == [0, 0] {
+        return Some(true);
+    }
+    Some(fold(sum16(&frame[start..end], pseudo)) == 0xffff)
+}
+
 /// Rewrites a parsed frame for forwarding: destination and source MAC of
 /// the next hop, TTL or hop limit decremented, the IPv4 header checksum
 /// updated incrementally. A TTL of 1 or 0 expires instead.
@@ -377,8 +475,8 @@ pub mod build {
         }
     }
 
-    /// An Ethernet + IPv4 frame with a valid header checksum, padded with
-    /// `payload` zero bytes.
+    /// An Ethernet + IPv4 frame with valid header and transport checksums,
+    /// padded with `payload` zero bytes.
     pub fn ipv4(src: u32, dst: u32, ttl: u8, l4: L4, payload: usize) -> Vec<u8> {
         let (proto, t) = l4_bytes(l4, false);
         let total = 20 + t.len() + payload;
@@ -396,10 +494,11 @@ pub mod build {
         let c = checksum(h);
         h[10..12].copy_from_slice(&c.to_be_bytes());
         f[34..34 + t.len()].copy_from_slice(&t);
+        set_l4_checksum(&mut f);
         f
     }
 
-    /// An Ethernet + IPv6 frame.
+    /// An Ethernet + IPv6 frame with a valid transport checksum.
     pub fn ipv6(src: u128, dst: u128, hop_limit: u8, l4: L4, payload: usize) -> Vec<u8> {
         let (proto, t) = l4_bytes(l4, true);
         let plen = t.len() + payload;
@@ -415,6 +514,7 @@ pub mod build {
         h[8..24].copy_from_slice(&src.to_be_bytes());
         h[24..40].copy_from_slice(&dst.to_be_bytes());
         f[54..54 + t.len()].copy_from_slice(&t);
+        set_l4_checksum(&mut f);
         f
     }
 }
@@ -514,5 +614,98 @@ mod tests {
             h[10..12].copy_from_slice(&inc.to_be_bytes());
             assert_eq!(checksum(&h), 0);
         }
+    }
+
+    /// The transport checksum as RFC 768/793 define it, built the long
+    /// way: pseudo-header and segment in one buffer, summed by
+    /// [`checksum`].
+    fn reference_l4(frame: &[u8]) -> u16 {
+        let p = parse(frame).unwrap();
+        let l3 = p.l3_off as usize;
+        let (seg, mut buf) = match p.l3 {
+            L3::V4 => {
+                let end = l3 + u16::from_be_bytes([frame[l3 + 2], frame[l3 + 3]]) as usize;
+                let seg = frame[p.l4_off as usize..end].to_vec();
+                let mut b = frame[l3 + 12..l3 + 20].to_vec();
+                b.extend([0, p.proto]);
+                b.extend((seg.len() as u16).to_be_bytes());
+                (seg, b)
+            }
+            L3::V6 => {
+                let end = l3 + 40 + u16::from_be_bytes([frame[l3 + 4], frame[l3 + 5]]) as usize;
+                let seg = frame[p.l4_off as usize..end].to_vec();
+                let mut b = frame[l3 + 8..l3 + 40].to_vec();
+                b.extend((seg.len() as u32).to_be_bytes());
+                b.extend([0, 0, 0, p.proto]);
+                (seg, b)
+            }
+        };
+        let field = if p.proto == proto::TCP { 16 } else { 6 };
+        let mut seg = seg;
+        seg[field..field + 2].fill(0);
+        buf.extend(seg);
+        checksum(&buf)
+    }
+
+    #[test]
+    fn built_frames_carry_valid_transport_checksums() {
+        for payload in [0, 1, 7, 100] {
+            for l4 in [L4::Tcp(1234, 80), L4::Udp(53, 5353)] {
+                let f4 = ipv4(0xc000_0201, 0xc633_6402, 64, l4, payload);
+                let f6 = ipv6(
+                    0x2001_0db8 << 96 | 1,
+                    0x2001_0db8 << 96 | 2,
+                    64,
+                    l4,
+                    payload,
+                );
+                for f in [f4, f6] {
+                    assert_eq!(l4_checksum_ok(&f), Some(true));
+                    let p = parse(&f).unwrap();
+                    let field = p.l4_off as usize + if p.proto == proto::TCP { 16 } else { 6 };
+                    let got = u16::from_be_bytes([f[field], f[field + 1]]);
+                    assert_eq!(got, reference_l4(&f), "{payload} {l4:?}");
+                    let mut bad = f.clone();
+                    let last = bad.len() - 1;
+                    bad[last] ^= 0x40;
+                    if payload > 0 {
+                        assert_eq!(l4_checksum_ok(&bad), Some(false));
+                    }
+                }
+            }
+            let icmp = ipv6(1, 2, 64, L4::Icmp(128, 0), payload);
+            assert_eq!(l4_checksum_ok(&icmp), Some(true));
+        }
+    }
+
+    #[test]
+    fn a_partial_checksum_is_finished_like_a_nic_would() {
+        for l4 in [L4::Tcp(40000, 443), L4::Udp(40000, 53)] {
+            for full in [
+                ipv4(0xc000_0201, 0xc633_6402, 64, l4, 33),
+                ipv6(7, 9, 64, l4, 33),
+            ] {
+                // What the sending host hands its NIC: the pseudo-header's
+                // folded sum, not complemented, in the field.
+                let p = parse(&full).unwrap();
+                let (_, _, field, pseudo) = l4_span(&full, &p).unwrap();
+                let mut partial = full.clone();
+                partial[field..field + 2].copy_from_slice(&fold(pseudo).to_be_bytes());
+                // Ethernet padding after the IP packet is not summed.
+                partial.extend([0xee; 6]);
+                assert_eq!(l4_checksum_ok(&partial), Some(false));
+                assert!(finish_partial_checksum(&mut partial));
+                assert_eq!(&partial[..full.len()], &full[..]);
+            }
+        }
+        // Nothing to finish: ICMP, ARP, garbage.
+        assert!(!finish_partial_checksum(&mut ipv4(
+            1,
+            2,
+            64,
+            L4::Icmp(8, 0),
+            4
+        )));
+        assert!(!finish_partial_checksum(&mut [0u8; 10]));
     }
 }

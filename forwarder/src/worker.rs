@@ -3,6 +3,7 @@
 //! an `ArcSwap` once per burst, so every packet of a burst is judged by
 //! one snapshot.
 
+use crate::af_packet::AfPacketPort;
 use crate::pipeline::{Counters, Mode, Pipeline};
 use crate::port::{Burst, Port, PortStats};
 use crate::synthetic::SyntheticPort;
@@ -61,9 +62,10 @@ pub fn open_ports(cfg: &Config, queue: usize) -> Result<Vec<Box<dyn Port>>, Stri
         .enumerate()
         .map(|(i, p)| match p.driver.as_str() {
             "synthetic" => SyntheticPort::new(cfg, i, queue).map(|p| Box::new(p) as Box<dyn Port>),
+            "af_packet" => AfPacketPort::open(cfg, i, queue).map(|p| Box::new(p) as Box<dyn Port>),
             other => Err(format!(
-                "port `{}`: the `{other}` driver is not available in this build yet",
-                p.name
+                "{}: port `{}`: the `{other}` driver is not available in this build",
+                p.at, p.name
             )),
         })
         .collect()

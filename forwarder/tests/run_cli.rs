@@ -89,3 +89,53 @@ fn the_readme_default_runs() {
     );
     assert!(out.contains("Mpps forwarded"), "{out}");
 }
+
+/// `examples/linux.toml` loads; a port's driver errors name where the port
+/// is declared: a bad option, and an interface this namespace lacks.
+#[test]
+fn af_packet_ports_report_where() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let text = std::fs::read_to_string(root.join("examples/linux.toml")).unwrap();
+    let dir = std::env::temp_dir().join(format!("fwd-afp-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let cfg = dir.join("l.toml");
+    let run = |text: &str| {
+        std::fs::write(&cfg, text).unwrap();
+        let o = forwarder()
+            .args(["run", "--duration", "1s", "--config"])
+            .arg(&cfg)
+            .output()
+            .unwrap();
+        assert!(!o.status.success());
+        String::from_utf8_lossy(&o.stderr).into_owned()
+    };
+    let line = |needle: &str| text.lines().position(|l| l.contains(needle)).unwrap() + 1;
+    // The interface names no interface here (names longer than any the
+    // test machine has); without root the socket is refused first.
+    let missing = text.replace("\"eth1\"", "\"fwdt-none0\"");
+    let err = run(&missing);
+    let at = format!(
+        "l.toml:{}:8: port `wan` on interface `fwdt-none0`: ",
+        line("name = \"wan\"")
+    );
+    assert!(err.contains(&at), "{err}");
+    assert!(
+        err.contains("no such interface") || err.contains("CAP_NET_RAW"),
+        "{err}"
+    );
+    let bad = text.replace("ring_frames = 4096", "ring_frames = 3");
+    let err = run(&bad);
+    assert!(
+        err.contains(&format!(
+            "l.toml:{}:8: port `wan`: option `ring_frames` must be an integer from 64 to 1048576",
+            line("name = \"wan\"")
+        )),
+        "{err}"
+    );
+    let bad = text.replace("fanout = \"hash\"", "fanout = \"rr\"\nspeed = 1");
+    let err = run(&bad);
+    assert!(err.contains("port `wan`: option `fanout` must be"), "{err}");
+    let bad = text.replace("fanout = \"hash\"", "spede = 1");
+    assert!(run(&bad).contains("unknown option `spede` for the af_packet driver"));
+    std::fs::remove_dir_all(dir).ok();
+}

@@ -1,11 +1,20 @@
-//! The frame parser and the rewrite: no panic on any bytes, and a
-//! rewritten IPv4 header still checksums to zero.
+//! The frame parser, the rewrite and the transport checksum helpers: no
+//! panic on any bytes, a rewritten IPv4 header still checksums to zero,
+//! and a transport checksum set in full checks as valid.
 #![no_main]
 
-use forwarder::wire::{checksum, parse, rewrite, L3};
+use forwarder::wire::{
+    checksum, finish_partial_checksum, l4_checksum_ok, parse, rewrite, set_l4_checksum, L3,
+};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
+    let _ = l4_checksum_ok(data);
+    let mut g = data.to_vec();
+    let _ = finish_partial_checksum(&mut g);
+    if set_l4_checksum(&mut g) {
+        assert_eq!(l4_checksum_ok(&g), Some(true));
+    }
     let Ok(p) = parse(data) else { return };
     let mut f = data.to_vec();
     let l3 = p.l3_off as usize;

@@ -1,0 +1,633 @@
+//! The `af_packet` port on real interfaces: three network namespaces, a
+//! sender and a receiver each joined by a veth pair to the forwarder's
+//! namespace, and the `forwarder` binary (two workers, so the ports'
+//! sockets share a fanout group) routing between them.
+//!
+//! - Frames built here and sent from a packet socket arrive with TTL /
+//!   hop limit one lower, the routed MACs and valid checksums; those the
+//!   rules drop, those whose TTL expires, unroutable ones and ones for
+//!   another station do not arrive.
+//! - The kernels' own UDP and TCP (IPv4 and IPv6) get through both ways:
+//!   their checksums were left to the NIC (veth), the port finishes them,
+//!   and the receiving kernel checks them.
+//!
+//! Needs root, `ip` and `ethtool`. Without root the test says so and
+//! passes, unless `FORWARDER_NETNS_TESTS=1` (as `.ci/run` sets) makes
+//! that a failure. Addresses: 192.0.2.0/24, 198.51.100.0/24,
+//! 203.0.113.0/24, 2001:db8::/32. The namespaces (and with them the veth
+//! pairs) are removed afterwards, also when the test fails.
+
+use forwarder::wire::{self, build, build::L4};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream, UdpSocket};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+const S_MAC: [u8; 6] = [0x02, 0, 0, 0, 0x01, 0x01];
+const F0_MAC: [u8; 6] = [0x02, 0, 0, 0, 0x01, 0xfe];
+const F1_MAC: [u8; 6] = [0x02, 0, 0, 0, 0x02, 0xfe];
+const R_MAC: [u8; 6] = [0x02, 0, 0, 0, 0x02, 0x02];
+const S4: u32 = 0xc000_0201; // 192.0.2.1
+const R4: u32 = 0xc633_6402; // 198.51.100.2
+const S6: u128 = 0x2001_0db8_0001 << 80 | 1; // 2001:db8:1::1
+const R6: u128 = 0x2001_0db8_0002 << 80 | 2; // 2001:db8:2::2
+
+fn mac(m: [u8; 6]) -> String {
+    m.iter()
+        .map(|b| format!("{b:02x}"))
+        .collect::<Vec<_>>()
+        .join(":")
+}
+
+fn run(args: &[&str]) -> Result<(), String> {
+    let out = Command::new(args[0])
+        .args(&args[1..])
+        .output()
+        .map_err(|e| format!("{}: {e}", args[0]))?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "`{}` failed: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr).trim()
+        ))
+    }
+}
+
+/// The three namespaces; dropping it removes them and their veths.
+struct Topology {
+    names: [String; 3],
+}
+
+impl Topology {
+    fn ns(&self, i: usize) -> &str {
+        &self.names[i]
+    }
+
+    fn create() -> Result<Topology, String> {
+        let tag = std::process::id();
+        let t = Topology {
+            names: [
+                format!("fwdt{tag}s"),
+                format!("fwdt{tag}f"),
+                format!("fwdt{tag}r"),
+            ],
+        };
+        for n in &t.names {
+            let _ = run(&["ip", "netns", "del", n]);
+            run(&["ip", "netns", "add", n])?;
+        }
+        let (s, f, r) = (t.ns(0), t.ns(1), t.ns(2));
+        let ipn = |ns: &str, rest: &str| -> Result<(), String> {
+            let mut a = vec!["ip", "-n", ns];
+            a.extend(rest.split_whitespace());
+            run(&a)
+        };
+        let ethtool = |ns: &str, dev: &str| -> Result<(), String> {
+            run(&[
+                "ip", "netns", "exec", ns, "ethtool", "-K", dev, "tso", "off", "gso", "off", "gro",
+                "off",
+            ])
+        };
+        run(&[
+            "ip", "link", "add", "s0", "netns", s, "type", "veth", "peer", "name", "f0", "netns", f,
+        ])?;
+        run(&[
+            "ip", "link", "add", "r0", "netns", r, "type", "veth", "peer", "name", "f1", "netns", f,
+        ])?;
+        for (ns, dev, m) in [
+            (s, "s0", S_MAC),
+            (f, "f0", F0_MAC),
+            (f, "f1", F1_MAC),
+            (r, "r0", R_MAC),
+        ] {
+            ipn(ns, &format!("link set {dev} address {}", mac(m)))?;
+            ethtool(ns, dev)?;
+        }
+        // The forwarder's own kernel stays out: no addresses, no IPv6.
+        for dev in ["f0", "f1"] {
+            run(&[
+                "ip",
+                "netns",
+                "exec",
+                f,
+                "sysctl",
+                "-qw",
+                &format!("net.ipv6.conf.{dev}.disable_ipv6=1"),
+            ])?;
+            ipn(f, &format!("link set {dev} up"))?;
+        }
+        ipn(s, "addr add 192.0.2.1/24 dev s0")?;
+        ipn(s, "-6 addr add 2001:db8:1::1/64 dev s0 nodad")?;
+        ipn(s, "link set s0 up")?;
+        ipn(s, "route add 198.51.100.0/24 via 192.0.2.254")?;
+        ipn(s, "-6 route add 2001:db8:2::/64 via 2001:db8:1::fe")?;
+        ipn(
+            s,
+            &format!(
+                "neigh add 192.0.2.254 lladdr {} dev s0 nud permanent",
+                mac(F0_MAC)
+            ),
+        )?;
+        ipn(
+            s,
+            &format!(
+                "-6 neigh add 2001:db8:1::fe lladdr {} dev s0 nud permanent",
+                mac(F0_MAC)
+            ),
+        )?;
+        ipn(r, "addr add 198.51.100.2/24 dev r0")?;
+        ipn(r, "-6 addr add 2001:db8:2::2/64 dev r0 nodad")?;
+        ipn(r, "link set r0 up")?;
+        ipn(r, "route add 192.0.2.0/24 via 198.51.100.254")?;
+        ipn(r, "-6 route add 2001:db8:1::/64 via 2001:db8:2::fe")?;
+        ipn(
+            r,
+            &format!(
+                "neigh add 198.51.100.254 lladdr {} dev r0 nud permanent",
+                mac(F1_MAC)
+            ),
+        )?;
+        ipn(
+            r,
+            &format!(
+                "-6 neigh add 2001:db8:2::fe lladdr {} dev r0 nud permanent",
+                mac(F1_MAC)
+            ),
+        )?;
+        Ok(t)
+    }
+}
+
+impl Drop for Topology {
+    fn drop(&mut self) {
+        for n in &self.names {
+            let _ = run(&["ip", "netns", "del", n]);
+        }
+    }
+}
+
+/// Runs `f` on a thread that has entered network namespace `ns`: the
+/// sockets it opens live there.
+fn in_netns<T: Send + 'static>(
+    ns: &str,
+    f: impl FnOnce() -> T + Send + 'static,
+) -> std::thread::JoinHandle<T> {
+    let path = format!("/run/netns/{ns}");
+    std::thread::spawn(move || {
+        let file = std::fs::File::open(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+        // SAFETY: setns on a namespace file we hold open; it changes only
+        // this thread's network namespace.
+        let r = unsafe { libc::setns(file.as_raw_fd(), libc::CLONE_NEWNET) };
+        assert_eq!(r, 0, "setns {path}: {}", std::io::Error::last_os_error());
+        f()
+    })
+}
+
+/// A packet socket bound to `dev` (in the calling thread's namespace).
+fn packet_socket(dev: &str) -> OwnedFd {
+    // SAFETY: plain system calls on values we own.
+    unsafe {
+        let fd = libc::socket(
+            libc::AF_PACKET,
+            libc::SOCK_RAW | libc::SOCK_CLOEXEC,
+            (libc::ETH_P_ALL as u16).to_be() as i32,
+        );
+        assert!(
+            fd >= 0,
+            "packet socket: {}",
+            std::io::Error::last_os_error()
+        );
+        let fd = OwnedFd::from_raw_fd(fd);
+        let name = std::ffi::CString::new(dev).unwrap();
+        let mut sll: libc::sockaddr_ll = std::mem::zeroed();
+        sll.sll_family = libc::AF_PACKET as u16;
+        sll.sll_protocol = (libc::ETH_P_ALL as u16).to_be();
+        sll.sll_ifindex = libc::if_nametoindex(name.as_ptr()) as i32;
+        assert!(sll.sll_ifindex > 0, "no {dev}");
+        let r = libc::bind(
+            fd.as_raw_fd(),
+            &sll as *const _ as *const libc::sockaddr,
+            std::mem::size_of::<libc::sockaddr_ll>() as u32,
+        );
+        assert_eq!(r, 0, "bind {dev}: {}", std::io::Error::last_os_error());
+        let tv = libc::timeval {
+            tv_sec: 0,
+            tv_usec: 100_000,
+        };
+        libc::setsockopt(
+            fd.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_RCVTIMEO,
+            &tv as *const _ as *const libc::c_void,
+            std::mem::size_of::<libc::timeval>() as u32,
+        );
+        fd
+    }
+}
+
+fn send_frame(fd: &OwnedFd, f: &[u8]) {
+    // SAFETY: sends `f`'s bytes on our socket.
+    let r = unsafe {
+        libc::send(
+            fd.as_raw_fd(),
+            f.as_ptr() as *const libc::c_void,
+            f.len(),
+            0,
+        )
+    };
+    assert_eq!(
+        r,
+        f.len() as isize,
+        "send: {}",
+        std::io::Error::last_os_error()
+    );
+}
+
+/// Frames arriving on `fd` (not those going out) until `quiet` passes
+/// without one or `limit` is reached.
+fn capture(fd: &OwnedFd, quiet: Duration, limit: Duration) -> Vec<Vec<u8>> {
+    let mut out = Vec::new();
+    let start = Instant::now();
+    let mut last = Instant::now();
+    let mut buf = vec![0u8; 4096];
+    while last.elapsed() < quiet && start.elapsed() < limit {
+        // SAFETY: an all-zero `sockaddr_ll` is valid; recvfrom writes at
+        // most the lengths passed.
+        let (n, sll) = unsafe {
+            let mut sll: libc::sockaddr_ll = std::mem::zeroed();
+            let mut len = std::mem::size_of::<libc::sockaddr_ll>() as u32;
+            let n = libc::recvfrom(
+                fd.as_raw_fd(),
+                buf.as_mut_ptr() as *mut libc::c_void,
+                buf.len(),
+                0,
+                &mut sll as *mut _ as *mut libc::sockaddr,
+                &mut len,
+            );
+            (n, sll)
+        };
+        if n > 0 && sll.sll_pkttype != libc::PACKET_OUTGOING {
+            out.push(buf[..n as usize].to_vec());
+            last = Instant::now();
+        }
+    }
+    out
+}
+
+/// The test frames: (tag in the source port, should arrive, frame).
+fn frames() -> Vec<(u16, bool, Vec<u8>)> {
+    let mut v = Vec::new();
+    let mut add = |case: u16, arrives: bool, make: &dyn Fn(u16) -> Vec<u8>| {
+        for j in 0..10 {
+            let tag = 30000 + case * 100 + j;
+            let mut f = make(tag);
+            if f[0..6] == [2, 0, 0, 0, 0, 1] {
+                f[0..6].copy_from_slice(&F0_MAC);
+            }
+            f[6..12].copy_from_slice(&S_MAC);
+            v.push((tag, arrives, f));
+        }
+    };
+    add(0, true, &|t| build::ipv4(S4, R4, 17, L4::Udp(t, 7000), 30));
+    add(1, true, &|t| build::ipv4(S4, R4, 64, L4::Tcp(t, 7000), 100));
+    add(2, true, &|t| build::ipv6(S6, R6, 9, L4::Udp(t, 7000), 30));
+    add(3, true, &|t| {
+        build::ipv6(S6, R6, 255, L4::Tcp(t, 7000), 1000)
+    });
+    // Dropped by the rule sets.
+    add(4, false, &|t| build::ipv4(S4, R4, 64, L4::Udp(t, 9999), 30));
+    add(5, false, &|t| build::ipv6(S6, R6, 64, L4::Tcp(t, 9999), 30));
+    // TTL / hop limit expiring here.
+    add(6, false, &|t| build::ipv4(S4, R4, 1, L4::Udp(t, 7000), 30));
+    add(7, false, &|t| build::ipv6(S6, R6, 1, L4::Udp(t, 7000), 30));
+    // No route.
+    add(8, false, &|t| {
+        build::ipv4(S4, 0xcb00_7109, 64, L4::Udp(t, 7000), 30)
+    });
+    // For another station.
+    add(9, false, &|t| {
+        let mut f = build::ipv4(S4, R4, 64, L4::Udp(t, 7000), 30);
+        f[0..6].copy_from_slice(&[2, 0, 0, 0, 0x0a, 0x0a]);
+        f
+    });
+    v
+}
+
+fn config(dir: &std::path::Path) -> std::path::PathBuf {
+    let path = dir.join("linux.toml");
+    std::fs::write(
+        &path,
+        format!(
+            r#"
+route = [
+  {{ prefix = "192.0.2.0/24", via = "s" }},
+  {{ prefix = "198.51.100.0/24", via = "r" }},
+  {{ prefix = "2001:db8:1::/64", via = "s" }},
+  {{ prefix = "2001:db8:2::/64", via = "r" }},
+]
+[forwarder]
+cores = [0, 1]
+burst = 32
+[[port]]
+name = "f0"
+driver = "af_packet"
+mac = "{f0}"
+[port.options]
+ring_frames = 1024
+[[port]]
+name = "f1"
+driver = "af_packet"
+mac = "{f1}"
+[[set]]
+name = "deny4"
+type = "ipv4_addr . inet_service"
+match = "ip daddr . th dport"
+action = "drop"
+elements = ["198.51.100.2 . 9999"]
+[[set]]
+name = "deny6"
+type = "ipv6_addr . inet_service"
+match = "ip6 daddr . th dport"
+action = "drop"
+elements = ["2001:db8:2::2 . 9999"]
+[[next_hop]]
+name = "s"
+port = "f0"
+mac = "{s}"
+[[next_hop]]
+name = "r"
+port = "f1"
+mac = "{r}"
+"#,
+            f0 = mac(F0_MAC),
+            f1 = mac(F1_MAC),
+            s = mac(S_MAC),
+            r = mac(R_MAC)
+        ),
+    )
+    .unwrap();
+    path
+}
+
+/// The forwarder, started in namespace `ns`; returns once its ports are
+/// open (it prints its first line after opening them).
+fn start_forwarder(ns: &str, cfg: &std::path::Path) -> (Child, mpsc::Receiver<String>) {
+    let mut child = Command::new("ip")
+        .args(["netns", "exec", ns, env!("CARGO_BIN_EXE_forwarder"), "run"])
+        .arg("--config")
+        .arg(cfg)
+        .args(["--duration", "120s"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start the forwarder");
+    let (tx, rx) = mpsc::channel();
+    let stdout = child.stdout.take().unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let tx2 = tx.clone();
+    std::thread::spawn(move || {
+        for l in BufReader::new(stdout).lines().map_while(Result::ok) {
+            let _ = tx.send(l);
+        }
+    });
+    std::thread::spawn(move || {
+        for l in BufReader::new(stderr).lines().map_while(Result::ok) {
+            let _ = tx2.send(format!("stderr: {l}"));
+        }
+    });
+    let first = rx
+        .recv_timeout(Duration::from_secs(30))
+        .unwrap_or_else(|_| panic!("the forwarder said nothing; exit {:?}", child.try_wait()));
+    assert!(
+        first.starts_with("forwarder:"),
+        "the forwarder failed to start: {first}"
+    );
+    (child, rx)
+}
+
+/// Kills the forwarder if the test fails before stopping it.
+struct Running(Child);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn wanted() -> bool {
+    std::env::var("FORWARDER_NETNS_TESTS").is_ok_and(|v| v == "1")
+}
+
+#[test]
+fn forwards_real_packets_between_namespaces() {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        assert!(!wanted(), "FORWARDER_NETNS_TESTS=1 but not root");
+        eprintln!("linux_port: skipped (needs root for network namespaces)");
+        return;
+    }
+    let topo = match Topology::create() {
+        Ok(t) => t,
+        Err(e) => {
+            assert!(!wanted(), "cannot build the namespaces: {e}");
+            eprintln!("linux_port: skipped ({e})");
+            return;
+        }
+    };
+    let dir = std::env::temp_dir().join(format!("fwd-linux-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let cfg = config(&dir);
+    let (child, lines) = start_forwarder(topo.ns(1), &cfg);
+    let mut child = Running(child);
+
+    // The receiver: a capture of everything arriving on r0, and the
+    // kernel's UDP sockets.
+    let (ready_tx, ready_rx) = mpsc::channel();
+    let receiver = in_netns(topo.ns(2), move || {
+        let cap = packet_socket("r0");
+        let udp: Vec<UdpSocket> = [
+            "198.51.100.2:5000",
+            "[2001:db8:2::2]:5000",
+            "198.51.100.2:9999",
+        ]
+        .iter()
+        .map(|a| {
+            let s = UdpSocket::bind(a).unwrap();
+            s.set_read_timeout(Some(Duration::from_millis(50))).unwrap();
+            s
+        })
+        .collect();
+        ready_tx.send(()).unwrap();
+        let frames = capture(&cap, Duration::from_secs(3), Duration::from_secs(60));
+        let mut got = [0usize; 3];
+        let mut buf = [0u8; 2048];
+        for (k, s) in udp.iter().enumerate() {
+            while let Ok(n) = s.recv(&mut buf) {
+                assert_eq!(&buf[..n], format!("datagram via {k}").as_bytes());
+                got[k] += 1;
+            }
+        }
+        (frames, got)
+    });
+    ready_rx.recv().unwrap();
+
+    // The sender: crafted frames, then the kernel's UDP.
+    let sent = frames();
+    let to_send: Vec<Vec<u8>> = sent.iter().map(|(_, _, f)| f.clone()).collect();
+    in_netns(topo.ns(0), move || {
+        let fd = packet_socket("s0");
+        for f in &to_send {
+            send_frame(&fd, f);
+        }
+        for (k, a) in [
+            "198.51.100.2:5000",
+            "[2001:db8:2::2]:5000",
+            "198.51.100.2:9999",
+        ]
+        .iter()
+        .enumerate()
+        {
+            let local = if k == 1 {
+                "[2001:db8:1::1]:0"
+            } else {
+                "192.0.2.1:0"
+            };
+            let s = UdpSocket::bind(local).unwrap();
+            for _ in 0..50 {
+                s.send_to(
+                    format!("datagram via {k}").as_bytes(),
+                    a.parse::<SocketAddr>().unwrap(),
+                )
+                .unwrap();
+                std::thread::sleep(Duration::from_micros(200));
+            }
+        }
+    })
+    .join()
+    .unwrap();
+    let (frames, udp) = receiver.join().unwrap();
+
+    // TCP both ways, IPv4 and IPv6: 300 kB echoed back.
+    for (listen, local) in [
+        ("198.51.100.2:6000", "192.0.2.1"),
+        ("[2001:db8:2::2]:6000", "2001:db8:1::1"),
+    ] {
+        let (ready_tx, ready_rx) = mpsc::channel();
+        let server = in_netns(topo.ns(2), move || {
+            let l = TcpListener::bind(listen).unwrap();
+            ready_tx.send(()).unwrap();
+            let (mut c, peer) = l.accept().unwrap();
+            assert_eq!(peer.ip().to_string(), local);
+            let mut data = Vec::new();
+            c.read_to_end(&mut data).unwrap();
+            c.write_all(&data).unwrap();
+            data.len()
+        });
+        ready_rx.recv().unwrap();
+        let echoed = in_netns(topo.ns(0), move || {
+            let addr: SocketAddr = listen.parse().unwrap();
+            let mut c = TcpStream::connect_timeout(&addr, Duration::from_secs(10))
+                .unwrap_or_else(|e| panic!("TCP connect to {listen} through the forwarder: {e}"));
+            c.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+            let data: Vec<u8> = (0..300_000u32).map(|i| (i * 7 + i / 251) as u8).collect();
+            c.write_all(&data).unwrap();
+            c.shutdown(std::net::Shutdown::Write).unwrap();
+            let mut back = Vec::new();
+            c.read_to_end(&mut back).unwrap();
+            back == data
+        })
+        .join()
+        .unwrap();
+        assert!(echoed, "TCP via {listen}: the echo differs");
+        assert_eq!(server.join().unwrap(), 300_000);
+    }
+
+    // Stop the forwarder as Ctrl-C would, and read its summary.
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.0.id() as i32, libc::SIGINT) };
+    let status = child.0.wait().unwrap();
+    let out: Vec<String> = lines.try_iter().collect();
+    let out = out.join("\n");
+    assert!(status.success(), "forwarder exited with {status}:\n{out}");
+
+    // The crafted frames: each one that should arrive did, once, rewritten.
+    for (tag, arrives, f) in &sent {
+        let sp = wire::parse(f).unwrap();
+        let seen: Vec<&Vec<u8>> = frames
+            .iter()
+            .filter(|g| wire::parse(g).is_ok_and(|p| p.sport == *tag && p.l4_ok && p.src == sp.src))
+            .collect();
+        if !arrives {
+            assert!(
+                seen.is_empty(),
+                "frame {tag} should have been dropped\n{out}"
+            );
+            continue;
+        }
+        assert_eq!(
+            seen.len(),
+            1,
+            "frame {tag} arrived {} times\n{out}",
+            seen.len()
+        );
+        let g = seen[0];
+        let p = wire::parse(g).unwrap();
+        assert_eq!(g[0..6], R_MAC, "frame {tag}: destination MAC");
+        assert_eq!(g[6..12], F1_MAC, "frame {tag}: source MAC");
+        assert_eq!(p.ttl, sp.ttl - 1, "frame {tag}: TTL");
+        assert_eq!((p.dst, p.dport, p.proto), (sp.dst, sp.dport, sp.proto));
+        if p.l3 == wire::L3::V4 {
+            assert_eq!(
+                wire::checksum(&g[14..34]),
+                0,
+                "frame {tag}: IPv4 header checksum"
+            );
+        }
+        assert_eq!(
+            wire::l4_checksum_ok(g),
+            Some(true),
+            "frame {tag}: transport checksum"
+        );
+        assert_eq!(g.len(), f.len(), "frame {tag}: length");
+        assert_eq!(
+            g[12..],
+            f[12..]
+                .iter()
+                .enumerate()
+                .map(|(i, &b)| {
+                    // Only the TTL / hop limit (and IPv4's header checksum) change.
+                    let at = i + 12;
+                    if at == 14 + 8 || at == 14 + 10 || at == 14 + 11 {
+                        if p.l3 == wire::L3::V4 {
+                            g[at]
+                        } else {
+                            b
+                        }
+                    } else if at == 14 + 7 && p.l3 == wire::L3::V6 {
+                        g[at]
+                    } else {
+                        b
+                    }
+                })
+                .collect::<Vec<u8>>()[..],
+            "frame {tag}: payload"
+        );
+    }
+    assert_eq!(
+        udp,
+        [50, 50, 0],
+        "kernel UDP datagrams received (v4, v6, blocked)\n{out}"
+    );
+    assert!(out.contains("drops:") && out.contains("rule"), "{out}");
+    eprintln!(
+        "{} frames captured on r0; the forwarder said:\n{out}",
+        frames.len()
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+    drop(topo);
+}
