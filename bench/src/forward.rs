@@ -6,14 +6,13 @@
 //! `full`: + classification against the example's rule sets.
 
 use crate::stats::median;
-use arc_swap::ArcSwap;
 use config::{Config, RouteConfig, Via};
 use forwarder::pipeline::Mode;
 use forwarder::tables::Tables;
 use forwarder::worker::{self, Shared};
 use routecache::gen::prefixes;
 use routecache::Family;
-use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -44,10 +43,8 @@ fn with_full_table(mut cfg: Config, v4: usize, v6: usize) -> Config {
 fn measure(cfg: &Config, tables: &Arc<Tables>, mode: Mode, cores: &[usize], secs: f64) -> f64 {
     let mut cfg = cfg.clone();
     cfg.forwarder.cores = cores.to_vec();
-    let shared = Arc::new(Shared {
-        tables: ArcSwap::new(tables.clone()),
-        stop: AtomicBool::new(false),
-    });
+    let shared = Arc::new(Shared::new(Tables::empty()));
+    shared.tables.store(tables.clone());
     let workers = worker::spawn(&cfg, shared.clone(), mode).expect("workers start");
     let start = Instant::now();
     std::thread::sleep(Duration::from_secs_f64(secs));

@@ -35,8 +35,8 @@ mod schema;
 mod validate;
 
 pub use validate::{
-    Action, Config, ConfigError, EcmpGroup, Forwarder, NextHopConfig, PortConfig, RouteCache,
-    RouteConfig, SetConfig, Source, Via,
+    control_socket, default_socket, Action, Config, ConfigError, ControlConfig, EcmpGroup,
+    Forwarder, NextHopConfig, PortConfig, RouteCache, RouteConfig, SetConfig, Source, Via,
 };
 
 use std::path::Path;

@@ -19,6 +19,15 @@ pub(crate) struct File {
     #[serde(default)]
     pub route: Vec<Route>,
     pub route_cache: Option<RouteCache>,
+    pub control: Option<Control>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Control {
+    pub socket: Option<Spanned<String>>,
+    pub prometheus: Option<Spanned<String>>,
+    pub watch: Option<bool>,
 }
 
 #[derive(Deserialize)]

@@ -152,6 +152,9 @@ pub struct SetConfig {
     pub action: Action,
     /// The elements, free of duplicates and overlaps.
     pub elements: Vec<Element>,
+    /// The file its elements were read from, if any (watched for changes
+    /// by the running forwarder).
+    pub file: Option<std::path::PathBuf>,
 }
 
 /// A next hop.
@@ -207,6 +210,53 @@ pub struct RouteCache {
     pub hash: Option<String>,
 }
 
+/// The control side's settings (`[control]`).
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub struct ControlConfig {
+    /// The control socket's path; `None`: [`default_socket`] of the
+    /// configuration file.
+    pub socket: Option<std::path::PathBuf>,
+    /// Where to serve Prometheus metrics over HTTP (off when `None`).
+    pub prometheus: Option<std::net::SocketAddr>,
+    /// Reload when the configuration or a set file it includes changes
+    /// (default true).
+    pub watch: bool,
+}
+
+/// The control socket of the forwarder started with configuration file
+/// `config`, where `[control] socket` does not say: a name in the
+/// temporary directory derived from the file's canonical path, so that
+/// `forwarder stats --config FILE` finds the instance run with `FILE`.
+pub fn default_socket(config: &Path) -> std::path::PathBuf {
+    let canon = std::fs::canonicalize(config).unwrap_or_else(|_| config.to_path_buf());
+    // FNV-1a: stable across builds and runs.
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in canon.to_string_lossy().bytes() {
+        h = (h ^ b as u64).wrapping_mul(0x0100_0000_01b3);
+    }
+    std::env::temp_dir().join(format!("forwarder-{h:016x}.sock"))
+}
+
+/// The control socket of the instance run with `config`, read leniently:
+/// a file with errors elsewhere (the reason for a reload) still names its
+/// socket.
+pub fn control_socket(config: &Path) -> std::path::PathBuf {
+    let explicit = std::fs::read_to_string(config)
+        .ok()
+        .and_then(|t| t.parse::<toml::Table>().ok())
+        .and_then(|t| {
+            t.get("control")?
+                .get("socket")?
+                .as_str()
+                .map(std::path::PathBuf::from)
+        });
+    match explicit {
+        Some(p) if p.is_relative() => config.parent().unwrap_or(Path::new(".")).join(p),
+        Some(p) => p,
+        None => default_socket(config),
+    }
+}
+
 /// A checked configuration.
 #[derive(Clone, Debug)]
 pub struct Config {
@@ -224,6 +274,8 @@ pub struct Config {
     pub routes: Vec<RouteConfig>,
     /// Route stage settings; `None` where not given (use the defaults).
     pub route_cache: RouteCache,
+    /// The control side's settings.
+    pub control: ControlConfig,
 }
 
 /// Positions in one text.
@@ -438,6 +490,35 @@ pub(crate) fn validate(file: &str, text: &str, dir: &Path) -> Result<Config, Con
         });
     }
 
+    let control = match &raw.control {
+        None => ControlConfig {
+            watch: true,
+            ..ControlConfig::default()
+        },
+        Some(c) => ControlConfig {
+            socket: match &c.socket {
+                Some(s) if s.get_ref().is_empty() => {
+                    return Err(loc.of(s, "`socket` is empty"));
+                }
+                Some(s) => Some(dir.join(s.get_ref())),
+                None => None,
+            },
+            prometheus: match &c.prometheus {
+                Some(a) => Some(a.get_ref().parse().map_err(|_| {
+                    loc.of(
+                        a,
+                        format!(
+                            "`{}` is not an address:port such as 127.0.0.1:9100",
+                            a.get_ref()
+                        ),
+                    )
+                })?),
+                None => None,
+            },
+            watch: c.watch.unwrap_or(true),
+        },
+    };
+
     let route_cache = match raw.route_cache {
         None => RouteCache {
             hint: None,
@@ -477,6 +558,7 @@ pub(crate) fn validate(file: &str, text: &str, dir: &Path) -> Result<Config, Con
         ecmp,
         routes,
         route_cache,
+        control,
     })
 }
 
@@ -544,6 +626,7 @@ fn validate_set(loc: &Located, s: &schema::Set, dir: &Path) -> Result<SetConfig,
     // line in that file; overlaps and duplicates checked by the set itself.
     let mut set = matcher::Set::new(decl.clone());
     let mut elements = Vec::new();
+    let mut file = None;
     for e in &s.elements {
         let el = decl
             .parse_element(e.get_ref())
@@ -555,6 +638,7 @@ fn validate_set(loc: &Located, s: &schema::Set, dir: &Path) -> Result<SetConfig,
     if let Some(f) = &s.file {
         let path = dir.join(f.get_ref());
         let name = path.display().to_string();
+        file = Some(path.clone());
         let text = std::fs::read_to_string(&path)
             .map_err(|e| loc.of(f, format!("cannot read `{}`: {e}", f.get_ref())))?;
         // The file holds elements only; its type is the set's.
@@ -582,5 +666,6 @@ fn validate_set(loc: &Located, s: &schema::Set, dir: &Path) -> Result<SetConfig,
         sources,
         action,
         elements,
+        file,
     })
 }

@@ -43,6 +43,7 @@ use std::sync::atomic::{
     AtomicU32,
     Ordering::{Acquire, Release},
 };
+use std::time::{Duration, Instant};
 
 /// Bytes per ring slot.
 const SLOT: usize = 2048;
@@ -164,7 +165,13 @@ pub struct AfPacketPort {
     tx_pending: bool,
     stats: PortStats,
     kernel_drops: Cell<u64>,
+    /// When the kernel's drop counter was last read (a system call: at
+    /// most every [`KERNEL_STATS_EVERY`]).
+    kernel_read: Cell<Option<Instant>>,
 }
+
+/// How often [`Port::stats`] asks the kernel for its drop counter.
+const KERNEL_STATS_EVERY: Duration = Duration::from_millis(100);
 
 // SAFETY: the raw pointers point into the port's own mapping, which moves
 // with it; nothing else holds them.
@@ -308,6 +315,7 @@ impl AfPacketPort {
             tx_pending: false,
             stats: PortStats::default(),
             kernel_drops: Cell::new(0),
+            kernel_read: Cell::new(None),
         };
 
         // SAFETY: an all-zero `sockaddr_ll` is a valid value.
@@ -493,6 +501,17 @@ impl Port for AfPacketPort {
     }
 
     fn stats(&self) -> PortStats {
+        if self
+            .kernel_read
+            .get()
+            .is_some_and(|t| t.elapsed() < KERNEL_STATS_EVERY)
+        {
+            return PortStats {
+                rx_dropped: self.kernel_drops.get(),
+                ..self.stats
+            };
+        }
+        self.kernel_read.set(Some(Instant::now()));
         let mut st = libc::tpacket_stats {
             tp_packets: 0,
             tp_drops: 0,

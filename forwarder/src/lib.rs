@@ -13,10 +13,14 @@
 #![deny(unsafe_code)]
 
 pub mod af_packet;
+pub mod client;
+pub mod control;
 pub mod lookup;
 pub mod pipeline;
 pub mod port;
 pub mod run;
+pub mod serve;
+pub mod stats;
 pub mod synthetic;
 pub mod tables;
 pub mod wire;

@@ -23,6 +23,26 @@ enum Cmd {
         #[arg(long, value_parser = parse_duration)]
         duration: Option<std::time::Duration>,
     },
+    /// Ask the forwarder running with this configuration to reload it
+    /// now (it also reloads on SIGHUP and when the files change).
+    Reload {
+        /// The configuration file the forwarder was started with.
+        #[arg(long, default_value = "examples/forwarder.toml")]
+        config: PathBuf,
+    },
+    /// Print the counters of the forwarder running with this
+    /// configuration, as JSON; `--watch` prints per-second rates.
+    Stats {
+        /// The configuration file the forwarder was started with.
+        #[arg(long, default_value = "examples/forwarder.toml")]
+        config: PathBuf,
+        /// Print rates once a second, as `run` does.
+        #[arg(long)]
+        watch: bool,
+        /// With `--watch`: stop after this many seconds.
+        #[arg(long)]
+        count: Option<u64>,
+    },
     /// Load a set file and print the element each key matches, or `nomatch`.
     Lookup {
         /// Set file: a `type ...` line, then one element per line.
@@ -47,6 +67,12 @@ fn main() -> ExitCode {
         Cmd::Run { config, duration } => {
             forwarder::run::run(&config, duration, &mut std::io::stdout().lock())
         }
+        Cmd::Reload { config } => forwarder::client::reload(&config, &mut std::io::stdout().lock()),
+        Cmd::Stats {
+            config,
+            watch,
+            count,
+        } => forwarder::client::stats(&config, watch, count, &mut std::io::stdout().lock()),
         Cmd::Lookup {
             set,
             keys,

@@ -19,8 +19,13 @@ pub struct Counters {
     pub tx: u64,
     /// Drops by reason ([`Drop::index`]).
     pub drops: [u64; Drop::ALL.len()],
-    /// Matches per rule set, in set order.
-    pub matches: Vec<u64>,
+    /// Matches per rule set, in the order of the current snapshot's sets,
+    /// by what they did: `[drop, accept, continue]` (a verdict map's
+    /// `continue`, `jump`, ...: the packet goes on). A reload that keeps a
+    /// set by name keeps its counts.
+    pub matches: Vec<[u64; 3]>,
+    /// The sets' names, as `matches` is ordered.
+    pub set_names: Vec<String>,
     /// Bursts processed.
     pub bursts: u64,
 }
@@ -84,6 +89,7 @@ pub struct Pipeline {
     /// Counters.
     pub counters: Counters,
     generation: u64,
+    route_cache: routecache::RouteCacheConfig,
     mode: Mode,
 }
 
@@ -112,6 +118,7 @@ impl Pipeline {
             out: vec![Vec::with_capacity(MAX_BURST); ports],
             counters: Counters::default(),
             generation: u64::MAX,
+            route_cache: tables.route_cache,
             mode,
         };
         p.adopt(tables);
@@ -127,8 +134,39 @@ impl Pipeline {
             .iter()
             .map(|s| vec![0; MAX_BURST * s.key_len.max(1)])
             .collect();
-        self.counters.matches.resize(tables.sets.len(), 0);
+        let old_names = std::mem::take(&mut self.counters.set_names);
+        let old = std::mem::take(&mut self.counters.matches);
+        for s in &tables.sets {
+            let kept = old_names.iter().position(|n| *n == s.name);
+            self.counters
+                .matches
+                .push(kept.map(|i| old[i]).unwrap_or_default());
+            self.counters.set_names.push(s.name.clone());
+        }
+        if tables.route_cache != self.route_cache {
+            // New route stage settings: new routers (their caches start
+            // empty).
+            self.router4 = tables.route_cache.router();
+            self.router6 = tables.route_cache.router();
+            self.route_cache = tables.route_cache;
+        }
         self.generation = tables.generation;
+    }
+
+    /// Generation of the snapshot the last burst was judged by.
+    pub fn generation(&self) -> u64 {
+        self.generation
+    }
+
+    /// The route caches' counters, IPv4 and IPv6 added up.
+    pub fn cache_stats(&self) -> routecache::CacheStats {
+        let (a, b) = (self.router4.stats(), self.router6.stats());
+        routecache::CacheStats {
+            hint_hits: a.hint_hits + b.hint_hits,
+            hits: a.hits + b.hits,
+            misses: a.misses + b.misses,
+            stale: a.stale + b.stale,
+        }
     }
 
     /// Runs one burst through the pipeline: afterwards, `out[port]` lists
@@ -215,8 +253,7 @@ impl Pipeline {
             for j in 0..m {
                 let Some(id) = self.ids[j] else { continue };
                 let i = self.which[j] as usize;
-                self.counters.matches[si] += 1;
-                self.fate[i] = match set.action {
+                let fate = match set.action {
                     Action::Drop => Fate::Dropped(Drop::Rule),
                     Action::Accept => Fate::Accepted,
                     Action::Verdict => match set.snap.element(id).and_then(|e| e.data.as_ref()) {
@@ -227,6 +264,13 @@ impl Pipeline {
                         _ => Fate::Go,
                     },
                 };
+                let verdict = match fate {
+                    Fate::Dropped(_) => 0,
+                    Fate::Accepted => 1,
+                    Fate::Go => 2,
+                };
+                self.counters.matches[si][verdict] += 1;
+                self.fate[i] = fate;
             }
         }
     }

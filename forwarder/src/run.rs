@@ -1,25 +1,43 @@
 //! `forwarder run`: load the configuration, start the workers on their
 //! cores, print rates once a second, and a summary at the end.
 
-use crate::tables::Tables;
+use crate::control::Control;
 use crate::wire::Drop;
-use crate::worker::{self, Published, Shared};
-use arc_swap::ArcSwap;
+use crate::worker::{self, Published};
+use crate::{serve, stats};
 use std::io::Write;
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// Runs the forwarder for `duration` (or until Ctrl-C), printing to `out`.
 pub fn run(config: &Path, duration: Option<Duration>, out: &mut dyn Write) -> Result<(), String> {
-    let cfg = config::load(config).map_err(|e| e.to_string())?;
-    let tables = Tables::build(&cfg, 1)?;
-    let shared = Arc::new(Shared {
-        tables: ArcSwap::from_pointee(tables),
-        stop: AtomicBool::new(false),
-    });
+    let control = Control::start(config)?;
+    let cfg = control.config().clone();
+    let shared = control.shared();
     let workers = worker::spawn(&cfg, shared.clone(), crate::pipeline::Mode::Full)?;
+    let source = Arc::new(stats::Source {
+        shared: shared.clone(),
+        workers: cfg
+            .forwarder
+            .cores
+            .iter()
+            .zip(&workers)
+            .map(|(&c, (p, _))| (c, p.clone()))
+            .collect(),
+        ports: cfg.ports.iter().map(|p| p.name.clone()).collect(),
+    });
+    let server = match serve::start(control, source, &cfg.forwarder.cores) {
+        Ok(s) => s,
+        Err(e) => {
+            shared.stop.store(true, Relaxed);
+            for (_, h) in workers {
+                let _ = h.join();
+            }
+            return Err(e);
+        }
+    };
     {
         let shared = shared.clone();
         // Ctrl-C stops the workers after their burst; a second handler
@@ -36,6 +54,14 @@ pub fn run(config: &Path, duration: Option<Duration>, out: &mut dyn Write) -> Re
             cfg.ports.len(),
             cfg.sets.len(),
             cfg.forwarder.burst
+        ),
+    )?;
+    w(
+        out,
+        format!(
+            "control socket {} (forwarder stats|reload --config {})\n",
+            server.socket.display(),
+            config.display()
         ),
     )?;
     let start = Instant::now();
@@ -78,6 +104,7 @@ pub fn run(config: &Path, duration: Option<Duration>, out: &mut dyn Write) -> Re
         }
     }
     shared.stop.store(true, Relaxed);
+    server.join();
     let elapsed = start.elapsed().as_secs_f64();
     let mut summary = String::from("summary:\n");
     let (mut rx, mut tx) = (0u64, 0u64);

@@ -1,7 +1,7 @@
 //! The snapshot of tables the workers read: rule sets, the FIB and the
 //! ports' MACs, built from a checked configuration, published whole.
 
-use config::{Action, Config, Source, Via};
+use config::{Action, Config, RouteConfig, SetConfig, Source, Via};
 use matcher::{InsertMode, Set};
 use routecache::{Family, Fib, FibSnapshot, HashKind, NextHop, RouteCacheConfig, TargetId};
 use std::sync::Arc;
@@ -36,70 +36,121 @@ pub struct Tables {
     pub flow_seed: u32,
 }
 
+/// A rule set's working copy, built from its configuration.
+pub fn build_set(s: &SetConfig) -> Result<Set, String> {
+    let mut set = Set::new(s.decl.clone());
+    for e in &s.elements {
+        set.insert(e.clone(), InsertMode::Add)
+            .map_err(|e| format!("set `{}`: {e}", s.name))?;
+    }
+    Ok(set)
+}
+
+/// The committed rule set the pipeline reads.
+pub fn rule_set(s: &SetConfig, snap: Arc<matcher::Snapshot>) -> RuleSet {
+    RuleSet {
+        name: s.name.clone(),
+        snap,
+        sources: s.sources.clone(),
+        action: s.action,
+        key_len: s.decl.key_len(),
+    }
+}
+
+/// A FIB working copy with the next hops and ECMP groups of `cfg` (their
+/// target ids returned, by configuration index), and no routes yet.
+pub fn fib_targets(cfg: &Config, fib: &mut Fib) -> Result<(Vec<TargetId>, Vec<TargetId>), String> {
+    let hops: Vec<TargetId> = cfg
+        .next_hops
+        .iter()
+        .map(|h| {
+            fib.add_next_hop(NextHop {
+                port: h.port as u16,
+                dst_mac: h.mac,
+                src_mac: cfg.ports[h.port].mac,
+            })
+        })
+        .collect();
+    let mut groups = Vec::new();
+    for g in &cfg.ecmp {
+        let members: Vec<TargetId> = g.members.iter().map(|&m| hops[m]).collect();
+        groups.push(
+            fib.add_ecmp_group(&members)
+                .map_err(|e| format!("ECMP group `{}`: {e}", g.name))?,
+        );
+    }
+    Ok((hops, groups))
+}
+
+/// Where a route leads, as a FIB target.
+pub fn route_target(r: &RouteConfig, hops: &[TargetId], groups: &[TargetId]) -> TargetId {
+    match r.via {
+        Via::NextHop(h) => hops[h],
+        Via::Ecmp(g) => groups[g],
+    }
+}
+
+/// A route's family.
+pub fn family(r: &RouteConfig) -> Family {
+    if r.v6 {
+        Family::V6
+    } else {
+        Family::V4
+    }
+}
+
+/// Adds (or replaces) a route in a FIB working copy.
+pub fn insert_route(fib: &mut Fib, r: &RouteConfig, target: TargetId) -> Result<(), String> {
+    fib.insert(family(r), r.prefix, r.len, target)
+        .map(|_| ())
+        .map_err(|e| format!("route {:#x}/{}: {e}", r.prefix, r.len))
+}
+
+/// The route stage's settings of `cfg` (defaults where not given).
+pub fn route_cache(cfg: &Config) -> RouteCacheConfig {
+    let defaults = RouteCacheConfig::default();
+    let c = &cfg.route_cache;
+    RouteCacheConfig {
+        hint: c.hint.unwrap_or(defaults.hint),
+        dst_cache_entries: c.dst_cache_entries.unwrap_or(defaults.dst_cache_entries),
+        hash: c
+            .hash
+            .as_deref()
+            .and_then(HashKind::parse)
+            .unwrap_or(defaults.hash),
+    }
+}
+
 impl Tables {
+    /// No sets, no routes: a placeholder before the first publication.
+    pub fn empty() -> Tables {
+        Tables {
+            generation: 0,
+            sets: Vec::new(),
+            fib: Fib::new().publish(),
+            port_names: Vec::new(),
+            route_cache: RouteCacheConfig::default(),
+            flow_seed: 0,
+        }
+    }
+
     /// Builds the tables of a configuration.
     pub fn build(cfg: &Config, generation: u64) -> Result<Tables, String> {
         let mut sets = Vec::new();
         for s in &cfg.sets {
-            let mut set = Set::new(s.decl.clone());
-            for e in &s.elements {
-                set.insert(e.clone(), InsertMode::Add)
-                    .map_err(|e| format!("set `{}`: {e}", s.name))?;
-            }
-            sets.push(RuleSet {
-                name: s.name.clone(),
-                snap: set.commit(),
-                sources: s.sources.clone(),
-                action: s.action,
-                key_len: s.decl.key_len(),
-            });
+            sets.push(rule_set(s, build_set(s)?.commit()));
         }
         let mut fib = Fib::new();
-        let hops: Vec<TargetId> = cfg
-            .next_hops
-            .iter()
-            .map(|h| {
-                fib.add_next_hop(NextHop {
-                    port: h.port as u16,
-                    dst_mac: h.mac,
-                    src_mac: cfg.ports[h.port].mac,
-                })
-            })
-            .collect();
-        let mut groups = Vec::new();
-        for g in &cfg.ecmp {
-            let members: Vec<TargetId> = g.members.iter().map(|&m| hops[m]).collect();
-            groups.push(
-                fib.add_ecmp_group(&members)
-                    .map_err(|e| format!("ECMP group `{}`: {e}", g.name))?,
-            );
-        }
+        let (hops, groups) = fib_targets(cfg, &mut fib)?;
         for r in &cfg.routes {
-            let target = match r.via {
-                Via::NextHop(h) => hops[h],
-                Via::Ecmp(g) => groups[g],
-            };
-            let family = if r.v6 { Family::V6 } else { Family::V4 };
-            fib.insert(family, r.prefix, r.len, target)
-                .map_err(|e| format!("route {:#x}/{}: {e}", r.prefix, r.len))?;
+            insert_route(&mut fib, r, route_target(r, &hops, &groups))?;
         }
-        let defaults = RouteCacheConfig::default();
-        let c = &cfg.route_cache;
-        let route_cache = RouteCacheConfig {
-            hint: c.hint.unwrap_or(defaults.hint),
-            dst_cache_entries: c.dst_cache_entries.unwrap_or(defaults.dst_cache_entries),
-            hash: c
-                .hash
-                .as_deref()
-                .and_then(HashKind::parse)
-                .unwrap_or(defaults.hash),
-        };
         Ok(Tables {
             generation,
             sets,
             fib: fib.publish(),
             port_names: cfg.ports.iter().map(|p| p.name.clone()).collect(),
-            route_cache,
+            route_cache: route_cache(cfg),
             flow_seed: routecache::hash::random_seed(),
         })
     }

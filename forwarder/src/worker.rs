@@ -21,10 +21,30 @@ pub struct Shared {
     pub tables: ArcSwap<Tables>,
     /// Set to stop the workers after their current burst.
     pub stop: AtomicBool,
+    /// Reload outcomes and the published generation.
+    pub status: crate::control::Status,
 }
 
+impl Shared {
+    /// Shared state around one table snapshot (tests, benchmarks).
+    pub fn new(tables: Tables) -> Shared {
+        Shared {
+            status: crate::control::Status::default(),
+            tables: ArcSwap::from_pointee(tables),
+            stop: AtomicBool::new(false),
+        }
+    }
+}
+
+/// Rule sets whose match counts a worker publishes (the first ones of
+/// the snapshot; the final report has them all).
+pub const PUBLISHED_SETS: usize = 32;
+/// Ports whose counters a worker publishes.
+pub const PUBLISHED_PORTS: usize = 16;
+
 /// A worker's counters as others read them: stored by the worker every
-/// few bursts (plain stores, one writer), read by the stats printer.
+/// [`PUBLISH_EVERY`] turns of its loop (plain stores, one writer), read by
+/// the stats printer and the statistics server.
 #[derive(Default)]
 pub struct Published {
     /// Frames received.
@@ -33,14 +53,73 @@ pub struct Published {
     pub tx: AtomicU64,
     /// Drops by reason.
     pub drops: [AtomicU64; Drop::ALL.len()],
+    /// Bursts processed.
+    pub bursts: AtomicU64,
+    /// Generation of the snapshot the worker last judged a burst by.
+    pub generation: AtomicU64,
+    /// Matches per rule set of that snapshot (its order), by verdict:
+    /// drop, accept, continue.
+    pub matches: [[AtomicU64; 3]; PUBLISHED_SETS],
+    /// Route cache: hint hits, hits, misses, stale entries.
+    pub cache: [AtomicU64; 4],
+    /// Per port (configuration order): the [`PortStats`] fields rx, tx,
+    /// tx_bytes, tx_dropped, tx_bad, rx_dropped, rx_ignored, rx_truncated.
+    pub ports: [[AtomicU64; 8]; PUBLISHED_PORTS],
 }
 
+/// The [`PortStats`] fields in [`Published::ports`] order.
+pub fn port_fields(s: &PortStats) -> [u64; 8] {
+    [
+        s.rx,
+        s.tx,
+        s.tx_bytes,
+        s.tx_dropped,
+        s.tx_bad,
+        s.rx_dropped,
+        s.rx_ignored,
+        s.rx_truncated,
+    ]
+}
+
+/// Names of the [`port_fields`].
+pub const PORT_FIELDS: [&str; 8] = [
+    "rx",
+    "tx",
+    "tx_bytes",
+    "tx_dropped",
+    "tx_bad",
+    "rx_dropped",
+    "rx_ignored",
+    "rx_truncated",
+];
+
 impl Published {
-    fn store(&self, c: &Counters) {
+    fn store(&self, p: &Pipeline, ports: &[Box<dyn Port>]) {
+        let c = &p.counters;
         self.rx.store(c.rx, Relaxed);
         self.tx.store(c.tx, Relaxed);
+        self.bursts.store(c.bursts, Relaxed);
         for (a, &v) in self.drops.iter().zip(&c.drops) {
             a.store(v, Relaxed);
+        }
+        for (a, v) in self.matches.iter().zip(&c.matches) {
+            for k in 0..3 {
+                a[k].store(v[k], Relaxed);
+            }
+        }
+        self.generation.store(p.generation(), Relaxed);
+        let cs = p.cache_stats();
+        for (a, v) in self
+            .cache
+            .iter()
+            .zip([cs.hint_hits, cs.hits, cs.misses, cs.stale])
+        {
+            a.store(v, Relaxed);
+        }
+        for (a, port) in self.ports.iter().zip(ports) {
+            for (x, v) in a.iter().zip(port_fields(&port.stats())) {
+                x.store(v, Relaxed);
+            }
         }
     }
 }
@@ -74,15 +153,28 @@ pub fn open_ports(cfg: &Config, queue: usize) -> Result<Vec<Box<dyn Port>>, Stri
 /// A running worker: its published counters and its thread.
 pub type Running = (Arc<Published>, JoinHandle<Report>);
 
-/// Bursts between two publications of a worker's counters.
-const PUBLISH_EVERY: u64 = 64;
+/// Turns of a worker's loop (bursts or empty polls) between two
+/// publications of its counters: about every millisecond under load,
+/// more often when idle.
+pub const PUBLISH_EVERY: u64 = 1024;
 
-/// Starts one pinned worker per configured core.
+/// Starts one pinned worker per configured core on the configured ports.
 pub fn spawn(cfg: &Config, shared: Arc<Shared>, mode: Mode) -> Result<Vec<Running>, String> {
+    spawn_with(cfg, shared, mode, |q| open_ports(cfg, q))
+}
+
+/// Starts one pinned worker per configured core, worker `q` on the port
+/// queues `open(q)` returns (tests bring their own ports).
+pub fn spawn_with(
+    cfg: &Config,
+    shared: Arc<Shared>,
+    mode: Mode,
+    mut open: impl FnMut(usize) -> Result<Vec<Box<dyn Port>>, String>,
+) -> Result<Vec<Running>, String> {
     let mut out = Vec::new();
     let burst_size = cfg.forwarder.burst;
     for (q, &core) in cfg.forwarder.cores.iter().enumerate() {
-        let mut ports = open_ports(cfg, q)?;
+        let mut ports = open(q)?;
         let shared = shared.clone();
         let published = Arc::new(Published::default());
         let pubd = published.clone();
@@ -96,7 +188,12 @@ pub fn spawn(cfg: &Config, shared: Arc<Shared>, mode: Mode) -> Result<Vec<Runnin
                 let mut pipe = Pipeline::with_mode(&first, ports.len(), mode);
                 drop(first);
                 let mut burst = Burst::new();
+                let mut turns = 0u64;
                 while !shared.stop.load(Relaxed) {
+                    // One snapshot per turn: every burst is judged wholly
+                    // by one generation; the guard is released before the
+                    // next load, so a replaced snapshot is freed as soon
+                    // as the worker's current turn ends.
                     let tables = shared.tables.load();
                     for rx in 0..ports.len() {
                         burst.clear();
@@ -110,11 +207,13 @@ pub fn spawn(cfg: &Config, shared: Arc<Shared>, mode: Mode) -> Result<Vec<Runnin
                             }
                         }
                     }
-                    if pipe.counters.bursts.is_multiple_of(PUBLISH_EVERY) {
-                        pubd.store(&pipe.counters);
+                    drop(tables);
+                    turns += 1;
+                    if turns.is_multiple_of(PUBLISH_EVERY) {
+                        pubd.store(&pipe, &ports);
                     }
                 }
-                pubd.store(&pipe.counters);
+                pubd.store(&pipe, &ports);
                 Report {
                     core,
                     counters: pipe.counters,

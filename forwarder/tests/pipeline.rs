@@ -104,7 +104,7 @@ fn frames_are_judged_routed_and_rewritten() {
     assert_eq!(c.drops[Drop::TtlExpired.index()], 1);
     assert_eq!(c.drops[Drop::Truncated.index()], 1);
     assert_eq!(c.drops[Drop::Arp.index()], 1);
-    assert_eq!(c.matches, vec![2, 2]);
+    assert_eq!(c.matches, vec![[2, 0, 0], [2, 0, 0]]);
 }
 
 #[test]

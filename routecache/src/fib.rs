@@ -151,6 +151,17 @@ impl Fib {
         }
     }
 
+    /// An empty table that replaces `old`: its snapshots' generations
+    /// continue after `old`'s, so a dst cache filled from `old` sees its
+    /// entries as stale (a fresh table's generations would restart at 1
+    /// and could match them).
+    pub fn succeeding(old: &Fib) -> Fib {
+        Fib {
+            generation: old.generation,
+            ..Fib::new()
+        }
+    }
+
     /// Adds a next hop; returns its target id.
     pub fn add_next_hop(&mut self, nh: NextHop) -> TargetId {
         let t = Arc::make_mut(&mut self.targets);

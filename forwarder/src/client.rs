@@ -1,0 +1,95 @@
+//! `forwarder reload` and `forwarder stats`: requests to a running
+//! forwarder through its control socket (found from its configuration
+//! file, as the forwarder derived it).
+
+use crate::serve::request;
+use serde_json::Value;
+use std::io::Write;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+fn ask(config: &Path, what: &str) -> Result<Value, String> {
+    let socket = config::control_socket(config);
+    let line = request(&socket, what)?;
+    serde_json::from_str(&line).map_err(|e| format!("bad answer from the forwarder: {e}: {line}"))
+}
+
+/// `forwarder reload`: the forwarder reloads its configuration now. Fails
+/// (with the error's `file:line:col`) when the new configuration is
+/// refused; the forwarder then keeps what it had.
+pub fn reload(config: &Path, out: &mut dyn Write) -> Result<(), String> {
+    let v = ask(config, "reload")?;
+    if v["result"] == "ok" {
+        writeln!(out, "{v}").map_err(|e| e.to_string())
+    } else {
+        Err(format!(
+            "reload refused (still serving generation {}): {}",
+            v["generation"],
+            v["error"].as_str().unwrap_or("?")
+        ))
+    }
+}
+
+fn rates(dt: f64, now: &Value, before: &Value) -> String {
+    let d = |k: &str| {
+        (now[k].as_u64().unwrap_or(0) as f64 - before[k].as_u64().unwrap_or(0) as f64) / dt / 1e6
+    };
+    let mut s = format!("rx {:7.2} Mpps  tx {:7.2} Mpps  drops", d("rx"), d("tx"));
+    let mut any = false;
+    if let (Some(a), Some(b)) = (now["drops"].as_object(), before["drops"].as_object()) {
+        for (k, v) in a {
+            let r = (v.as_u64().unwrap_or(0) as f64 - b[k].as_u64().unwrap_or(0) as f64) / dt / 1e6;
+            if r > 0.0 {
+                s.push_str(&format!(" {k} {r:.2}"));
+                any = true;
+            }
+        }
+    }
+    if !any {
+        s.push_str(" none");
+    }
+    s
+}
+
+/// `forwarder stats`: the counters as JSON; with `watch`, the per-second
+/// rates, as `forwarder run` prints them, until interrupted (or for
+/// `count` seconds).
+pub fn stats(
+    config: &Path,
+    watch: bool,
+    count: Option<u64>,
+    out: &mut dyn Write,
+) -> Result<(), String> {
+    let mut before = ask(config, "stats")?;
+    if !watch {
+        return writeln!(out, "{before}").map_err(|e| e.to_string());
+    }
+    let start = Instant::now();
+    let mut t0 = Instant::now();
+    let mut n = 0;
+    while count.is_none_or(|c| n < c) {
+        std::thread::sleep(Duration::from_secs(1));
+        let now = ask(config, "stats")?;
+        let dt = t0.elapsed().as_secs_f64();
+        t0 = Instant::now();
+        let mut s = format!(
+            "[{:.0}s] generation {}, last reload {}\n",
+            start.elapsed().as_secs_f64(),
+            now["generation"],
+            now["last_reload"]
+        );
+        if let (Some(a), Some(b)) = (now["cores"].as_array(), before["cores"].as_array()) {
+            for (c, p) in a.iter().zip(b) {
+                s.push_str(&format!("  core {}: {}\n", c["core"], rates(dt, c, p)));
+            }
+        }
+        s.push_str(&format!(
+            "  total: {}\n",
+            rates(dt, &now["total"], &before["total"])
+        ));
+        out.write_all(s.as_bytes()).map_err(|e| e.to_string())?;
+        before = now;
+        n += 1;
+    }
+    Ok(())
+}

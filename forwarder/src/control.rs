@@ -1,0 +1,444 @@
+//! The control side: it owns the working copies of every table (one
+//! pipapo [`Set`] per rule set, the [`Fib`]), applies a new configuration
+//! to them incrementally, and publishes the result as one new [`Tables`]
+//! snapshot with a single atomic swap.
+//!
+//! A reload never touches what workers read until the swap: a bad file
+//! (syntax, overlap, unknown next hop) is refused with its
+//! `file:line:col`, the working copies are rolled back and the running
+//! snapshot stays. Workers load the snapshot once per burst, so every
+//! burst is judged wholly by one generation; the snapshot a worker still
+//! holds is freed when its burst ends.
+//!
+//! What is incremental: a rule set whose name, type, packet fields and
+//! action stay gets only its added and removed elements (the rest of its
+//! tables stay as they are); routes whose next hops and ECMP groups stay
+//! get only their changes, in the FIB's copy-on-write pages. Anything
+//! else (a new set, a changed type, changed next hops) is rebuilt. The
+//! ports and `[forwarder]` need a restart.
+
+use crate::tables::{self, RuleSet, Tables};
+use crate::worker::Shared;
+use arc_swap::ArcSwap;
+use config::{Config, RouteConfig, Via};
+use matcher::{Element, InsertMode, Set};
+use routecache::{Fib, TargetId};
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// The outcome of reloads, as statistics report it.
+#[derive(Default)]
+pub struct Status {
+    /// Generation of the published snapshot.
+    pub generation: AtomicU64,
+    /// Reloads applied.
+    pub reloads: AtomicU64,
+    /// Reloads refused.
+    pub failed: AtomicU64,
+    /// Microseconds the last applied reload took (parse to swap).
+    pub last_reload_us: AtomicU64,
+    last: Mutex<String>,
+}
+
+impl Status {
+    /// `ok`, or the last reload's error with its `file:line:col` (until a
+    /// reload succeeds).
+    pub fn last_reload(&self) -> String {
+        let s = self.last.lock().unwrap_or_else(|e| e.into_inner());
+        if s.is_empty() {
+            "ok".to_string()
+        } else {
+            s.clone()
+        }
+    }
+
+    fn set_last(&self, v: &str) {
+        *self.last.lock().unwrap_or_else(|e| e.into_inner()) = v.to_string();
+    }
+}
+
+/// What one applied reload changed.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Reload {
+    /// The published generation.
+    pub generation: u64,
+    /// Rule sets built anew (new, or type / fields / action changed).
+    pub sets_rebuilt: usize,
+    /// Elements added to kept sets.
+    pub elements_added: usize,
+    /// Elements removed from kept sets.
+    pub elements_removed: usize,
+    /// Routes added, changed or removed (when the FIB was kept).
+    pub routes_changed: usize,
+    /// Whether the FIB was built anew (next hops or groups changed).
+    pub fib_rebuilt: bool,
+    /// Whether a new snapshot was published (false: nothing changed).
+    pub published: bool,
+    /// Parse to swap.
+    pub took: Duration,
+}
+
+/// The control side's state.
+pub struct Control {
+    path: PathBuf,
+    cfg: Config,
+    sets: Vec<Set>,
+    fib: Fib,
+    hops: Vec<TargetId>,
+    groups: Vec<TargetId>,
+    flow_seed: u32,
+    shared: Arc<Shared>,
+}
+
+type RouteKey = (bool, u128, u32);
+
+fn route_key(r: &RouteConfig) -> RouteKey {
+    (r.v6, r.prefix, r.len)
+}
+
+/// `file:line:1` of the first line of `path` that starts with `what`.
+fn locate(path: &Path, what: &str) -> String {
+    let line = std::fs::read_to_string(path)
+        .ok()
+        .and_then(|t| t.lines().position(|l| l.trim_start().starts_with(what)))
+        .map(|i| i + 1)
+        .unwrap_or(1);
+    format!("{}:{line}:1", path.display())
+}
+
+impl Control {
+    /// Loads `path`, builds every table and publishes generation 1.
+    pub fn start(path: &Path) -> Result<Control, String> {
+        let cfg = config::load(path).map_err(|e| e.to_string())?;
+        Control::with_config(path, cfg)
+    }
+
+    /// As [`Control::start`], from a configuration already loaded from
+    /// `path`.
+    pub fn with_config(path: &Path, cfg: Config) -> Result<Control, String> {
+        let mut sets = Vec::new();
+        for s in &cfg.sets {
+            sets.push(tables::build_set(s)?);
+        }
+        let mut fib = Fib::new();
+        let (hops, groups) = tables::fib_targets(&cfg, &mut fib)?;
+        for r in &cfg.routes {
+            tables::insert_route(&mut fib, r, tables::route_target(r, &hops, &groups))?;
+        }
+        let mut c = Control {
+            path: path.to_path_buf(),
+            cfg,
+            sets,
+            fib,
+            hops,
+            groups,
+            flow_seed: routecache::hash::random_seed(),
+            shared: Arc::new(Shared {
+                tables: ArcSwap::from_pointee(Tables::empty()),
+                stop: AtomicBool::new(false),
+                status: Status::default(),
+            }),
+        };
+        let fib = c.fib.publish();
+        let t = c.assemble(1, fib);
+        c.publish(t);
+        Ok(c)
+    }
+
+    /// What the workers share with this side.
+    pub fn shared(&self) -> Arc<Shared> {
+        self.shared.clone()
+    }
+
+    /// The configuration in force.
+    pub fn config(&self) -> &Config {
+        &self.cfg
+    }
+
+    /// The configuration file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The files a reload reads: the configuration and the set files it
+    /// includes.
+    pub fn files(&self) -> Vec<PathBuf> {
+        let mut v = vec![self.path.clone()];
+        v.extend(self.cfg.sets.iter().filter_map(|s| s.file.clone()));
+        v
+    }
+
+    fn assemble(&mut self, generation: u64, fib: Arc<routecache::FibSnapshot>) -> Tables {
+        Tables {
+            generation,
+            sets: self
+                .cfg
+                .sets
+                .iter()
+                .zip(&mut self.sets)
+                .map(|(s, set)| tables::rule_set(s, set.commit()))
+                .collect::<Vec<RuleSet>>(),
+            fib,
+            port_names: self.cfg.ports.iter().map(|p| p.name.clone()).collect(),
+            route_cache: tables::route_cache(&self.cfg),
+            flow_seed: self.flow_seed,
+        }
+    }
+
+    fn publish(&self, t: Tables) {
+        self.shared.status.generation.store(t.generation, Relaxed);
+        self.shared.tables.store(Arc::new(t));
+    }
+
+    /// Reads the configuration file again and applies it. On error nothing
+    /// changes; the error names `file:line:col`.
+    pub fn reload(&mut self) -> Result<Reload, String> {
+        let start = Instant::now();
+        let r = config::load(&self.path)
+            .map_err(|e| e.to_string())
+            .and_then(|new| self.apply(new, start));
+        let st = &self.shared.status;
+        match &r {
+            Ok(rep) => {
+                st.reloads.fetch_add(1, Relaxed);
+                st.last_reload_us
+                    .store(rep.took.as_micros() as u64, Relaxed);
+                st.set_last("");
+            }
+            Err(e) => {
+                st.failed.fetch_add(1, Relaxed);
+                st.set_last(e);
+            }
+        }
+        r
+    }
+
+    /// Applies a configuration loaded from this control's file.
+    pub fn apply(&mut self, new: Config, start: Instant) -> Result<Reload, String> {
+        self.restart_only(&new)?;
+        let mut rep = Reload::default();
+        // Sets: stage every change in the working copies; on the first
+        // error roll back those touched.
+        let mut touched = Vec::new();
+        let staged = self.stage_sets(&new, &mut touched, &mut rep);
+        let (plan, mut fresh) = match staged {
+            Ok(v) => v,
+            Err(e) => {
+                for &j in &touched {
+                    self.sets[j].abort();
+                }
+                return Err(e);
+            }
+        };
+        // Routes: in place when the targets stay, else a new FIB.
+        let fib_changed = match self.stage_fib(&new, &mut rep) {
+            Ok(c) => c,
+            Err(e) => {
+                for &j in &touched {
+                    self.sets[j].abort();
+                }
+                return Err(e);
+            }
+        };
+        // Nothing to publish when nothing changed (a file saved as it
+        // was): the generation, and every core's dst cache, stay.
+        let same_order =
+            plan.iter().enumerate().all(|(i, p)| *p == Some(i)) && plan.len() == self.sets.len();
+        if same_order
+            && !fib_changed
+            && rep.elements_added + rep.elements_removed == 0
+            && tables::route_cache(&new) == tables::route_cache(&self.cfg)
+        {
+            self.cfg = new;
+            rep.generation = self.shared.status.generation.load(Relaxed);
+            rep.took = start.elapsed();
+            return Ok(rep);
+        }
+        // Nothing can fail from here on.
+        let mut old: Vec<Option<Set>> = std::mem::take(&mut self.sets)
+            .into_iter()
+            .map(Some)
+            .collect();
+        self.sets = plan
+            .iter()
+            .zip(fresh.iter_mut())
+            .map(|(p, f)| match p {
+                Some(j) => old[*j].take().expect("each kept set once"),
+                None => f.take().expect("a fresh set"),
+            })
+            .collect();
+        self.cfg = new;
+        let fib = match (fib_changed, self.fib.published()) {
+            (false, Some(f)) => f,
+            _ => self.fib.publish(),
+        };
+        let generation = self.shared.status.generation.load(Relaxed) + 1;
+        let t = self.assemble(generation, fib);
+        self.publish(t);
+        rep.published = true;
+        rep.generation = generation;
+        rep.took = start.elapsed();
+        Ok(rep)
+    }
+
+    fn restart_only(&self, new: &Config) -> Result<(), String> {
+        if new.forwarder != self.cfg.forwarder {
+            return Err(format!(
+                "{}: [forwarder] changed: cores and burst take effect on restart; nothing was changed",
+                locate(&self.path, "[forwarder]")
+            ));
+        }
+        if new.control != self.cfg.control {
+            return Err(format!(
+                "{}: [control] changed: it takes effect on restart; nothing was changed",
+                locate(&self.path, "[control]")
+            ));
+        }
+        let same = |a: &config::PortConfig, b: &config::PortConfig| {
+            a.name == b.name && a.driver == b.driver && a.mac == b.mac && a.options == b.options
+        };
+        if new.ports.len() != self.cfg.ports.len()
+            || new
+                .ports
+                .iter()
+                .zip(&self.cfg.ports)
+                .any(|(a, b)| !same(a, b))
+        {
+            let at = new
+                .ports
+                .iter()
+                .zip(&self.cfg.ports)
+                .find(|(a, b)| !same(a, b))
+                .map(|(a, _)| a.at.clone())
+                .unwrap_or_else(|| locate(&self.path, "[[port]]"));
+            return Err(format!(
+                "{at}: ports changed: ports take effect on restart; nothing was changed"
+            ));
+        }
+        Ok(())
+    }
+
+    /// For each new set, the kept working copy's index (`Some`) or a
+    /// freshly built set.
+    #[allow(clippy::type_complexity)]
+    fn stage_sets(
+        &mut self,
+        new: &Config,
+        touched: &mut Vec<usize>,
+        rep: &mut Reload,
+    ) -> Result<(Vec<Option<usize>>, Vec<Option<Set>>), String> {
+        let mut plan = Vec::new();
+        let mut fresh = Vec::new();
+        for ns in &new.sets {
+            let kept = self.cfg.sets.iter().position(|os| {
+                os.name == ns.name
+                    && os.decl == ns.decl
+                    && os.sources == ns.sources
+                    && os.action == ns.action
+            });
+            let Some(j) = kept else {
+                fresh.push(Some(tables::build_set(ns)?));
+                plan.push(None);
+                rep.sets_rebuilt += 1;
+                continue;
+            };
+            touched.push(j);
+            let old: HashSet<&Element> = self.cfg.sets[j].elements.iter().collect();
+            let now: HashSet<&Element> = ns.elements.iter().collect();
+            let set = &mut self.sets[j];
+            let err = |e: matcher::SetError| format!("set `{}`: {e}", ns.name);
+            for e in self.cfg.sets[j]
+                .elements
+                .iter()
+                .filter(|e| !now.contains(e))
+            {
+                set.delete(&e.key).map_err(err)?;
+                rep.elements_removed += 1;
+            }
+            for e in ns.elements.iter().filter(|e| !old.contains(e)) {
+                set.insert(e.clone(), InsertMode::Add).map_err(err)?;
+                rep.elements_added += 1;
+            }
+            plan.push(Some(j));
+            fresh.push(None);
+        }
+        Ok((plan, fresh))
+    }
+
+    /// Stages the routes of `new` in the FIB; returns whether it changed.
+    fn stage_fib(&mut self, new: &Config, rep: &mut Reload) -> Result<bool, String> {
+        let targets_kept = new.next_hops == self.cfg.next_hops
+            && new.ecmp == self.cfg.ecmp
+            && new
+                .ports
+                .iter()
+                .map(|p| p.mac)
+                .eq(self.cfg.ports.iter().map(|p| p.mac));
+        if !targets_kept {
+            let mut fib = Fib::succeeding(&self.fib);
+            let (hops, groups) = tables::fib_targets(new, &mut fib)?;
+            for r in &new.routes {
+                tables::insert_route(&mut fib, r, tables::route_target(r, &hops, &groups))?;
+            }
+            self.fib = fib;
+            self.hops = hops;
+            self.groups = groups;
+            rep.fib_rebuilt = true;
+            return Ok(true);
+        }
+        let old: HashMap<RouteKey, Via> = self
+            .cfg
+            .routes
+            .iter()
+            .map(|r| (route_key(r), r.via))
+            .collect();
+        let now: HashMap<RouteKey, Via> =
+            new.routes.iter().map(|r| (route_key(r), r.via)).collect();
+        let mut done: Vec<(RouteConfig, Option<Via>)> = Vec::new();
+        let mut result = Ok(());
+        for r in &self.cfg.routes {
+            if !now.contains_key(&route_key(r)) {
+                let f = tables::family(r);
+                if let Err(e) = self.fib.remove(f, r.prefix, r.len) {
+                    result = Err(format!("route {:#x}/{}: {e}", r.prefix, r.len));
+                    break;
+                }
+                done.push((*r, Some(r.via)));
+            }
+        }
+        if result.is_ok() {
+            for r in &new.routes {
+                if old.get(&route_key(r)) == Some(&r.via) {
+                    continue;
+                }
+                let t = tables::route_target(r, &self.hops, &self.groups);
+                if let Err(e) = tables::insert_route(&mut self.fib, r, t) {
+                    result = Err(e);
+                    break;
+                }
+                done.push((*r, old.get(&route_key(r)).copied()));
+            }
+        }
+        if let Err(e) = result {
+            // Put back what was changed, in reverse.
+            for (r, before) in done.into_iter().rev() {
+                match before {
+                    Some(via) => {
+                        let r = RouteConfig { via, ..r };
+                        let t = tables::route_target(&r, &self.hops, &self.groups);
+                        let _ = tables::insert_route(&mut self.fib, &r, t);
+                    }
+                    None => {
+                        let _ = self.fib.remove(tables::family(&r), r.prefix, r.len);
+                    }
+                }
+            }
+            return Err(e);
+        }
+        rep.routes_changed = done.len();
+        Ok(!done.is_empty())
+    }
+}

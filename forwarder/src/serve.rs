@@ -1,0 +1,311 @@
+//! The control thread: reloads on a change of the configuration or of a
+//! set file it includes (inotify, debounced), on SIGHUP and on request
+//! through the control socket; answers `stats` there; serves Prometheus
+//! metrics over HTTP when configured. It never runs on a worker's core
+//! where another is free, and it never makes a worker wait: all it hands
+//! the workers is a new snapshot, swapped in atomically.
+//!
+//! The control socket speaks one line each way: the client sends
+//! `reload` or `stats`, the server answers one line of JSON.
+
+use crate::control::Control;
+use crate::stats::Source;
+use notify::Watcher;
+use serde_json::json;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+use std::sync::{mpsc, Arc};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// How long file changes must settle before a reload (editors write in
+/// several steps).
+pub const DEBOUNCE: Duration = Duration::from_millis(100);
+/// How often the control thread looks at its inputs.
+const TICK: Duration = Duration::from_millis(10);
+
+/// The running control thread.
+pub struct Server {
+    thread: JoinHandle<()>,
+    /// Where the control socket is.
+    pub socket: PathBuf,
+}
+
+impl Server {
+    /// Waits for the control thread (after the workers' stop flag is set).
+    pub fn join(self) {
+        let _ = self.thread.join();
+        let _ = std::fs::remove_file(&self.socket);
+    }
+}
+
+/// Writes a line to the forwarder's log (standard error).
+fn log(msg: &str) {
+    eprintln!("forwarder: {msg}");
+}
+
+/// Starts the control thread for `control`, serving `stats`.
+pub fn start(
+    control: Control,
+    stats: Arc<Source>,
+    worker_cores: &[usize],
+) -> Result<Server, String> {
+    let cfg = control.config().control.clone();
+    let socket = cfg
+        .socket
+        .clone()
+        .unwrap_or_else(|| config::default_socket(control.path()));
+    // A socket file left by an instance that is gone is replaced; one that
+    // answers belongs to a running instance.
+    if socket.exists() {
+        if UnixStream::connect(&socket).is_ok() {
+            return Err(format!(
+                "control socket {} is in use: is a forwarder already running with this configuration?",
+                socket.display()
+            ));
+        }
+        let _ = std::fs::remove_file(&socket);
+    }
+    let listener = UnixListener::bind(&socket)
+        .map_err(|e| format!("control socket {}: {e}", socket.display()))?;
+    listener
+        .set_nonblocking(true)
+        .map_err(|e| format!("control socket: {e}"))?;
+    let hup = Arc::new(AtomicBool::new(false));
+    signal_hook::flag::register(signal_hook::consts::SIGHUP, hup.clone())
+        .map_err(|e| format!("SIGHUP handler: {e}"))?;
+    if let Some(addr) = cfg.prometheus {
+        let l = std::net::TcpListener::bind(addr)
+            .map_err(|e| format!("prometheus listener on {addr}: {e}"))?;
+        let stats = stats.clone();
+        std::thread::Builder::new()
+            .name("prometheus".into())
+            .spawn(move || serve_http(l, &stats))
+            .map_err(|e| e.to_string())?;
+    }
+    let free: Vec<usize> = core_affinity::get_core_ids()
+        .unwrap_or_default()
+        .into_iter()
+        .map(|c| c.id)
+        .filter(|c| !worker_cores.contains(c))
+        .collect();
+    let watch = cfg.watch;
+    let thread = std::thread::Builder::new()
+        .name("control".into())
+        .spawn(move || {
+            if let Some(&c) = free.first() {
+                let _ = core_affinity::set_for_current(core_affinity::CoreId { id: c });
+            }
+            control_loop(control, listener, hup, watch, &stats)
+        })
+        .map_err(|e| e.to_string())?;
+    Ok(Server { thread, socket })
+}
+
+/// Watches the directories of `files` (editors replace files by
+/// renaming) and reports changes of those files.
+struct Watch {
+    _watcher: notify::RecommendedWatcher,
+    events: mpsc::Receiver<()>,
+}
+
+fn watch(files: &[PathBuf]) -> Result<Watch, String> {
+    let wanted: Vec<PathBuf> = files
+        .iter()
+        .filter_map(|f| {
+            let dir = f
+                .parent()
+                .filter(|d| !d.as_os_str().is_empty())
+                .unwrap_or(Path::new("."));
+            Some(std::fs::canonicalize(dir).ok()?.join(f.file_name()?))
+        })
+        .collect();
+    let (tx, rx) = mpsc::channel();
+    let w = wanted.clone();
+    let mut watcher = notify::recommended_watcher(move |ev: notify::Result<notify::Event>| {
+        if let Ok(ev) = ev {
+            if ev.kind.is_access() {
+                return;
+            }
+            if ev.paths.iter().any(|p| w.contains(p)) {
+                let _ = tx.send(());
+            }
+        }
+    })
+    .map_err(|e| format!("file watch: {e}"))?;
+    let mut dirs: Vec<&Path> = wanted.iter().filter_map(|p| p.parent()).collect();
+    dirs.sort();
+    dirs.dedup();
+    for d in dirs {
+        watcher
+            .watch(d, notify::RecursiveMode::NonRecursive)
+            .map_err(|e| format!("file watch on {}: {e}", d.display()))?;
+    }
+    Ok(Watch {
+        _watcher: watcher,
+        events: rx,
+    })
+}
+
+fn reload(control: &mut Control, why: &str) -> serde_json::Value {
+    match control.reload() {
+        Ok(r) => {
+            if !r.published {
+                log(&format!(
+                    "reload ({why}): nothing changed, generation {} serves on ({:.1} ms)",
+                    r.generation,
+                    r.took.as_secs_f64() * 1e3
+                ));
+            } else {
+                log(&format!(
+                "reload ({why}): generation {}: {} set(s) rebuilt, +{} -{} element(s), {} route change(s){}, in {:.1} ms",
+                r.generation,
+                r.sets_rebuilt,
+                r.elements_added,
+                r.elements_removed,
+                r.routes_changed,
+                if r.fib_rebuilt { ", FIB rebuilt" } else { "" },
+                r.took.as_secs_f64() * 1e3
+            ));
+            }
+            json!({
+                "result": "ok",
+                "published": r.published,
+                "generation": r.generation,
+                "sets_rebuilt": r.sets_rebuilt,
+                "elements_added": r.elements_added,
+                "elements_removed": r.elements_removed,
+                "routes_changed": r.routes_changed,
+                "fib_rebuilt": r.fib_rebuilt,
+                "took_us": r.took.as_micros() as u64,
+            })
+        }
+        Err(e) => {
+            log(&format!(
+                "reload ({why}) refused, still serving generation {}: {e}",
+                control.shared().status.generation.load(Relaxed)
+            ));
+            json!({
+                "result": "error",
+                "error": e,
+                "generation": control.shared().status.generation.load(Relaxed),
+            })
+        }
+    }
+}
+
+fn control_loop(
+    mut control: Control,
+    listener: UnixListener,
+    hup: Arc<AtomicBool>,
+    watching: bool,
+    stats: &Source,
+) {
+    let shared = control.shared();
+    let mut files = control.files();
+    let mut w = if watching {
+        match watch(&files) {
+            Ok(w) => Some(w),
+            Err(e) => {
+                log(&format!("{e}; reload with SIGHUP or `forwarder reload`"));
+                None
+            }
+        }
+    } else {
+        None
+    };
+    let mut changed: Option<Instant> = None;
+    while !shared.stop.load(Relaxed) {
+        if hup.swap(false, Relaxed) {
+            reload(&mut control, "SIGHUP");
+        }
+        if let Some(watch) = &w {
+            while watch.events.try_recv().is_ok() {
+                changed = Some(Instant::now());
+            }
+        }
+        if changed.is_some_and(|t| t.elapsed() >= DEBOUNCE) {
+            changed = None;
+            reload(&mut control, "file changed");
+        }
+        if watching && control.files() != files {
+            // A set file added or removed: watch what the new
+            // configuration reads.
+            files = control.files();
+            w = watch(&files).map_err(|e| log(&e)).ok();
+        }
+        match listener.accept() {
+            Ok((s, _)) => answer(s, &mut control, stats),
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => std::thread::sleep(TICK),
+            Err(e) => {
+                log(&format!("control socket: {e}"));
+                std::thread::sleep(TICK);
+            }
+        }
+    }
+}
+
+/// One request on the control socket.
+fn answer(s: UnixStream, control: &mut Control, stats: &Source) {
+    let _ = s.set_nonblocking(false);
+    let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
+    let mut line = String::new();
+    let mut r = BufReader::new(s.take(256));
+    if r.read_line(&mut line).is_err() {
+        return;
+    }
+    let reply = match line.trim() {
+        "reload" => reload(control, "request"),
+        "stats" => stats.json(),
+        other => {
+            json!({ "result": "error", "error": format!("unknown request `{other}` (reload, stats)") })
+        }
+    };
+    let mut s = r.into_inner().into_inner();
+    let _ = writeln!(s, "{reply}");
+}
+
+/// Sends `request` to the control socket `socket`; returns the reply line.
+pub fn request(socket: &Path, request: &str) -> Result<String, String> {
+    let mut s = UnixStream::connect(socket).map_err(|e| {
+        format!(
+            "cannot reach the forwarder at {}: {e} (is it running with this configuration?)",
+            socket.display()
+        )
+    })?;
+    s.set_read_timeout(Some(Duration::from_secs(120)))
+        .map_err(|e| e.to_string())?;
+    writeln!(s, "{request}").map_err(|e| e.to_string())?;
+    let mut line = String::new();
+    BufReader::new(s)
+        .read_line(&mut line)
+        .map_err(|e| format!("no answer from {}: {e}", socket.display()))?;
+    if line.is_empty() {
+        return Err(format!("no answer from {}", socket.display()));
+    }
+    Ok(line.trim_end().to_string())
+}
+
+/// A minimal HTTP/1.0 server for `GET /metrics`.
+fn serve_http(l: std::net::TcpListener, stats: &Source) {
+    for conn in l.incoming() {
+        let Ok(mut c) = conn else { continue };
+        let _ = c.set_read_timeout(Some(Duration::from_secs(2)));
+        let mut buf = [0u8; 1024];
+        let n = c.read(&mut buf).unwrap_or(0);
+        let req = String::from_utf8_lossy(&buf[..n]);
+        let path = req.split_whitespace().nth(1).unwrap_or("");
+        let (status, body) = if req.starts_with("GET ") && (path == "/metrics" || path == "/") {
+            ("200 OK", stats.prometheus())
+        } else {
+            ("404 Not Found", "GET /metrics\n".to_string())
+        };
+        let _ = write!(
+            c,
+            "HTTP/1.0 {status}\r\nContent-Type: text/plain; version=0.0.4\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        );
+    }
+}

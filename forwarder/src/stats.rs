@@ -1,0 +1,340 @@
+//! Statistics for operators: the workers' published counters, the reload
+//! status and the snapshot's generation, rendered as JSON (the control
+//! socket's `stats`) and as Prometheus text (HTTP, when configured).
+//!
+//! Counters are read from what each worker last published (about every
+//! millisecond under load); a rule set's counts are attributed by name
+//! through the snapshot the worker published them for.
+
+use crate::wire::Drop;
+use crate::worker::{Published, Shared, PORT_FIELDS, PUBLISHED_PORTS, PUBLISHED_SETS};
+use serde_json::{json, Map, Value};
+use std::fmt::Write as _;
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::Arc;
+
+/// Where statistics come from.
+pub struct Source {
+    /// The tables and the reload status.
+    pub shared: Arc<Shared>,
+    /// Each worker's core and published counters.
+    pub workers: Vec<(usize, Arc<Published>)>,
+    /// The ports' names, in configuration order.
+    pub ports: Vec<String>,
+}
+
+const CACHE: [&str; 4] = ["hint_hits", "hits", "misses", "stale"];
+const VERDICTS: [&str; 3] = ["drop", "accept", "continue"];
+
+/// One worker's counters, read once.
+struct Read {
+    core: usize,
+    rx: u64,
+    tx: u64,
+    bursts: u64,
+    drops: [u64; Drop::ALL.len()],
+    cache: [u64; 4],
+    ports: Vec<[u64; 8]>,
+    /// (set name, [drop, accept, continue]).
+    sets: Vec<(String, [u64; 3])>,
+}
+
+impl Source {
+    fn read(&self) -> Vec<Read> {
+        let tables = self.shared.tables.load();
+        self.workers
+            .iter()
+            .map(|(core, p)| {
+                let gen = p.generation.load(Relaxed);
+                // Counts are attributed to names only when the worker
+                // published them for the snapshot now in force (right
+                // after a reload a worker may lag by a millisecond).
+                let sets = if gen == tables.generation {
+                    tables
+                        .sets
+                        .iter()
+                        .take(PUBLISHED_SETS)
+                        .zip(&p.matches)
+                        .map(|(s, m)| {
+                            (
+                                s.name.clone(),
+                                [m[0].load(Relaxed), m[1].load(Relaxed), m[2].load(Relaxed)],
+                            )
+                        })
+                        .collect()
+                } else {
+                    Vec::new()
+                };
+                Read {
+                    core: *core,
+                    rx: p.rx.load(Relaxed),
+                    tx: p.tx.load(Relaxed),
+                    bursts: p.bursts.load(Relaxed),
+                    drops: std::array::from_fn(|i| p.drops[i].load(Relaxed)),
+                    cache: std::array::from_fn(|i| p.cache[i].load(Relaxed)),
+                    ports: p
+                        .ports
+                        .iter()
+                        .take(self.ports.len().min(PUBLISHED_PORTS))
+                        .map(|a| std::array::from_fn(|i| a[i].load(Relaxed)))
+                        .collect(),
+                    sets,
+                }
+            })
+            .collect()
+    }
+
+    /// Everything as one JSON object: `generation`, `last_reload`,
+    /// `reloads`, `reloads_failed`, `last_reload_us`, `total`, `cores`,
+    /// `ports`, `sets`, `route_cache`.
+    pub fn json(&self) -> Value {
+        let st = &self.shared.status;
+        let reads = self.read();
+        let drops = |d: &[u64; Drop::ALL.len()]| -> Map<String, Value> {
+            Drop::ALL
+                .iter()
+                .map(|r| (r.name().to_string(), json!(d[r.index()])))
+                .collect()
+        };
+        let port_obj = |v: &[u64; 8]| -> Map<String, Value> {
+            PORT_FIELDS
+                .iter()
+                .zip(v)
+                .map(|(k, v)| (k.to_string(), json!(v)))
+                .collect()
+        };
+        let mut total = Read {
+            core: 0,
+            rx: 0,
+            tx: 0,
+            bursts: 0,
+            drops: [0; Drop::ALL.len()],
+            cache: [0; 4],
+            ports: vec![[0; 8]; self.ports.len().min(PUBLISHED_PORTS)],
+            sets: Vec::new(),
+        };
+        let mut sets: Vec<(String, [u64; 3])> = Vec::new();
+        let mut cores = Vec::new();
+        for r in &reads {
+            total.rx += r.rx;
+            total.tx += r.tx;
+            total.bursts += r.bursts;
+            for (a, b) in total.drops.iter_mut().zip(&r.drops) {
+                *a += b;
+            }
+            for (a, b) in total.cache.iter_mut().zip(&r.cache) {
+                *a += b;
+            }
+            for (a, b) in total.ports.iter_mut().zip(&r.ports) {
+                for (x, y) in a.iter_mut().zip(b) {
+                    *x += y;
+                }
+            }
+            for (name, m) in &r.sets {
+                match sets.iter_mut().find(|(n, _)| n == name) {
+                    Some((_, t)) => (0..3).for_each(|k| t[k] += m[k]),
+                    None => sets.push((name.clone(), *m)),
+                }
+            }
+            let ports: Map<String, Value> = self
+                .ports
+                .iter()
+                .zip(&r.ports)
+                .map(|(n, v)| (n.clone(), Value::Object(port_obj(v))))
+                .collect();
+            cores.push(json!({
+                "core": r.core,
+                "rx": r.rx,
+                "tx": r.tx,
+                "bursts": r.bursts,
+                "drops": drops(&r.drops),
+                "ports": ports,
+            }));
+        }
+        let ports: Map<String, Value> = self
+            .ports
+            .iter()
+            .zip(&total.ports)
+            .map(|(n, v)| (n.clone(), Value::Object(port_obj(v))))
+            .collect();
+        let sets: Map<String, Value> = sets
+            .iter()
+            .map(|(n, m)| {
+                (
+                    n.clone(),
+                    json!({ VERDICTS[0]: m[0], VERDICTS[1]: m[1], VERDICTS[2]: m[2] }),
+                )
+            })
+            .collect();
+        let cache: Map<String, Value> = CACHE
+            .iter()
+            .zip(&total.cache)
+            .map(|(k, v)| (k.to_string(), json!(v)))
+            .collect();
+        json!({
+            "generation": st.generation.load(Relaxed),
+            "last_reload": st.last_reload(),
+            "reloads": st.reloads.load(Relaxed),
+            "reloads_failed": st.failed.load(Relaxed),
+            "last_reload_us": st.last_reload_us.load(Relaxed),
+            "total": { "rx": total.rx, "tx": total.tx, "bursts": total.bursts, "drops": drops(&total.drops) },
+            "cores": cores,
+            "ports": ports,
+            "sets": sets,
+            "route_cache": cache,
+        })
+    }
+
+    /// The Prometheus text exposition (format 0.0.4).
+    pub fn prometheus(&self) -> String {
+        let st = &self.shared.status;
+        let reads = self.read();
+        let mut o = String::new();
+        let family = |o: &mut String, name: &str, kind: &str, help: &str| {
+            let _ = writeln!(
+                o,
+                "# HELP forwarder_{name} {help}\n# TYPE forwarder_{name} {kind}"
+            );
+        };
+        family(
+            &mut o,
+            "rx_packets_total",
+            "counter",
+            "Frames received, per worker core.",
+        );
+        for r in &reads {
+            let _ = writeln!(
+                o,
+                "forwarder_rx_packets_total{{core=\"{}\"}} {}",
+                r.core, r.rx
+            );
+        }
+        family(
+            &mut o,
+            "tx_packets_total",
+            "counter",
+            "Frames sent, per worker core.",
+        );
+        for r in &reads {
+            let _ = writeln!(
+                o,
+                "forwarder_tx_packets_total{{core=\"{}\"}} {}",
+                r.core, r.tx
+            );
+        }
+        family(
+            &mut o,
+            "drops_total",
+            "counter",
+            "Frames dropped, per core and reason.",
+        );
+        for r in &reads {
+            for d in Drop::ALL {
+                let _ = writeln!(
+                    o,
+                    "forwarder_drops_total{{core=\"{}\",reason=\"{}\"}} {}",
+                    r.core,
+                    d.name(),
+                    r.drops[d.index()]
+                );
+            }
+        }
+        family(
+            &mut o,
+            "port_packets_total",
+            "counter",
+            "Port counters, per core, port and counter.",
+        );
+        for r in &reads {
+            for (name, v) in self.ports.iter().zip(&r.ports) {
+                for (k, x) in PORT_FIELDS.iter().zip(v) {
+                    let _ = writeln!(
+                        o,
+                        "forwarder_port_packets_total{{core=\"{}\",port=\"{}\",counter=\"{}\"}} {}",
+                        r.core,
+                        escape(name),
+                        k,
+                        x
+                    );
+                }
+            }
+        }
+        family(
+            &mut o,
+            "set_matches_total",
+            "counter",
+            "Rule set matches, per set and verdict.",
+        );
+        for r in &reads {
+            for (name, m) in &r.sets {
+                for (k, v) in VERDICTS.iter().zip(m) {
+                    let _ = writeln!(
+                        o,
+                        "forwarder_set_matches_total{{core=\"{}\",set=\"{}\",verdict=\"{}\"}} {}",
+                        r.core,
+                        escape(name),
+                        k,
+                        v
+                    );
+                }
+            }
+        }
+        family(
+            &mut o,
+            "route_cache_total",
+            "counter",
+            "Route stage lookups, per result.",
+        );
+        for r in &reads {
+            for (k, v) in CACHE.iter().zip(&r.cache) {
+                let _ = writeln!(
+                    o,
+                    "forwarder_route_cache_total{{core=\"{}\",result=\"{}\"}} {}",
+                    r.core, k, v
+                );
+            }
+        }
+        family(
+            &mut o,
+            "generation",
+            "gauge",
+            "Generation of the published table snapshot.",
+        );
+        let _ = writeln!(o, "forwarder_generation {}", st.generation.load(Relaxed));
+        family(
+            &mut o,
+            "reloads_total",
+            "counter",
+            "Reloads, applied and refused.",
+        );
+        let _ = writeln!(
+            o,
+            "forwarder_reloads_total{{result=\"ok\"}} {}",
+            st.reloads.load(Relaxed)
+        );
+        let _ = writeln!(
+            o,
+            "forwarder_reloads_total{{result=\"failed\"}} {}",
+            st.failed.load(Relaxed)
+        );
+        family(
+            &mut o,
+            "last_reload_ok",
+            "gauge",
+            "1 if the last reload was applied (or none was tried).",
+        );
+        let _ = writeln!(
+            o,
+            "forwarder_last_reload_ok {}",
+            u8::from(st.last_reload() == "ok")
+        );
+        o
+    }
+}
+
+/// A label value with `\`, `"` and newlines escaped.
+fn escape(s: &str) -> String {
+    s.replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
+}

@@ -1,0 +1,236 @@
+//! The control side end to end, through the binary: a running forwarder
+//! reloads when its file changes, on SIGHUP and on `forwarder reload`;
+//! refuses a broken file (saying where) and keeps serving; answers
+//! `forwarder stats` (JSON, and `--watch` rates) and Prometheus scrapes.
+
+use serde_json::Value;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+fn forwarder() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_forwarder"))
+}
+
+struct Running(Child);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn config(prom: u16, extra: &str) -> String {
+    format!(
+        r#"
+route = [{{ prefix = "0.0.0.0/0", via = "gw" }}, {{ prefix = "::/0", via = "gw" }}]
+[forwarder]
+cores = [0]
+[[port]]
+name = "p0"
+[port.options]
+flows = 64
+set_hit_percent = 50
+[[set]]
+name = "deny"
+type = "ipv4_addr . inet_service"
+match = "ip daddr . th dport"
+action = "drop"
+elements = ["10.0.0.0/8 . 0-1000"{extra}]
+[[next_hop]]
+name = "gw"
+port = "p0"
+mac = "02:00:00:00:00:99"
+[control]
+prometheus = "127.0.0.1:{prom}"
+"#
+    )
+}
+
+fn stats(cfg: &std::path::Path) -> Value {
+    let o = forwarder()
+        .args(["stats", "--config"])
+        .arg(cfg)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    serde_json::from_slice(&o.stdout).unwrap()
+}
+
+/// Polls `stats` until `ok` holds (or fails after 10 s).
+fn wait_for(cfg: &std::path::Path, what: &str, ok: impl Fn(&Value) -> bool) -> Value {
+    let start = Instant::now();
+    loop {
+        let v = stats(cfg);
+        if ok(&v) {
+            return v;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "waited for {what}: {v}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn scrape(port: u16) -> String {
+    let mut c = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    c.write_all(b"GET /metrics HTTP/1.0\r\n\r\n").unwrap();
+    let mut s = String::new();
+    c.read_to_string(&mut s).unwrap();
+    s
+}
+
+#[test]
+fn reload_by_file_signal_and_socket_and_statistics() {
+    let dir = std::env::temp_dir().join(format!("fwd-ctl-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let cfg = dir.join("c.toml");
+    let prom = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    std::fs::write(&cfg, config(prom, "")).unwrap();
+    let mut child = Running(
+        forwarder()
+            .args(["run", "--duration", "60s", "--config"])
+            .arg(&cfg)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    let (tx, log) = mpsc::channel();
+    let stderr = child.0.stderr.take().unwrap();
+    std::thread::spawn(move || {
+        for l in BufReader::new(stderr).lines().map_while(Result::ok) {
+            let _ = tx.send(l);
+        }
+    });
+    let mut stdout = BufReader::new(child.0.stdout.take().unwrap());
+    let mut first = String::new();
+    stdout.read_line(&mut first).unwrap();
+    assert!(first.starts_with("forwarder:"), "{first}");
+    let mut second = String::new();
+    stdout.read_line(&mut second).unwrap();
+    assert!(second.starts_with("control socket "), "{second}");
+    std::thread::spawn(move || {
+        let mut sink = String::new();
+        let _ = stdout.read_to_string(&mut sink);
+    });
+
+    let v = wait_for(&cfg, "traffic", |v| v["total"]["tx"].as_u64() > Some(1000));
+    assert_eq!(v["generation"], 1);
+    assert_eq!(v["last_reload"], "ok");
+    assert_eq!(v["cores"].as_array().unwrap().len(), 1);
+    assert!(v["sets"]["deny"]["drop"].as_u64() > Some(0), "{v}");
+    assert!(v["ports"]["p0"]["rx"].as_u64() > Some(0), "{v}");
+
+    // The file changes: reloaded by the watch.
+    std::fs::write(&cfg, config(prom, ", \"192.0.2.1 . 80\"")).unwrap();
+    wait_for(&cfg, "the file change", |v| v["generation"] == 2);
+    // SIGHUP.
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.0.id() as i32, libc::SIGHUP) };
+    wait_for(&cfg, "SIGHUP", |v| v["reloads"].as_u64() >= Some(2));
+    // `forwarder reload`.
+    let o = forwarder()
+        .args(["reload", "--config"])
+        .arg(&cfg)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let r: Value = serde_json::from_slice(&o.stdout).unwrap();
+    // Nothing changed since: nothing is published, the generation stays.
+    assert_eq!(
+        (
+            r["result"].as_str(),
+            r["published"].as_bool(),
+            r["generation"].as_u64()
+        ),
+        (Some("ok"), Some(false), Some(2))
+    );
+    // A route added, and `forwarder reload` asked at once: the request
+    // or the watch (whichever comes first) publishes it, the other finds
+    // nothing changed.
+    let with_route = config(prom, ", \"192.0.2.1 . 80\"").replace(
+        "route = [",
+        "route = [{ prefix = \"192.0.2.0/24\", via = \"gw\" }, ",
+    );
+    std::fs::write(&cfg, with_route).unwrap();
+    let o = forwarder()
+        .args(["reload", "--config"])
+        .arg(&cfg)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    wait_for(&cfg, "the route's reloads", |v| {
+        v["reloads"].as_u64() >= Some(4)
+    });
+    assert_eq!(stats(&cfg)["generation"], 3);
+
+    // A broken file: refused with its location, generation 3 serves on.
+    std::fs::write(&cfg, config(prom, ", \"10.1.2.3 . 80\"")).unwrap();
+    let o = forwarder()
+        .args(["reload", "--config"])
+        .arg(&cfg)
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    let at = format!("{}:15:36: overlap", cfg.display());
+    assert!(err.contains(&at) && err.contains("generation 3"), "{err}");
+    let v = wait_for(&cfg, "the refusal", |v| {
+        v["last_reload"].as_str().is_some_and(|s| s.contains(&at))
+    });
+    assert_eq!(v["generation"], 3);
+    let before = v["total"]["tx"].as_u64().unwrap();
+    wait_for(&cfg, "traffic after the refusal", |v| {
+        v["total"]["tx"].as_u64() > Some(before)
+    });
+
+    let m = scrape(prom);
+    assert!(m.starts_with("HTTP/1.0 200 OK"), "{m}");
+    for want in [
+        "forwarder_generation 3",
+        "forwarder_reloads_total{result=\"failed\"}",
+        "forwarder_last_reload_ok 0",
+        "forwarder_set_matches_total{core=\"0\",set=\"deny\",verdict=\"drop\"}",
+        "forwarder_port_packets_total{core=\"0\",port=\"p0\",counter=\"rx\"}",
+        "forwarder_drops_total{core=\"0\",reason=\"rule\"}",
+        "forwarder_route_cache_total{core=\"0\",result=\"misses\"}",
+    ] {
+        assert!(m.contains(want), "no `{want}` in\n{m}");
+    }
+    let o = forwarder()
+        .args(["stats", "--watch", "--count", "1", "--config"])
+        .arg(&cfg)
+        .output()
+        .unwrap();
+    let w = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        w.contains("generation 3") && w.contains("core 0: rx") && w.contains("Mpps"),
+        "{w}"
+    );
+
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.0.id() as i32, libc::SIGINT) };
+    assert!(child.0.wait().unwrap().success());
+    let log: Vec<String> = log.try_iter().collect();
+    let log = log.join("\n");
+    for want in [
+        "reload (file changed): generation 2",
+        "reload (SIGHUP): nothing changed, generation 2 serves on",
+        "reload (request): generation 3",
+        "refused, still serving generation 3",
+    ] {
+        assert!(log.contains(want), "no `{want}` in the log:\n{log}");
+    }
+    assert!(
+        !config::default_socket(&cfg).exists(),
+        "the socket is removed at exit"
+    );
+    std::fs::remove_dir_all(dir).ok();
+}
