@@ -9,7 +9,9 @@
 //! - `bench hash`: the hash functions the dst cache may use, in a 65,536-slot
 //!   table, by key size and fill;
 //! - `bench load`: bulk loads of large sets (overlap checks included), and
-//!   the cost of adding or deleting one element in the loaded set.
+//!   the cost of adding or deleting one element in the loaded set;
+//! - `bench reload`: file change to serving, by set size and kind of
+//!   change; the workers' longest gap between bursts in a reload storm.
 
 #![forbid(unsafe_code)]
 
@@ -19,6 +21,7 @@ mod forward;
 mod hash;
 mod load;
 mod matcher;
+mod reload;
 mod route;
 mod stats;
 
@@ -78,6 +81,15 @@ enum Cmd {
         #[arg(long)]
         quick: bool,
     },
+    /// Reloads: file change to serving; gaps between bursts meanwhile.
+    Reload {
+        /// Print JSON Lines instead of Markdown tables.
+        #[arg(long)]
+        json: bool,
+        /// Smaller tables, fewer changes (about a minute).
+        #[arg(long)]
+        quick: bool,
+    },
     /// Bulk-load large sets and time single updates in them.
     Load {
         /// Print JSON Lines instead of a Markdown table.
@@ -102,6 +114,10 @@ fn main() {
         }
         Cmd::Hash { json, quick } => {
             hash::run(json, quick);
+            Ok(())
+        }
+        Cmd::Reload { json, quick } => {
+            reload::run(json, quick);
             Ok(())
         }
         Cmd::Load { json, quick } => {

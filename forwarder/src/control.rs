@@ -77,6 +77,8 @@ pub struct Reload {
     pub fib_rebuilt: bool,
     /// Whether a new snapshot was published (false: nothing changed).
     pub published: bool,
+    /// Reading, parsing and checking the files (overlaps included).
+    pub parse: Duration,
     /// Parse to swap.
     pub took: Duration,
 }
@@ -91,9 +93,17 @@ pub struct Control {
     groups: Vec<TargetId>,
     flow_seed: u32,
     shared: Arc<Shared>,
+    /// Replaced snapshots, kept until no worker holds them, so that the
+    /// last reference (and the freeing of their tables: milliseconds for
+    /// large sets) is dropped here, never on a worker's core.
+    retired: Vec<Arc<Tables>>,
 }
 
 type RouteKey = (bool, u128, u32);
+
+/// Element changes to a kept set above which it is built anew instead
+/// (or above an eighth of its size, whichever is more).
+const REBUILD_ABOVE: usize = 256;
 
 fn route_key(r: &RouteConfig) -> RouteKey {
     (r.v6, r.prefix, r.len)
@@ -136,6 +146,7 @@ impl Control {
             hops,
             groups,
             flow_seed: routecache::hash::random_seed(),
+            retired: Vec::new(),
             shared: Arc::new(Shared {
                 tables: ArcSwap::from_pointee(Tables::empty()),
                 stop: AtomicBool::new(false),
@@ -188,18 +199,30 @@ impl Control {
         }
     }
 
-    fn publish(&self, t: Tables) {
+    fn publish(&mut self, t: Tables) {
         self.shared.status.generation.store(t.generation, Relaxed);
-        self.shared.tables.store(Arc::new(t));
+        let old = self.shared.tables.swap(Arc::new(t));
+        self.retired.push(old);
+    }
+
+    /// Frees the replaced snapshots no worker holds any more; returns how
+    /// many are still held. The control thread calls it every tick.
+    pub fn reclaim(&mut self) -> usize {
+        self.retired.retain(|t| Arc::strong_count(t) > 1);
+        self.retired.len()
     }
 
     /// Reads the configuration file again and applies it. On error nothing
     /// changes; the error names `file:line:col`.
     pub fn reload(&mut self) -> Result<Reload, String> {
+        self.reclaim();
         let start = Instant::now();
         let r = config::load(&self.path)
             .map_err(|e| e.to_string())
-            .and_then(|new| self.apply(new, start));
+            .and_then(|new| {
+                let parse = start.elapsed();
+                self.apply(new, start).map(|r| Reload { parse, ..r })
+            });
         let st = &self.shared.status;
         match &r {
             Ok(rep) => {
@@ -345,9 +368,21 @@ impl Control {
                 rep.sets_rebuilt += 1;
                 continue;
             };
-            touched.push(j);
             let old: HashSet<&Element> = self.cfg.sets[j].elements.iter().collect();
             let now: HashSet<&Element> = ns.elements.iter().collect();
+            let removed = old.iter().filter(|e| !now.contains(*e)).count();
+            let added = now.iter().filter(|e| !old.contains(*e)).count();
+            // A delete shifts the tables of every field (bitmap_cut), so a
+            // large diff costs more element by element than a fresh
+            // build (measured: replacing 30,000 of 30,000 elements one by
+            // one took 8 s, building them 0.1 s).
+            if removed + added > REBUILD_ABOVE.max(ns.elements.len() / 8) {
+                fresh.push(Some(tables::build_set(ns)?));
+                plan.push(None);
+                rep.sets_rebuilt += 1;
+                continue;
+            }
+            touched.push(j);
             let set = &mut self.sets[j];
             let err = |e: matcher::SetError| format!("set `{}`: {e}", ns.name);
             for e in self.cfg.sets[j]

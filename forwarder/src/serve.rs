@@ -160,14 +160,15 @@ fn reload(control: &mut Control, why: &str) -> serde_json::Value {
                 ));
             } else {
                 log(&format!(
-                "reload ({why}): generation {}: {} set(s) rebuilt, +{} -{} element(s), {} route change(s){}, in {:.1} ms",
+                "reload ({why}): generation {}: {} set(s) rebuilt, +{} -{} element(s), {} route change(s){}, in {:.1} ms ({:.1} ms reading and checking the files)",
                 r.generation,
                 r.sets_rebuilt,
                 r.elements_added,
                 r.elements_removed,
                 r.routes_changed,
                 if r.fib_rebuilt { ", FIB rebuilt" } else { "" },
-                r.took.as_secs_f64() * 1e3
+                r.took.as_secs_f64() * 1e3,
+                r.parse.as_secs_f64() * 1e3
             ));
             }
             json!({
@@ -179,6 +180,7 @@ fn reload(control: &mut Control, why: &str) -> serde_json::Value {
                 "elements_removed": r.elements_removed,
                 "routes_changed": r.routes_changed,
                 "fib_rebuilt": r.fib_rebuilt,
+                "parse_us": r.parse.as_micros() as u64,
                 "took_us": r.took.as_micros() as u64,
             })
         }
@@ -218,6 +220,7 @@ fn control_loop(
     };
     let mut changed: Option<Instant> = None;
     while !shared.stop.load(Relaxed) {
+        control.reclaim();
         if hup.swap(false, Relaxed) {
             reload(&mut control, "SIGHUP");
         }

@@ -176,8 +176,10 @@ fn two_hundred_reloads_under_load_judge_every_burst_wholly() {
         assert!(!r.fib_rebuilt && r.sets_rebuilt == 0, "{r:?}");
         std::thread::sleep(Duration::from_micros(500));
     }
-    // Every snapshot replaced is freed once the workers move on.
+    // Every snapshot replaced is freed once the workers move on, by the
+    // control side.
     std::thread::sleep(Duration::from_millis(50));
+    assert_eq!(control.reclaim(), 0, "a worker still holds an old snapshot");
     assert!(
         weak.iter().all(|w| w.upgrade().is_none()),
         "a replaced snapshot is still alive"
