@@ -241,15 +241,34 @@ pub fn default_socket(config: &Path) -> std::path::PathBuf {
 /// a file with errors elsewhere (the reason for a reload) still names its
 /// socket.
 pub fn control_socket(config: &Path) -> std::path::PathBuf {
-    let explicit = std::fs::read_to_string(config)
-        .ok()
-        .and_then(|t| t.parse::<toml::Table>().ok())
-        .and_then(|t| {
-            t.get("control")?
-                .get("socket")?
-                .as_str()
-                .map(std::path::PathBuf::from)
-        });
+    let text = std::fs::read_to_string(config).unwrap_or_default();
+    let explicit = match text.parse::<toml::Table>() {
+        Ok(t) => t
+            .get("control")
+            .and_then(|c| c.get("socket"))
+            .and_then(|s| s.as_str())
+            .map(std::path::PathBuf::from),
+        // Not TOML as a whole: the `socket = "..."` line of `[control]`.
+        Err(_) => {
+            let mut in_control = false;
+            let mut found = None;
+            for line in text.lines().map(str::trim) {
+                if line.starts_with('[') {
+                    in_control = line == "[control]";
+                } else if let (true, Some(v)) = (in_control, line.strip_prefix("socket")) {
+                    let v = v.trim_start();
+                    if let Some(v) = v.strip_prefix('=') {
+                        let v = v.split('#').next().unwrap_or("").trim();
+                        found = v
+                            .strip_prefix('"')
+                            .and_then(|v| v.strip_suffix('"'))
+                            .map(std::path::PathBuf::from);
+                    }
+                }
+            }
+            found
+        }
+    };
     match explicit {
         Some(p) if p.is_relative() => config.parent().unwrap_or(Path::new(".")).join(p),
         Some(p) => p,

@@ -119,3 +119,52 @@ fn element_files_report_their_own_lines() {
     assert_eq!(c.sets[0].sources, vec![Source::Dport(Some(6))]);
     std::fs::remove_dir_all(dir).ok();
 }
+
+#[test]
+fn the_control_section() {
+    let c = config::load(&examples().join("forwarder.toml")).unwrap();
+    assert!(c.control.watch);
+    assert_eq!(
+        (c.control.socket.clone(), c.control.prometheus),
+        (None, None)
+    );
+    let ok = config::parse(
+        "f.toml",
+        &format!("{BASE}\n[control]\nwatch = false\nsocket = \"x.sock\"\nprometheus = \"127.0.0.1:9100\"\n"),
+        Path::new("/etc/fwd"),
+    )
+    .unwrap();
+    assert!(!ok.control.watch);
+    assert_eq!(
+        ok.control.socket.as_deref(),
+        Some(Path::new("/etc/fwd/x.sock"))
+    );
+    assert_eq!(
+        ok.control.prometheus,
+        Some("127.0.0.1:9100".parse().unwrap())
+    );
+    assert_eq!(
+        err(&format!("{BASE}\n[control]\nprometheus = \"localhost\"\n")),
+        "f.toml:11:14: `localhost` is not an address:port such as 127.0.0.1:9100"
+    );
+    assert!(err(&format!("{BASE}\n[control]\nsockett = \"x\"\n"))
+        .starts_with("f.toml:11:1: unknown field `sockett`"));
+    // The socket of a running instance is found from its file, even when
+    // the file has errors elsewhere.
+    let dir = std::env::temp_dir().join(format!("cfg-sock-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let f = dir.join("a.toml");
+    std::fs::write(
+        &f,
+        "[control]\nsocket = \"ctl.sock\"\n[[port]]\nbroken = \n",
+    )
+    .unwrap();
+    assert_eq!(config::control_socket(&f), dir.join("ctl.sock"));
+    std::fs::write(&f, "[[port]]\nname = \"p0\"\n").unwrap();
+    assert_eq!(config::control_socket(&f), config::default_socket(&f));
+    assert_ne!(
+        config::default_socket(&f),
+        config::default_socket(&dir.join("b.toml"))
+    );
+    std::fs::remove_dir_all(dir).ok();
+}
