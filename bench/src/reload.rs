@@ -219,7 +219,7 @@ impl Port for GapPort {
         }
         max
     }
-    fn tx_burst(&mut self, _: &Burst, which: &[u8]) -> usize {
+    fn tx_burst(&mut self, _: &mut Burst, which: &[u8]) -> usize {
         which.len()
     }
     fn stats(&self) -> PortStats {

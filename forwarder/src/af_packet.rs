@@ -465,7 +465,7 @@ impl Port for AfPacketPort {
         n
     }
 
-    fn tx_burst(&mut self, burst: &Burst, which: &[u8]) -> usize {
+    fn tx_burst(&mut self, burst: &mut Burst, which: &[u8]) -> usize {
         let mut queued = 0;
         for &w in which {
             let f = burst.frame(w as usize);

@@ -15,6 +15,8 @@
 pub mod af_packet;
 pub mod client;
 pub mod control;
+#[cfg(feature = "dpdk")]
+pub mod dpdk;
 pub mod lookup;
 pub mod pipeline;
 pub mod port;

@@ -12,11 +12,15 @@ pub const MAX_BURST: usize = 64;
 /// in cost 12.6 ns per frame with a 2048-byte stride).
 const STRIDE: usize = FRAME_CAP + 64;
 
-/// A burst of frames in preallocated buffers. The pipeline parses,
-/// classifies and rewrites them where they are.
+/// A burst of frames. Each frame lives in one of the burst's own
+/// preallocated buffers, or outside it (a DPDK mbuf's data, received
+/// in place: zero copy), in which case its port's `handle` goes with it.
+/// The pipeline parses, classifies and rewrites frames where they are.
 pub struct Burst {
     data: Vec<u8>,
+    ptrs: [*mut u8; MAX_BURST],
     lens: [u16; MAX_BURST],
+    handles: [usize; MAX_BURST],
     len: usize,
 }
 
@@ -31,7 +35,9 @@ impl Burst {
     pub fn new() -> Burst {
         Burst {
             data: vec![0; MAX_BURST * STRIDE],
+            ptrs: [std::ptr::null_mut(); MAX_BURST],
             lens: [0; MAX_BURST],
+            handles: [0; MAX_BURST],
             len: 0,
         }
     }
@@ -48,23 +54,53 @@ impl Burst {
         self.len == 0
     }
 
-    /// Empties the burst (keeping its buffers).
+    /// Empties the burst (keeping its buffers). Frames held outside it
+    /// must have been released by their port ([`Port::release`]).
     #[inline]
     pub fn clear(&mut self) {
         self.len = 0;
     }
 
-    /// Frame `i`.
+    /// Frame `i` (panics if `i` is not below [`Burst::len`]).
     #[inline]
+    #[allow(unsafe_code)]
     pub fn frame(&self, i: usize) -> &[u8] {
-        &self.data[i * STRIDE..i * STRIDE + self.lens[i] as usize]
+        assert!(i < self.len);
+        // SAFETY: frame `i < len` points to `lens[i]` bytes that stay
+        // valid while it is held: one of our buffers (inside `data`,
+        // whose heap block never moves), or an external frame whose
+        // validity `push_external`'s caller guaranteed.
+        unsafe { std::slice::from_raw_parts(self.ptrs[i], self.lens[i] as usize) }
     }
 
-    /// Frame `i`, writable.
+    /// Frame `i`, writable (panics if `i` is not below [`Burst::len`]).
     #[inline]
+    #[allow(unsafe_code)]
     pub fn frame_mut(&mut self, i: usize) -> &mut [u8] {
-        let n = self.lens[i] as usize;
-        &mut self.data[i * STRIDE..i * STRIDE + n]
+        assert!(i < self.len);
+        // SAFETY: as in `frame`; frames never overlap, and `&mut self`
+        // makes this the only live view.
+        unsafe { std::slice::from_raw_parts_mut(self.ptrs[i], self.lens[i] as usize) }
+    }
+
+    /// The port handle of frame `i` (0: the frame is in our buffers).
+    #[inline]
+    pub fn handle(&self, i: usize) -> usize {
+        self.handles[i]
+    }
+
+    /// Takes the handle of frame `i` (a port that sent the external frame
+    /// itself, zero copy); its receiving port will not release it.
+    #[inline]
+    pub fn take_handle(&mut self, i: usize) -> usize {
+        std::mem::take(&mut self.handles[i])
+    }
+
+    #[inline]
+    #[allow(unsafe_code)]
+    fn own_buffer(&mut self, i: usize) -> *mut u8 {
+        // SAFETY: `i < MAX_BURST`, so the offset is inside `data`.
+        unsafe { self.data.as_mut_ptr().add(i * STRIDE) }
     }
 
     /// Appends a frame by writing it into the next buffer (what a NIC's
@@ -78,7 +114,9 @@ impl Burst {
         let n = frame.len().min(FRAME_CAP);
         let at = self.len * STRIDE;
         self.data[at..at + n].copy_from_slice(&frame[..n]);
+        self.ptrs[self.len] = self.own_buffer(self.len);
         self.lens[self.len] = n as u16;
+        self.handles[self.len] = 0;
         self.len += 1;
         true
     }
@@ -97,8 +135,31 @@ impl Burst {
     /// Commits the frame written into [`Burst::next_buffer`].
     #[inline]
     pub fn commit(&mut self, len: usize) {
+        self.ptrs[self.len] = self.own_buffer(self.len);
         self.lens[self.len] = len.min(FRAME_CAP) as u16;
+        self.handles[self.len] = 0;
         self.len += 1;
+    }
+
+    /// Appends a frame that stays where it is, outside the burst (zero
+    /// copy), with its port's `handle` (non-zero). Returns false when the
+    /// burst is full.
+    ///
+    /// # Safety
+    /// `ptr` must point to `len` writable bytes that nothing else reads or
+    /// writes until the frame is released (its handle taken, or the burst
+    /// handed to [`Port::release`]) and the burst cleared.
+    #[inline]
+    #[allow(unsafe_code)]
+    pub unsafe fn push_external(&mut self, ptr: *mut u8, len: u16, handle: usize) -> bool {
+        if self.len == MAX_BURST {
+            return false;
+        }
+        self.ptrs[self.len] = ptr;
+        self.lens[self.len] = len;
+        self.handles[self.len] = handle;
+        self.len += 1;
+        true
     }
 }
 
@@ -134,8 +195,13 @@ pub trait Port: Send {
     /// many.
     fn rx_burst(&mut self, burst: &mut Burst, max: usize) -> usize;
     /// Sends the frames of `burst` at indices `which`; returns how many
-    /// went out.
-    fn tx_burst(&mut self, burst: &Burst, which: &[u8]) -> usize;
+    /// went out. A port that sends an external frame as it is (zero copy)
+    /// takes its handle.
+    fn tx_burst(&mut self, burst: &mut Burst, which: &[u8]) -> usize;
+    /// Gives back what a burst this port received still holds of it
+    /// (external frames whose handle no port took). Called once per
+    /// received burst, after transmission.
+    fn release(&mut self, _burst: &mut Burst) {}
     /// Counters.
     fn stats(&self) -> PortStats;
 }

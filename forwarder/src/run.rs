@@ -143,6 +143,8 @@ pub fn run(config: &Path, duration: Option<Duration>, out: &mut dyn Write) -> Re
         }
     }
     summary.push('\n');
+    #[cfg(feature = "dpdk")]
+    crate::dpdk::shutdown();
     w(out, summary)
 }
 

@@ -182,7 +182,7 @@ impl Port for SyntheticPort {
         n
     }
 
-    fn tx_burst(&mut self, burst: &Burst, which: &[u8]) -> usize {
+    fn tx_burst(&mut self, burst: &mut Burst, which: &[u8]) -> usize {
         for &i in which {
             let f = burst.frame(i as usize);
             self.stats.tx_bytes += f.len() as u64;

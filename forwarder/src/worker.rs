@@ -142,6 +142,15 @@ pub fn open_ports(cfg: &Config, queue: usize) -> Result<Vec<Box<dyn Port>>, Stri
         .map(|(i, p)| match p.driver.as_str() {
             "synthetic" => SyntheticPort::new(cfg, i, queue).map(|p| Box::new(p) as Box<dyn Port>),
             "af_packet" => AfPacketPort::open(cfg, i, queue).map(|p| Box::new(p) as Box<dyn Port>),
+            #[cfg(feature = "dpdk")]
+            "dpdk" => {
+                crate::dpdk::DpdkPort::open(cfg, i, queue).map(|p| Box::new(p) as Box<dyn Port>)
+            }
+            #[cfg(not(feature = "dpdk"))]
+            "dpdk" => Err(format!(
+                "{}: port `{}`: built without DPDK support (build with `--features dpdk`)",
+                p.at, p.name
+            )),
             other => Err(format!(
                 "{}: port `{}`: the `{other}` driver is not available in this build",
                 p.at, p.name
@@ -203,9 +212,10 @@ pub fn spawn_with(
                         pipe.process(&tables, &mut burst);
                         for (tx, which) in pipe.out.iter().enumerate() {
                             if !which.is_empty() {
-                                ports[tx].tx_burst(&burst, which);
+                                ports[tx].tx_burst(&mut burst, which);
                             }
                         }
+                        ports[rx].release(&mut burst);
                     }
                     drop(tables);
                     turns += 1;

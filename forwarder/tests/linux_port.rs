@@ -67,13 +67,16 @@ impl Topology {
         &self.names[i]
     }
 
-    fn create() -> Result<Topology, String> {
+    /// `variant` keeps the namespaces of tests running at once apart;
+    /// with `full_checksums`, the hosts compute their checksums (DPDK's
+    /// af_packet driver does not finish those left to the NIC).
+    fn create(variant: char, full_checksums: bool) -> Result<Topology, String> {
         let tag = std::process::id();
         let t = Topology {
             names: [
-                format!("fwdt{tag}s"),
-                format!("fwdt{tag}f"),
-                format!("fwdt{tag}r"),
+                format!("fwdt{tag}{variant}s"),
+                format!("fwdt{tag}{variant}f"),
+                format!("fwdt{tag}{variant}r"),
             ],
         };
         for n in &t.names {
@@ -106,6 +109,9 @@ impl Topology {
         ] {
             ipn(ns, &format!("link set {dev} address {}", mac(m)))?;
             ethtool(ns, dev)?;
+            if full_checksums && (dev == "s0" || dev == "r0") {
+                run(&["ip", "netns", "exec", ns, "ethtool", "-K", dev, "tx", "off"])?;
+            }
         }
         // The forwarder's own kernel stays out: no addresses, no IPv6.
         for dev in ["f0", "f1"] {
@@ -317,7 +323,49 @@ fn frames() -> Vec<(u16, bool, Vec<u8>)> {
     v
 }
 
-fn config(dir: &std::path::Path, extra4: &str) -> std::path::PathBuf {
+/// The ports: `af_packet` on f0 and f1, or DPDK's `net_af_packet` on
+/// them (two queue pairs each, one per worker).
+fn ports(dpdk: bool) -> String {
+    if !dpdk {
+        return format!(
+            r#"[[port]]
+name = "f0"
+driver = "af_packet"
+mac = "{}"
+[port.options]
+ring_frames = 1024
+[[port]]
+name = "f1"
+driver = "af_packet"
+mac = "{}"
+"#,
+            mac(F0_MAC),
+            mac(F1_MAC)
+        );
+    }
+    format!(
+        r#"[[port]]
+name = "f0"
+driver = "dpdk"
+mac = "{}"
+[port.options]
+device = "net_af_packet0"
+eal = ["--no-huge", "-m", "512", "--no-pci", "--vdev", "net_af_packet0,iface=f0,qpairs=2", "--vdev", "net_af_packet1,iface=f1,qpairs=2"]
+mbufs = 4096
+[[port]]
+name = "f1"
+driver = "dpdk"
+mac = "{}"
+[port.options]
+device = "net_af_packet1"
+mbufs = 4096
+"#,
+        mac(F0_MAC),
+        mac(F1_MAC)
+    )
+}
+
+fn config(dir: &std::path::Path, extra4: &str, dpdk: bool) -> std::path::PathBuf {
     let path = dir.join("linux.toml");
     std::fs::write(
         &path,
@@ -332,17 +380,7 @@ route = [
 [forwarder]
 cores = [0, 1]
 burst = 32
-[[port]]
-name = "f0"
-driver = "af_packet"
-mac = "{f0}"
-[port.options]
-ring_frames = 1024
-[[port]]
-name = "f1"
-driver = "af_packet"
-mac = "{f1}"
-[[set]]
+{ports}[[set]]
 name = "deny4"
 type = "ipv4_addr . inet_service"
 match = "ip daddr . th dport"
@@ -363,8 +401,7 @@ name = "r"
 port = "f1"
 mac = "{r}"
 "#,
-            f0 = mac(F0_MAC),
-            f1 = mac(F1_MAC),
+            ports = ports(dpdk),
             s = mac(S_MAC),
             r = mac(R_MAC)
         ),
@@ -399,13 +436,30 @@ fn start_forwarder(ns: &str, cfg: &std::path::Path) -> (Child, mpsc::Receiver<St
             let _ = tx2.send(format!("stderr: {l}"));
         }
     });
-    let first = rx
-        .recv_timeout(Duration::from_secs(30))
-        .unwrap_or_else(|_| panic!("the forwarder said nothing; exit {:?}", child.try_wait()));
-    assert!(
-        first.starts_with("forwarder:"),
-        "the forwarder failed to start: {first}"
-    );
+    // The first line on standard output; what DPDK's EAL logs on
+    // standard error comes before it.
+    let mut said = Vec::new();
+    loop {
+        let l = rx
+            .recv_timeout(Duration::from_secs(30))
+            .unwrap_or_else(|_| {
+                panic!(
+                    "the forwarder did not start; exit {:?}; it said:\n{}",
+                    child.try_wait(),
+                    said.join("\n")
+                )
+            });
+        if l.starts_with("stderr: ") {
+            said.push(l);
+            continue;
+        }
+        assert!(
+            l.starts_with("forwarder:"),
+            "the forwarder failed to start: {l}\n{}",
+            said.join("\n")
+        );
+        break;
+    }
     (child, rx)
 }
 
@@ -425,13 +479,24 @@ fn wanted() -> bool {
 
 #[test]
 fn forwards_real_packets_between_namespaces() {
+    through_namespaces(false);
+}
+
+/// The same through DPDK: `net_af_packet` devices on the veths.
+#[cfg(feature = "dpdk")]
+#[test]
+fn dpdk_forwards_real_packets_between_namespaces() {
+    through_namespaces(true);
+}
+
+fn through_namespaces(dpdk: bool) {
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } != 0 {
         assert!(!wanted(), "FORWARDER_NETNS_TESTS=1 but not root");
         eprintln!("linux_port: skipped (needs root for network namespaces)");
         return;
     }
-    let topo = match Topology::create() {
+    let topo = match Topology::create(if dpdk { 'd' } else { 'a' }, dpdk) {
         Ok(t) => t,
         Err(e) => {
             assert!(!wanted(), "cannot build the namespaces: {e}");
@@ -439,9 +504,9 @@ fn forwards_real_packets_between_namespaces() {
             return;
         }
     };
-    let dir = std::env::temp_dir().join(format!("fwd-linux-{}", std::process::id()));
+    let dir = std::env::temp_dir().join(format!("fwd-linux-{}-{dpdk}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let cfg = config(&dir, "");
+    let cfg = config(&dir, "", dpdk);
     let (child, lines) = start_forwarder(topo.ns(1), &cfg);
     let mut child = Running(child);
 
@@ -584,7 +649,7 @@ fn forwards_real_packets_between_namespaces() {
     let counting = udp_count(topo.ns(2), 5001, Duration::from_secs(3));
     let sending = send(topo.ns(0), 5001, 2000);
     let reload = |extra: &str| {
-        config(&dir, extra);
+        config(&dir, extra, dpdk);
         let o = Command::new(env!("CARGO_BIN_EXE_forwarder"))
             .args(["reload", "--config"])
             .arg(&cfg)

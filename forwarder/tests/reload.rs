@@ -98,7 +98,7 @@ impl Port for AbPort {
         max
     }
 
-    fn tx_burst(&mut self, burst: &Burst, which: &[u8]) -> usize {
+    fn tx_burst(&mut self, burst: &mut Burst, which: &[u8]) -> usize {
         let mut err = Vec::new();
         let f0 = burst.frame(which[0] as usize);
         let mac: [u8; 6] = f0[0..6].try_into().unwrap();

@@ -1,0 +1,67 @@
+#include <rte_config.h>
+#include <rte_errno.h>
+#include <rte_ethdev.h>
+#include <rte_mbuf.h>
+#include <rte_prefetch.h>
+#include "shim.h"
+
+uint16_t fwd_rx_burst(uint16_t port, uint16_t queue, struct rte_mbuf **pkts, uint16_t n)
+{
+	return rte_eth_rx_burst(port, queue, pkts, n);
+}
+
+uint16_t fwd_tx_burst(uint16_t port, uint16_t queue, struct rte_mbuf **pkts, uint16_t n)
+{
+	return rte_eth_tx_burst(port, queue, pkts, n);
+}
+
+uint8_t *fwd_mbuf_data(struct rte_mbuf *m)
+{
+	return rte_pktmbuf_mtod(m, uint8_t *);
+}
+
+uint16_t fwd_mbuf_data_len(const struct rte_mbuf *m)
+{
+	return m->data_len;
+}
+
+uint16_t fwd_mbuf_nb_segs(const struct rte_mbuf *m)
+{
+	return m->nb_segs;
+}
+
+uint16_t fwd_mbuf_room(const struct rte_mbuf *m)
+{
+	return m->buf_len - m->data_off;
+}
+
+void fwd_mbuf_set_len(struct rte_mbuf *m, uint16_t len)
+{
+	m->data_len = len;
+	m->pkt_len = len;
+}
+
+struct rte_mbuf *fwd_mbuf_alloc(struct rte_mempool *mp)
+{
+	return rte_pktmbuf_alloc(mp);
+}
+
+void fwd_mbuf_free(struct rte_mbuf *m)
+{
+	rte_pktmbuf_free(m);
+}
+
+void fwd_mbuf_free_bulk(struct rte_mbuf **m, unsigned int n)
+{
+	rte_pktmbuf_free_bulk(m, n);
+}
+
+void fwd_prefetch0(const void *p)
+{
+	rte_prefetch0(p);
+}
+
+int fwd_errno(void)
+{
+	return rte_errno;
+}

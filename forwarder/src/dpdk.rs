@@ -1,0 +1,570 @@
+//! The `dpdk` driver: a port on DPDK's ethdev (Debian's DPDK 22.11,
+//! bound by our own `dpdk-sys`), behind the cargo feature `dpdk`.
+//!
+//! - The EAL is initialised once per process, with the `eal` arguments of
+//!   the first `dpdk` port (say `--no-huge -m 512 --no-pci --vdev
+//!   net_null0`); unless given, `--file-prefix fwd<pid>` keeps instances
+//!   apart and `--lcores 0@(all CPUs)` keeps EAL from pinning the thread
+//!   that starts it. Workers register with EAL (`rte_thread_register`)
+//!   on their first burst, so mbuf pools use their per-lcore caches.
+//! - A device is configured when its first queue opens: one RX and one TX
+//!   queue per worker, RSS over them where the device has it, one mbuf
+//!   pool, promiscuous mode. It is stopped and closed when its last queue
+//!   closes; [`shutdown`] then releases the EAL and removes its runtime
+//!   files.
+//! - Zero copy: a received mbuf's data goes into the burst as it is
+//!   (`Burst::push_external`); the pipeline rewrites it in place and a
+//!   `dpdk` port transmits the same mbuf. Frames from other ports are
+//!   copied into mbufs of the transmitting port's pool; mbufs nobody sent
+//!   are freed by the receiving port (`Port::release`).
+//! - Only frames for the port's MAC (and ARP, which the pipeline counts)
+//!   are taken; the others count as `rx_ignored`.
+//!
+//! Options (`[port.options]`): `eal` (array of strings), `device` (an
+//! ethdev name such as `net_null0` or a PCI address; default: the port's
+//! name), `rx_descriptors` / `tx_descriptors` (default 1024), `mbufs`
+//! (pool size, default 8191 per queue), `promiscuous` (default true).
+#![allow(unsafe_code)]
+
+use crate::port::{Burst, Port, PortStats, MAX_BURST};
+use config::{Config, PortConfig};
+use dpdk_sys as sys;
+use std::cell::Cell;
+use std::collections::HashMap;
+use std::ffi::{CStr, CString};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// Options of a `dpdk` port.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Options {
+    /// EAL arguments (only the first `dpdk` port's are used).
+    pub eal: Option<Vec<String>>,
+    /// The ethdev's name.
+    pub device: String,
+    /// RX descriptors per queue.
+    pub rx_descriptors: u16,
+    /// TX descriptors per queue.
+    pub tx_descriptors: u16,
+    /// Mbufs in the device's pool (0: 8191 per queue).
+    pub mbufs: u32,
+    /// Promiscuous mode.
+    pub promiscuous: bool,
+}
+
+impl Options {
+    /// Reads `[port.options]`; unknown keys and bad values are errors.
+    pub fn parse(p: &PortConfig) -> Result<Options, String> {
+        let mut o = Options {
+            eal: None,
+            device: p.name.clone(),
+            rx_descriptors: 1024,
+            tx_descriptors: 1024,
+            mbufs: 0,
+            promiscuous: true,
+        };
+        let bad = |k: &str, want: &str| {
+            format!("{}: port `{}`: option `{k}` must be {want}", p.at, p.name)
+        };
+        for (k, v) in &p.options {
+            match k.as_str() {
+                "eal" => {
+                    let a = v.as_array().ok_or_else(|| bad(k, "an array of strings"))?;
+                    o.eal = Some(
+                        a.iter()
+                            .map(|s| s.as_str().map(String::from))
+                            .collect::<Option<Vec<_>>>()
+                            .ok_or_else(|| bad(k, "an array of strings"))?,
+                    );
+                }
+                "device" => {
+                    o.device = v
+                        .as_str()
+                        .filter(|s| !s.is_empty())
+                        .ok_or_else(|| bad(k, "a device name"))?
+                        .to_string()
+                }
+                "rx_descriptors" | "tx_descriptors" => {
+                    let n = v
+                        .as_integer()
+                        .filter(|n| (32..=16384).contains(n))
+                        .ok_or_else(|| bad(k, "an integer from 32 to 16384"))?
+                        as u16;
+                    if k == "rx_descriptors" {
+                        o.rx_descriptors = n;
+                    } else {
+                        o.tx_descriptors = n;
+                    }
+                }
+                "mbufs" => {
+                    o.mbufs = v
+                        .as_integer()
+                        .filter(|n| (1024..=1 << 24).contains(n))
+                        .ok_or_else(|| bad(k, "an integer from 1024 to 16777216"))?
+                        as u32
+                }
+                "promiscuous" => {
+                    o.promiscuous = v.as_bool().ok_or_else(|| bad(k, "true or false"))?
+                }
+                _ => {
+                    return Err(format!(
+                        "{}: port `{}`: unknown option `{k}` for the dpdk driver \
+                         (eal, device, rx_descriptors, tx_descriptors, mbufs, promiscuous)",
+                        p.at, p.name
+                    ))
+                }
+            }
+        }
+        Ok(o)
+    }
+}
+
+/// A configured device and its open queues.
+struct Device {
+    pool: *mut sys::rte_mempool,
+    open: usize,
+}
+
+/// The process's EAL and devices.
+struct Eal {
+    prefix: String,
+    devices: HashMap<u16, Device>,
+    released: bool,
+}
+
+// SAFETY: the pool pointers are DPDK objects usable from any thread; the
+// mutex serialises what this module does with them.
+unsafe impl Send for Eal {}
+
+static EAL: Mutex<Option<Eal>> = Mutex::new(None);
+
+fn last_error(what: &str) -> String {
+    // SAFETY: rte_strerror returns a static, NUL-terminated string.
+    let msg = unsafe { CStr::from_ptr(sys::rte_strerror(sys::fwd_errno())) };
+    format!("{what}: {}", msg.to_string_lossy())
+}
+
+fn errno_msg(what: &str, ret: i32) -> String {
+    // SAFETY: as above.
+    let msg = unsafe { CStr::from_ptr(sys::rte_strerror(-ret)) };
+    format!("{what}: {}", msg.to_string_lossy())
+}
+
+/// Initialises the EAL with `args` (plus our defaults).
+fn eal_init(args: &[String], cores: usize) -> Result<Eal, String> {
+    let has = |flag: &str| {
+        args.iter()
+            .any(|a| a == flag || a.starts_with(&format!("{flag}=")))
+    };
+    let prefix = args
+        .iter()
+        .position(|a| a == "--file-prefix")
+        .and_then(|i| args.get(i + 1).cloned())
+        .or_else(|| {
+            args.iter()
+                .find_map(|a| a.strip_prefix("--file-prefix=").map(String::from))
+        })
+        .unwrap_or_else(|| format!("fwd{}", std::process::id()));
+    let mut argv = vec!["forwarder".to_string()];
+    argv.extend(args.iter().cloned());
+    if !has("--file-prefix") {
+        argv.extend(["--file-prefix".into(), prefix.clone()]);
+    }
+    if !has("-l") && !has("--lcores") && !has("-c") {
+        argv.extend(["--lcores".into(), format!("0@(0-{})", cores.max(1) - 1)]);
+    }
+    let c: Vec<CString> = argv
+        .iter()
+        .map(|a| CString::new(a.as_str()).map_err(|_| format!("EAL argument `{a}` holds a NUL")))
+        .collect::<Result<_, _>>()?;
+    let mut ptrs: Vec<*mut libc::c_char> = c.iter().map(|s| s.as_ptr() as *mut _).collect();
+    // SAFETY: argv of `ptrs.len()` valid C strings that outlive the call
+    // (EAL may permute the pointer array, which is ours).
+    let r = unsafe { sys::rte_eal_init(ptrs.len() as i32, ptrs.as_mut_ptr()) };
+    if r < 0 {
+        return Err(last_error(&format!("EAL init ({})", argv[1..].join(" "))));
+    }
+    Ok(Eal {
+        prefix,
+        devices: HashMap::new(),
+        released: false,
+    })
+}
+
+fn configure(port: u16, o: &Options, queues: u16) -> Result<*mut sys::rte_mempool, String> {
+    let mut info = sys::rte_eth_dev_info::default();
+    // SAFETY: `port` is valid; `info` is ours.
+    let r = unsafe { sys::rte_eth_dev_info_get(port, &mut info) };
+    if r != 0 {
+        return Err(errno_msg("device info", r));
+    }
+    if info.max_rx_queues < queues || info.max_tx_queues < queues {
+        return Err(format!(
+            "{queues} workers need {queues} RX and TX queues; the device has {} and {}",
+            info.max_rx_queues, info.max_tx_queues
+        ));
+    }
+    let mut conf = sys::rte_eth_conf::default();
+    if queues > 1 && info.flow_type_rss_offloads != 0 {
+        conf.rxmode.mq_mode = sys::rte_eth_rx_mq_mode_RTE_ETH_MQ_RX_RSS;
+        conf.rx_adv_conf.rss_conf.rss_hf = info.flow_type_rss_offloads;
+    }
+    // SAFETY: `conf` is ours and initialised.
+    let r = unsafe { sys::rte_eth_dev_configure(port, queues, queues, &conf) };
+    if r != 0 {
+        return Err(errno_msg("configure", r));
+    }
+    let (mut rxd, mut txd) = (o.rx_descriptors, o.tx_descriptors);
+    // SAFETY: plain call with our counters.
+    unsafe { sys::rte_eth_dev_adjust_nb_rx_tx_desc(port, &mut rxd, &mut txd) };
+    // SAFETY: plain call.
+    let socket = unsafe { sys::rte_eth_dev_socket_id(port) };
+    let socket = if socket < 0 { 0 } else { socket };
+    let n = if o.mbufs > 0 {
+        o.mbufs
+    } else {
+        8191 * queues as u32
+    };
+    let name = CString::new(format!("fwd_pool_{port}")).expect("no NUL");
+    // SAFETY: a named pool, standard mbuf sizes.
+    let pool = unsafe {
+        sys::rte_pktmbuf_pool_create(
+            name.as_ptr(),
+            n,
+            256,
+            0,
+            sys::RTE_MBUF_DEFAULT_BUF_SIZE as u16,
+            socket,
+        )
+    };
+    if pool.is_null() {
+        return Err(last_error(&format!("mbuf pool of {n}")));
+    }
+    for q in 0..queues {
+        // SAFETY: valid port, queue within those configured, our pool.
+        let r = unsafe {
+            sys::rte_eth_rx_queue_setup(port, q, rxd, socket as u32, std::ptr::null(), pool)
+        };
+        if r != 0 {
+            return Err(errno_msg(&format!("RX queue {q}"), r));
+        }
+        // SAFETY: as above.
+        let r =
+            unsafe { sys::rte_eth_tx_queue_setup(port, q, txd, socket as u32, std::ptr::null()) };
+        if r != 0 {
+            return Err(errno_msg(&format!("TX queue {q}"), r));
+        }
+    }
+    // SAFETY: a configured port.
+    let r = unsafe { sys::rte_eth_dev_start(port) };
+    if r != 0 {
+        return Err(errno_msg("start", r));
+    }
+    if o.promiscuous {
+        // Virtual devices may not support it: not an error.
+        // SAFETY: a started port.
+        unsafe { sys::rte_eth_promiscuous_enable(port) };
+    }
+    Ok(pool)
+}
+
+/// One worker's queue of a DPDK device.
+pub struct DpdkPort {
+    name: String,
+    mac: [u8; 6],
+    port: u16,
+    queue: u16,
+    pool: *mut sys::rte_mempool,
+    mbufs: [*mut sys::rte_mbuf; MAX_BURST],
+    /// For each mbuf handed to the device in `tx_burst`: the burst frame
+    /// it carries as it is, or `usize::MAX` for a copy.
+    from: [usize; MAX_BURST],
+    stats: PortStats,
+    dev_drops: Cell<u64>,
+    dev_read: Cell<Option<Instant>>,
+}
+
+// SAFETY: the pointers are DPDK objects (pool, mbufs in flight within one
+// call) usable from the thread that owns the port.
+unsafe impl Send for DpdkPort {}
+
+thread_local! {
+    static REGISTERED: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Registers the calling thread with EAL once (an lcore id: per-lcore
+/// mempool caches).
+#[inline]
+fn register_thread() {
+    REGISTERED.with(|r| {
+        if !r.get() {
+            // SAFETY: plain call; failure (no free lcore) leaves the thread
+            // working without a cache.
+            unsafe { sys::rte_thread_register() };
+            r.set(true);
+        }
+    });
+}
+
+impl DpdkPort {
+    /// Opens queue `queue` of port `index` of `cfg`, initialising the EAL
+    /// and configuring the device on first use.
+    pub fn open(cfg: &Config, index: usize, queue: usize) -> Result<DpdkPort, String> {
+        let p = &cfg.ports[index];
+        let o = Options::parse(p)?;
+        let ctx = |e: String| {
+            format!(
+                "{}: port `{}` (DPDK device `{}`): {e}",
+                p.at, p.name, o.device
+            )
+        };
+        let mut g = EAL.lock().unwrap_or_else(|e| e.into_inner());
+        if g.is_none() {
+            // The EAL arguments of the first dpdk port that gives some.
+            let args = cfg
+                .ports
+                .iter()
+                .filter(|q| q.driver == "dpdk")
+                .find_map(|q| Options::parse(q).ok().and_then(|o| o.eal))
+                .unwrap_or_default();
+            let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+            *g = Some(eal_init(&args, cores).map_err(ctx)?);
+        }
+        let eal = g.as_mut().expect("initialised");
+        if eal.released {
+            return Err(ctx("the EAL was released in this process; restart".into()));
+        }
+        let dev = CString::new(o.device.clone()).map_err(|_| ctx("bad name".into()))?;
+        let mut port: u16 = 0;
+        // SAFETY: a C string and our output.
+        if unsafe { sys::rte_eth_dev_get_port_by_name(dev.as_ptr(), &mut port) } != 0 {
+            // SAFETY: plain call.
+            let n = unsafe { sys::rte_eth_dev_count_avail() };
+            return Err(ctx(format!(
+                "no such DPDK port ({n} available; a virtual device needs `--vdev {}` in `eal`)",
+                o.device
+            )));
+        }
+        let queues = cfg.forwarder.cores.len() as u16;
+        let pool = match eal.devices.get_mut(&port) {
+            Some(d) => {
+                d.open += 1;
+                d.pool
+            }
+            None => {
+                let pool = configure(port, &o, queues).map_err(ctx)?;
+                eal.devices.insert(port, Device { pool, open: 1 });
+                pool
+            }
+        };
+        Ok(DpdkPort {
+            name: p.name.clone(),
+            mac: p.mac,
+            port,
+            queue: queue as u16,
+            pool,
+            mbufs: [std::ptr::null_mut(); MAX_BURST],
+            from: [0; MAX_BURST],
+            stats: PortStats::default(),
+            dev_drops: Cell::new(0),
+            dev_read: Cell::new(None),
+        })
+    }
+}
+
+impl Drop for DpdkPort {
+    fn drop(&mut self) {
+        let mut g = EAL.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(eal) = g.as_mut() else { return };
+        let last = match eal.devices.get_mut(&self.port) {
+            Some(d) => {
+                d.open -= 1;
+                d.open == 0
+            }
+            None => false,
+        };
+        if last {
+            let d = eal.devices.remove(&self.port).expect("present");
+            // SAFETY: the last queue of a started device: stop it, close
+            // it, then free its pool (no mbuf of it is held any more:
+            // bursts are released before the worker ends).
+            unsafe {
+                sys::rte_eth_dev_stop(self.port);
+                sys::rte_eth_dev_close(self.port);
+                sys::rte_mempool_free(d.pool);
+            }
+        }
+    }
+}
+
+/// Releases the EAL once every DPDK port is closed, and removes its
+/// runtime files (a port left attached must not break the next start).
+/// A no-op when the EAL was never started.
+pub fn shutdown() {
+    let mut g = EAL.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(eal) = g.as_mut() else { return };
+    if eal.released || !eal.devices.is_empty() {
+        return;
+    }
+    // SAFETY: no port is open; called once.
+    unsafe { sys::rte_eal_cleanup() };
+    eal.released = true;
+    let base = if unsafe { libc::geteuid() } == 0 {
+        std::path::PathBuf::from("/var/run/dpdk")
+    } else {
+        std::env::var_os("XDG_RUNTIME_DIR")
+            .map(std::path::PathBuf::from)
+            .unwrap_or_else(std::env::temp_dir)
+            .join("dpdk")
+    };
+    let _ = std::fs::remove_dir_all(base.join(&eal.prefix));
+}
+
+/// How often `stats` asks the device for its drop counters.
+const DEV_STATS_EVERY: Duration = Duration::from_millis(100);
+
+impl Port for DpdkPort {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn rx_burst(&mut self, burst: &mut Burst, max: usize) -> usize {
+        register_thread();
+        let room = (MAX_BURST - burst.len()).min(max);
+        // SAFETY: `mbufs` has room for `room` pointers.
+        let n = unsafe {
+            sys::fwd_rx_burst(self.port, self.queue, self.mbufs.as_mut_ptr(), room as u16)
+        } as usize;
+        let mut taken = 0;
+        for k in 0..n {
+            let m = self.mbufs[k];
+            if k + 1 < n {
+                // SAFETY: a received mbuf; prefetching its data is a hint.
+                unsafe { sys::fwd_prefetch0(sys::fwd_mbuf_data(self.mbufs[k + 1]) as *const _) };
+            }
+            // SAFETY: `m` is a received mbuf, ours until freed or sent.
+            unsafe {
+                if sys::fwd_mbuf_nb_segs(m) != 1 {
+                    self.stats.rx_truncated += 1;
+                    sys::fwd_mbuf_free(m);
+                    continue;
+                }
+                let data = sys::fwd_mbuf_data(m);
+                let len = sys::fwd_mbuf_data_len(m);
+                // Only frames for us (our MAC, or ARP) go on: in
+                // promiscuous mode the device takes every station's.
+                let head = std::slice::from_raw_parts(data, (len as usize).min(14));
+                let for_us = head.len() == 14
+                    && (head[..6] == self.mac
+                        || head[12..14] == crate::wire::ethertype::ARP.to_be_bytes());
+                if !for_us {
+                    self.stats.rx_ignored += 1;
+                    sys::fwd_mbuf_free(m);
+                    continue;
+                }
+                // The mbuf's data stays valid and ours until this port's
+                // `release` frees it or a port sends it (taking the
+                // handle); nothing else touches it meanwhile.
+                burst.push_external(data, len, m as usize);
+            }
+            taken += 1;
+        }
+        self.stats.rx += taken as u64;
+        taken
+    }
+
+    fn tx_burst(&mut self, burst: &mut Burst, which: &[u8]) -> usize {
+        register_thread();
+        let mut k = 0;
+        let mut lens = [0u16; MAX_BURST];
+        for &w in which {
+            let i = w as usize;
+            let h = burst.handle(i);
+            if h != 0 {
+                // Zero copy: the received mbuf, rewritten in place.
+                self.mbufs[k] = h as *mut sys::rte_mbuf;
+                self.from[k] = i;
+                lens[k] = burst.frame(i).len() as u16;
+                k += 1;
+                continue;
+            }
+            let f = burst.frame(i);
+            // SAFETY: our pool; the new mbuf is ours.
+            let m = unsafe { sys::fwd_mbuf_alloc(self.pool) };
+            // SAFETY: `m` is a fresh one-segment mbuf (checked non-null).
+            if m.is_null() || unsafe { sys::fwd_mbuf_room(m) } < f.len() as u16 {
+                if !m.is_null() {
+                    // SAFETY: ours, unused.
+                    unsafe { sys::fwd_mbuf_free(m) };
+                }
+                self.stats.tx_dropped += 1;
+                continue;
+            }
+            // SAFETY: the mbuf's data room holds `f.len()` bytes (checked).
+            unsafe {
+                std::ptr::copy_nonoverlapping(f.as_ptr(), sys::fwd_mbuf_data(m), f.len());
+                sys::fwd_mbuf_set_len(m, f.len() as u16);
+            }
+            self.mbufs[k] = m;
+            self.from[k] = usize::MAX;
+            lens[k] = f.len() as u16;
+            k += 1;
+        }
+        // SAFETY: `k` valid mbufs; the device takes those it accepts.
+        let sent =
+            unsafe { sys::fwd_tx_burst(self.port, self.queue, self.mbufs.as_mut_ptr(), k as u16) }
+                as usize;
+        for (j, (&i, &m)) in self.from[..k].iter().zip(&self.mbufs[..k]).enumerate() {
+            if j < sent {
+                if i != usize::MAX {
+                    // The device owns it now: its receiving port must not
+                    // free it.
+                    burst.take_handle(i);
+                }
+                self.stats.tx_bytes += lens[j] as u64;
+            } else if i == usize::MAX {
+                // A copy the device did not take.
+                // SAFETY: ours, not sent.
+                unsafe { sys::fwd_mbuf_free(m) };
+            }
+        }
+        self.stats.tx += sent as u64;
+        self.stats.tx_dropped += (k - sent) as u64;
+        sent
+    }
+
+    fn release(&mut self, burst: &mut Burst) {
+        let mut k = 0;
+        for i in 0..burst.len() {
+            let h = burst.take_handle(i);
+            if h != 0 {
+                self.mbufs[k] = h as *mut sys::rte_mbuf;
+                k += 1;
+            }
+        }
+        if k > 0 {
+            // SAFETY: mbufs this port received that no port sent.
+            unsafe { sys::fwd_mbuf_free_bulk(self.mbufs.as_mut_ptr(), k as u32) };
+        }
+    }
+
+    fn stats(&self) -> PortStats {
+        if self.queue == 0
+            && self
+                .dev_read
+                .get()
+                .is_none_or(|t| t.elapsed() >= DEV_STATS_EVERY)
+        {
+            self.dev_read.set(Some(Instant::now()));
+            let mut s = sys::rte_eth_stats::default();
+            // SAFETY: a valid port; `s` is ours.
+            if unsafe { sys::rte_eth_stats_get(self.port, &mut s) } == 0 {
+                self.dev_drops.set(s.imissed + s.rx_nombuf);
+            }
+        }
+        PortStats {
+            rx_dropped: self.dev_drops.get(),
+            ..self.stats
+        }
+    }
+}
