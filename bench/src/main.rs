@@ -10,6 +10,8 @@
 //!   table, by key size and fill;
 //! - `bench load`: bulk loads of large sets (overlap checks included), and
 //!   the cost of adding or deleting one element in the loaded set;
+//! - `bench dpdk`: the forwarder on DPDK ports beside DPDK's testpmd, with
+//!   and without huge pages;
 //! - `bench reload`: file change to serving, by set size and kind of
 //!   change; the workers' longest gap between bursts in a reload storm.
 
@@ -17,6 +19,7 @@
 
 use clap::{Parser, Subcommand};
 
+mod dpdk;
 mod forward;
 mod hash;
 mod load;
@@ -81,6 +84,16 @@ enum Cmd {
         #[arg(long)]
         quick: bool,
     },
+    /// The forwarder on DPDK devices beside dpdk-testpmd (needs root and
+    /// `cargo build --release -p forwarder --features dpdk`).
+    Dpdk {
+        /// Print JSON Lines instead of a Markdown table.
+        #[arg(long)]
+        json: bool,
+        /// Shorter runs (under two minutes).
+        #[arg(long)]
+        quick: bool,
+    },
     /// Reloads: file change to serving; gaps between bursts meanwhile.
     Reload {
         /// Print JSON Lines instead of Markdown tables.
@@ -116,6 +129,7 @@ fn main() {
             hash::run(json, quick);
             Ok(())
         }
+        Cmd::Dpdk { json, quick } => dpdk::run(json, quick),
         Cmd::Reload { json, quick } => {
             reload::run(json, quick);
             Ok(())

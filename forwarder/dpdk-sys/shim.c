@@ -10,6 +10,18 @@ uint16_t fwd_rx_burst(uint16_t port, uint16_t queue, struct rte_mbuf **pkts, uin
 	return rte_eth_rx_burst(port, queue, pkts, n);
 }
 
+uint16_t fwd_rx_burst_data(uint16_t port, uint16_t queue, struct rte_mbuf **pkts, uint16_t n,
+			   uint8_t **data, uint16_t *len)
+{
+	uint16_t r = rte_eth_rx_burst(port, queue, pkts, n);
+	for (uint16_t i = 0; i < r; i++) {
+		struct rte_mbuf *m = pkts[i];
+		data[i] = rte_pktmbuf_mtod(m, uint8_t *);
+		len[i] = m->nb_segs == 1 ? m->data_len : 0;
+	}
+	return r;
+}
+
 uint16_t fwd_tx_burst(uint16_t port, uint16_t queue, struct rte_mbuf **pkts, uint16_t n)
 {
 	return rte_eth_tx_burst(port, queue, pkts, n);

@@ -9,6 +9,11 @@ struct rte_mempool;
 
 uint16_t fwd_rx_burst(uint16_t port, uint16_t queue, struct rte_mbuf **pkts, uint16_t n);
 uint16_t fwd_tx_burst(uint16_t port, uint16_t queue, struct rte_mbuf **pkts, uint16_t n);
+/* rx burst, with each received mbuf's data pointer and length (0 for a
+ * chained, multi-segment mbuf): one call a burst instead of several a
+ * packet. */
+uint16_t fwd_rx_burst_data(uint16_t port, uint16_t queue, struct rte_mbuf **pkts, uint16_t n,
+			   uint8_t **data, uint16_t *len);
 /* The first segment's data, its length, and the number of segments. */
 uint8_t *fwd_mbuf_data(struct rte_mbuf *m);
 uint16_t fwd_mbuf_data_len(const struct rte_mbuf *m);

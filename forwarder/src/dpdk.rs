@@ -431,29 +431,34 @@ impl Port for DpdkPort {
     fn rx_burst(&mut self, burst: &mut Burst, max: usize) -> usize {
         register_thread();
         let room = (MAX_BURST - burst.len()).min(max);
-        // SAFETY: `mbufs` has room for `room` pointers.
+        let mut data = [std::ptr::null_mut::<u8>(); MAX_BURST];
+        let mut lens = [0u16; MAX_BURST];
+        // SAFETY: the three arrays have room for `room` entries.
         let n = unsafe {
-            sys::fwd_rx_burst(self.port, self.queue, self.mbufs.as_mut_ptr(), room as u16)
+            sys::fwd_rx_burst_data(
+                self.port,
+                self.queue,
+                self.mbufs.as_mut_ptr(),
+                room as u16,
+                data.as_mut_ptr(),
+                lens.as_mut_ptr(),
+            )
         } as usize;
         let mut taken = 0;
         for k in 0..n {
-            let m = self.mbufs[k];
-            if k + 1 < n {
-                // SAFETY: a received mbuf; prefetching its data is a hint.
-                unsafe { sys::fwd_prefetch0(sys::fwd_mbuf_data(self.mbufs[k + 1]) as *const _) };
-            }
-            // SAFETY: `m` is a received mbuf, ours until freed or sent.
+            let (m, d, len) = (self.mbufs[k], data[k], lens[k]);
+            // SAFETY: `m` is a received mbuf, ours until freed or sent;
+            // `d` points to its `len` bytes of data.
             unsafe {
-                if sys::fwd_mbuf_nb_segs(m) != 1 {
+                if len == 0 {
+                    // Chained (multi-segment): not handled.
                     self.stats.rx_truncated += 1;
                     sys::fwd_mbuf_free(m);
                     continue;
                 }
-                let data = sys::fwd_mbuf_data(m);
-                let len = sys::fwd_mbuf_data_len(m);
                 // Only frames for us (our MAC, or ARP) go on: in
                 // promiscuous mode the device takes every station's.
-                let head = std::slice::from_raw_parts(data, (len as usize).min(14));
+                let head = std::slice::from_raw_parts(d, (len as usize).min(14));
                 let for_us = head.len() == 14
                     && (head[..6] == self.mac
                         || head[12..14] == crate::wire::ethertype::ARP.to_be_bytes());
@@ -465,7 +470,7 @@ impl Port for DpdkPort {
                 // The mbuf's data stays valid and ours until this port's
                 // `release` frees it or a port sends it (taking the
                 // handle); nothing else touches it meanwhile.
-                burst.push_external(data, len, m as usize);
+                burst.push_external(d, len, m as usize);
             }
             taken += 1;
         }

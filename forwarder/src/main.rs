@@ -22,6 +22,12 @@ enum Cmd {
         /// Stop after this long (`10s`, `500ms`, `2m`); default: Ctrl-C.
         #[arg(long, value_parser = parse_duration)]
         duration: Option<std::time::Duration>,
+        /// Run only part of the pipeline, to measure a stage: `io` (receive
+        /// and send out of the first port, frames untouched), `rewrite`
+        /// (+ parse, MAC/TTL rewrite towards the first next hop), `route`
+        /// (+ routing, no rule sets), `full` (default).
+        #[arg(long, default_value = "full", value_parser = parse_mode)]
+        mode: forwarder::pipeline::Mode,
     },
     /// Ask the forwarder running with this configuration to reload it
     /// now (it also reloads on SIGHUP and when the files change).
@@ -64,9 +70,11 @@ enum Cmd {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let r = match cli.cmd {
-        Cmd::Run { config, duration } => {
-            forwarder::run::run(&config, duration, &mut std::io::stdout().lock())
-        }
+        Cmd::Run {
+            config,
+            duration,
+            mode,
+        } => forwarder::run::run_mode(&config, duration, mode, &mut std::io::stdout().lock()),
         Cmd::Reload { config } => forwarder::client::reload(&config, &mut std::io::stdout().lock()),
         Cmd::Stats {
             config,
@@ -93,6 +101,10 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+fn parse_mode(s: &str) -> Result<forwarder::pipeline::Mode, String> {
+    forwarder::pipeline::Mode::parse(s).ok_or_else(|| format!("`{s}`: io, rewrite, route or full"))
 }
 
 fn parse_duration(s: &str) -> Result<std::time::Duration, String> {

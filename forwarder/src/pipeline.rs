@@ -46,6 +46,13 @@ pub enum Mode {
 }
 
 impl Mode {
+    /// The mode named `io`, `rewrite`, `route` or `full`.
+    pub fn parse(s: &str) -> Option<Mode> {
+        [Mode::Io, Mode::Rewrite, Mode::Route, Mode::Full]
+            .into_iter()
+            .find(|m| m.name() == s)
+    }
+
     /// The variant's name in benchmarks: `io`, `rewrite`, `route`, `full`.
     pub fn name(self) -> &'static str {
         match self {

@@ -2,6 +2,7 @@
 //! cores, print rates once a second, and a summary at the end.
 
 use crate::control::Control;
+use crate::pipeline::Mode;
 use crate::wire::Drop;
 use crate::worker::{self, Published};
 use crate::{serve, stats};
@@ -13,10 +14,21 @@ use std::time::{Duration, Instant};
 
 /// Runs the forwarder for `duration` (or until Ctrl-C), printing to `out`.
 pub fn run(config: &Path, duration: Option<Duration>, out: &mut dyn Write) -> Result<(), String> {
+    run_mode(config, duration, Mode::Full, out)
+}
+
+/// [`run`] with only part of the pipeline (`--mode`): what each stage
+/// costs on the configured ports.
+pub fn run_mode(
+    config: &Path,
+    duration: Option<Duration>,
+    mode: Mode,
+    out: &mut dyn Write,
+) -> Result<(), String> {
     let control = Control::start(config)?;
     let cfg = control.config().clone();
     let shared = control.shared();
-    let workers = worker::spawn(&cfg, shared.clone(), crate::pipeline::Mode::Full)?;
+    let workers = worker::spawn(&cfg, shared.clone(), mode)?;
     let source = Arc::new(stats::Source {
         shared: shared.clone(),
         workers: cfg

@@ -161,6 +161,14 @@ impl SyntheticPort {
     }
 }
 
+impl SyntheticPort {
+    /// The frames this queue generates, in order (what `bench dpdk`
+    /// writes into a pcap file for DPDK's pcap device to replay).
+    pub fn frames(&self) -> &[Vec<u8>] {
+        &self.frames
+    }
+}
+
 impl Port for SyntheticPort {
     fn name(&self) -> &str {
         &self.name

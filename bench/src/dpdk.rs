@@ -1,0 +1,372 @@
+//! `bench dpdk`: the forwarder on DPDK ports against DPDK's own testpmd,
+//! side by side in one run, one forwarding core, without and with huge
+//! pages.
+//!
+//! Both run on the same two virtual devices: DPDK's pcap driver replaying
+//! the example's synthetic flow mix from memory (`infinite_rx=1`: every
+//! receive copies a stored frame into a fresh mbuf, for testpmd and the
+//! forwarder alike) and dropping what is sent (no `tx_pcap`). `net_null`
+//! would be cheaper still, but its frames are zeros: nothing a forwarder
+//! can parse or route. Variants: testpmd `io` and `macswap`; the
+//! forwarder's `io` (frames untouched), `rewrite` (parse, MAC/TTL
+//! rewrite) and `full` (the pipeline of `examples/forwarder.toml`).
+//!
+//! Needs root (huge pages) and the forwarder built with the feature:
+//! `cargo build --release -p forwarder --features dpdk`.
+
+use crate::stats::median;
+use forwarder::synthetic::SyntheticPort;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+const MAC0: [u8; 6] = [2, 0, 0, 0, 0, 1];
+const MAC1: [u8; 6] = [2, 0, 0, 0, 0, 2];
+
+fn examples() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples")
+}
+
+/// A pcap file (microsecond timestamps, Ethernet) of `frames`, addressed
+/// to `dst`.
+fn write_pcap(path: &Path, frames: &[Vec<u8>], dst: [u8; 6]) -> Result<(), String> {
+    let mut b = Vec::new();
+    // Magic; version 2.4 (two u16, as one little-endian u32); time zone;
+    // accuracy; snap length; link type 1 (Ethernet).
+    for v in [0xa1b2_c3d4u32, 4 << 16 | 2, 0, 0, 65535, 1] {
+        b.extend(v.to_le_bytes());
+    }
+    for (i, f) in frames.iter().enumerate() {
+        let mut f = f.clone();
+        f[0..6].copy_from_slice(&dst);
+        for v in [
+            i as u32 / 1_000_000,
+            i as u32 % 1_000_000,
+            f.len() as u32,
+            f.len() as u32,
+        ] {
+            b.extend(v.to_le_bytes());
+        }
+        b.extend(&f);
+    }
+    std::fs::write(path, b).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+/// The example's configuration with its two ports on pcap devices.
+fn forwarder_config(dir: &Path, eal: &[String], pcap: [&Path; 2]) -> Result<PathBuf, String> {
+    let text =
+        std::fs::read_to_string(examples().join("forwarder.toml")).map_err(|e| e.to_string())?;
+    let (a, b) = (
+        text.find("[[port]]").ok_or("no port in the example")?,
+        text.find("[[set]]").ok_or("no set in the example")?,
+    );
+    let vdev = |i: usize| format!("net_pcap{i},rx_pcap={},infinite_rx=1", pcap[i].display());
+    let mut args: Vec<String> = eal.to_vec();
+    args.extend(["--vdev".into(), vdev(0), "--vdev".into(), vdev(1)]);
+    let quoted: Vec<String> = args.iter().map(|a| format!("\"{a}\"")).collect();
+    let ports = format!(
+        r#"[[port]]
+name = "p0"
+driver = "dpdk"
+mac = "02:00:00:00:00:01"
+[port.options]
+device = "net_pcap0"
+eal = [{}]
+mbufs = 16384
+
+[[port]]
+name = "p1"
+driver = "dpdk"
+mac = "02:00:00:00:00:02"
+[port.options]
+device = "net_pcap1"
+mbufs = 16384
+
+"#,
+        quoted.join(", ")
+    );
+    let set_file = examples().join("sets/blocklist.set");
+    let body = text[b..].replace(
+        "file = \"sets/blocklist.set\"",
+        &format!("file = \"{}\"", set_file.display()),
+    );
+    // The worker on core 1, as testpmd's forwarding lcore (`-l 0,1`).
+    let head = text[..a].replace("cores = [0]", "cores = [1]");
+    let out = dir.join("dpdk-bench.toml");
+    std::fs::write(&out, format!("{head}{ports}{body}")).map_err(|e| e.to_string())?;
+    Ok(out)
+}
+
+/// Median per-second forwarded Mpps of `forwarder run --mode`.
+fn forwarder_mpps(bin: &Path, cfg: &Path, mode: &str, secs: u64) -> Result<f64, String> {
+    let o = Command::new(bin)
+        .args([
+            "run",
+            "--mode",
+            mode,
+            "--duration",
+            &format!("{secs}s"),
+            "--config",
+        ])
+        .arg(cfg)
+        .output()
+        .map_err(|e| format!("{}: {e}", bin.display()))?;
+    let out = String::from_utf8_lossy(&o.stdout);
+    let err = String::from_utf8_lossy(&o.stderr);
+    if !o.status.success() {
+        return Err(format!("forwarder --mode {mode}: {}", err.trim()));
+    }
+    let mut tx: Vec<f64> = out
+        .lines()
+        .filter(|l| l.starts_with("  total: rx") && l.contains("Mpps  tx"))
+        .filter_map(|l| {
+            l.split("tx")
+                .nth(1)?
+                .split_whitespace()
+                .next()?
+                .parse()
+                .ok()
+        })
+        .collect();
+    if tx.len() > 1 {
+        tx.remove(0);
+    }
+    if tx.is_empty() {
+        return Err(format!("forwarder --mode {mode}: no rates in\n{out}"));
+    }
+    Ok(median(&mut tx))
+}
+
+/// Median per-second Mpps (TX, both ports) of testpmd in `mode`.
+fn testpmd_mpps(eal: &[String], pcap: [&Path; 2], mode: &str, secs: u64) -> Result<f64, String> {
+    let mut c = Command::new("dpdk-testpmd")
+        .args(eal)
+        .args(["--file-prefix", &format!("benchtp{}", std::process::id())])
+        .args(["-l", "0,1"])
+        .args((0..2).flat_map(|i| {
+            [
+                "--vdev".to_string(),
+                format!("net_pcap{i},rx_pcap={},infinite_rx=1", pcap[i].display()),
+            ]
+        }))
+        .args([
+            "--",
+            &format!("--forward-mode={mode}"),
+            "--nb-cores=1",
+            "--total-num-mbufs=32768",
+            "--stats-period=1",
+            "--no-lsc-interrupt",
+        ])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("dpdk-testpmd (apt-get install dpdk): {e}"))?;
+    // Its output is read meanwhile (a full pipe would stall it).
+    let mut so = c.stdout.take().expect("piped");
+    let mut se = c.stderr.take().expect("piped");
+    let out_t = std::thread::spawn(move || {
+        let mut v = Vec::new();
+        let _ = std::io::Read::read_to_end(&mut so, &mut v);
+        v
+    });
+    let err_t = std::thread::spawn(move || {
+        let mut v = Vec::new();
+        let _ = std::io::Read::read_to_end(&mut se, &mut v);
+        v
+    });
+    std::thread::sleep(Duration::from_secs(secs + 1));
+    // Enter stops testpmd; if it does not stop, it is killed.
+    if let Some(mut i) = c.stdin.take() {
+        let _ = i.write_all(b"\n");
+    }
+    let deadline = std::time::Instant::now() + Duration::from_secs(15);
+    while c.try_wait().map_err(|e| e.to_string())?.is_none() {
+        if std::time::Instant::now() > deadline {
+            let _ = c.kill();
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let _ = c.wait();
+    struct Output {
+        stdout: Vec<u8>,
+        stderr: Vec<u8>,
+    }
+    let o = Output {
+        stdout: out_t.join().unwrap_or_default(),
+        stderr: err_t.join().unwrap_or_default(),
+    };
+    let out = String::from_utf8_lossy(&o.stdout);
+    let pps: Vec<f64> = out
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("Tx-pps:"))
+        .filter_map(|v| v.split_whitespace().next()?.parse().ok())
+        .collect();
+    // Two ports a period; the first period is the warm-up.
+    let mut per: Vec<f64> = pps
+        .chunks_exact(2)
+        .map(|p| (p[0] + p[1]) / 1e6)
+        .skip(1)
+        .collect();
+    if per.is_empty() {
+        return Err(format!(
+            "testpmd {mode}: no rates in\n{out}\n{}",
+            String::from_utf8_lossy(&o.stderr)
+        ));
+    }
+    Ok(median(&mut per))
+}
+
+/// 2 MiB pages reserved and hugetlbfs mounted for the run, put back after.
+struct HugePages {
+    before: String,
+    mounted: Option<PathBuf>,
+}
+
+impl HugePages {
+    fn reserve(pages: usize) -> Result<HugePages, String> {
+        let knob = "/proc/sys/vm/nr_hugepages";
+        let before = std::fs::read_to_string(knob).map_err(|e| format!("{knob}: {e}"))?;
+        std::fs::write(knob, pages.to_string())
+            .map_err(|e| format!("{knob}: {e} (huge pages need root)"))?;
+        let mounts = std::fs::read_to_string("/proc/mounts").unwrap_or_default();
+        let mut h = HugePages {
+            before: before.trim().to_string(),
+            mounted: None,
+        };
+        if !mounts.lines().any(|l| l.contains(" hugetlbfs ")) {
+            let at = PathBuf::from("/dev/hugepages");
+            std::fs::create_dir_all(&at).map_err(|e| e.to_string())?;
+            let ok = Command::new("mount")
+                .args(["-t", "hugetlbfs", "nodev"])
+                .arg(&at)
+                .status()
+                .map(|s| s.success())
+                .unwrap_or(false);
+            if !ok {
+                return Err("cannot mount hugetlbfs on /dev/hugepages".into());
+            }
+            h.mounted = Some(at);
+        }
+        let free = std::fs::read_to_string("/proc/meminfo")
+            .unwrap_or_default()
+            .lines()
+            .find_map(|l| {
+                l.strip_prefix("HugePages_Free:")
+                    .map(|v| v.trim().to_string())
+            })
+            .unwrap_or_default();
+        eprintln!("bench dpdk: {free} huge pages of 2 MiB free");
+        Ok(h)
+    }
+}
+
+impl Drop for HugePages {
+    fn drop(&mut self) {
+        if let Some(at) = &self.mounted {
+            let _ = Command::new("umount").arg(at).status();
+        }
+        let _ = std::fs::write("/proc/sys/vm/nr_hugepages", &self.before);
+    }
+}
+
+pub fn run(json: bool, quick: bool) -> Result<(), String> {
+    let secs = if quick { 3 } else { 8 };
+    let bin = std::env::current_exe()
+        .map_err(|e| e.to_string())?
+        .with_file_name("forwarder");
+    if !bin.exists() {
+        return Err(format!(
+            "no {}: cargo build --release -p forwarder --features dpdk",
+            bin.display()
+        ));
+    }
+    let dir = std::env::temp_dir().join(format!("bench-dpdk-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+    let cfg = config::load(&examples().join("forwarder.toml")).map_err(|e| e.to_string())?;
+    let frames = SyntheticPort::new(&cfg, 0, 0)?.frames().to_vec();
+    let pcaps = [dir.join("p0.pcap"), dir.join("p1.pcap")];
+    write_pcap(&pcaps[0], &frames, MAC0)?;
+    write_pcap(&pcaps[1], &frames, MAC1)?;
+    let pcap = [pcaps[0].as_path(), pcaps[1].as_path()];
+    let mut rows = Vec::new();
+    for huge in [false, true] {
+        let _pages = if huge {
+            Some(HugePages::reserve(1024)?)
+        } else {
+            None
+        };
+        let eal: Vec<String> = if huge {
+            vec!["-m".into(), "1024".into(), "--no-pci".into()]
+        } else {
+            vec![
+                "--no-huge".into(),
+                "-m".into(),
+                "1024".into(),
+                "--no-pci".into(),
+            ]
+        };
+        let fcfg = forwarder_config(&dir, &eal, pcap)?;
+        for mode in ["io", "macswap"] {
+            rows.push((
+                format!("testpmd_{mode}"),
+                huge,
+                testpmd_mpps(&eal, pcap, mode, secs)?,
+            ));
+        }
+        for mode in ["io", "rewrite", "full"] {
+            rows.push((
+                format!("forwarder_{mode}"),
+                huge,
+                forwarder_mpps(&bin, &fcfg, mode, secs)?,
+            ));
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    if json {
+        for (v, huge, mpps) in &rows {
+            println!("{{\"variant\":\"{v}\",\"hugepages\":{huge},\"mpps\":{mpps:.2}}}");
+        }
+        return Ok(());
+    }
+    println!("Mpps on one forwarding core, DPDK pcap devices replaying the example's flow mix ({} frames) from memory, median of the per-second rates over {secs} s", frames.len());
+    println!();
+    println!("| variant | no huge pages | huge pages | / testpmd of its kind (no huge, huge) |");
+    println!("|---|---:|---:|---:|");
+    let get = |v: &str, h: bool| {
+        rows.iter()
+            .find(|r| r.0 == v && r.1 == h)
+            .map(|r| r.2)
+            .unwrap_or(f64::NAN)
+    };
+    for v in [
+        "testpmd_io",
+        "testpmd_macswap",
+        "forwarder_io",
+        "forwarder_rewrite",
+        "forwarder_full",
+    ] {
+        let base = match v {
+            "forwarder_io" => Some("testpmd_io"),
+            "forwarder_rewrite" | "forwarder_full" => Some("testpmd_macswap"),
+            _ => None,
+        };
+        let ratio = base
+            .map(|b| {
+                format!(
+                    "{:.2}x, {:.2}x",
+                    get(v, false) / get(b, false),
+                    get(v, true) / get(b, true)
+                )
+            })
+            .unwrap_or_default();
+        println!(
+            "| {v} | {:.2} | {:.2} | {ratio} |",
+            get(v, false),
+            get(v, true)
+        );
+    }
+    Ok(())
+}
