@@ -73,6 +73,10 @@ enum Column {
     Pipapo4,
     PipapoSwitch,
     Simd(Impl),
+    /// DPDK's classifier, `rte_acl` (feature `dpdk`), on the cases it can
+    /// express (no MAC fields).
+    #[cfg_attr(not(feature = "dpdk"), allow(dead_code))]
+    Acl,
 }
 
 impl Column {
@@ -85,6 +89,7 @@ impl Column {
             Column::Pipapo4 => "pipapo_4bit",
             Column::PipapoSwitch => "pipapo_switch",
             Column::Simd(i) => i.name(),
+            Column::Acl => "rte_acl",
         }
     }
 }
@@ -97,6 +102,8 @@ struct Structures {
     tree: BTreeMap<u128, (u128, u32)>,
     linear: Vec<u128>,
     nfields: usize,
+    #[cfg(feature = "dpdk")]
+    acl: Option<forwarder::dpdk::acl::Classifier>,
 }
 
 /// Results of one case.
@@ -210,6 +217,8 @@ fn build(case: Case, elems: &[Element]) -> (Structures, f64, f64, f64, f64) {
             tree,
             linear,
             nfields,
+            #[cfg(feature = "dpdk")]
+            acl: acl::build(&decl, elems),
         },
         load_s,
         add_us,
@@ -224,6 +233,8 @@ fn measure(col: Column, s: &Structures, x: &Extractor, recs: &[u8], rounds: usiz
     let stride = x.klen;
     let mut keys = vec![0u8; BURST * stride + 16];
     let mut out = [None; BURST];
+    #[cfg(feature = "dpdk")]
+    let mut acl_out = [0u32; BURST];
     let mut scratch = s.snap.scratch();
     scratch.ensure(s.snap4.scratch_words());
     let decl = s.snap.decl();
@@ -278,6 +289,14 @@ fn measure(col: Column, s: &Structures, x: &Extractor, recs: &[u8], rounds: usiz
                     snap.lookup_burst_with(imp, &keys, stride, &mut out[..n], &mut scratch);
                     found += out[..n].iter().flatten().count();
                 }
+                #[cfg(feature = "dpdk")]
+                Column::Acl => {
+                    let acl = s.acl.as_ref().expect("a classifier for this case");
+                    acl.classify(&keys, stride, &mut acl_out[..n]);
+                    found += acl_out[..n].iter().filter(|&&r| r != 0).count();
+                }
+                #[cfg(not(feature = "dpdk"))]
+                Column::Acl => unreachable!("built without DPDK"),
             }
         }
     }
@@ -353,6 +372,11 @@ pub fn run(o: Options) -> Result<(), String> {
             Column::PipapoSwitch,
         ];
         cols.extend(simd.iter().map(|&i| Column::Simd(i)));
+        #[cfg(feature = "dpdk")]
+        if s.acl.is_some() {
+            acl::check(&s, &x, &recs)?;
+            cols.push(Column::Acl);
+        }
         let mut samples: Vec<Vec<f64>> = vec![Vec::new(); cols.len()];
         for _ in 0..reps {
             for (c, &col) in cols.iter().enumerate() {
@@ -422,8 +446,16 @@ fn print_json(results: &[CaseResult]) {
 }
 
 fn print_table(results: &[CaseResult]) {
-    let Some(first) = results.first() else { return };
-    let cols: Vec<&str> = first.cells.iter().map(|c| c.0).collect();
+    // Every column any case has, in order (rte_acl only where it can
+    // express the case).
+    let mut cols: Vec<&str> = Vec::new();
+    for r in results {
+        for c in &r.cells {
+            if !cols.contains(&c.0) {
+                cols.push(c.0);
+            }
+        }
+    }
     println!("ns per lookup (M lookups/s), one core, bursts of {BURST}, median of the repetitions; key extraction included in every column");
     println!();
     print!("| type | entries |");
@@ -438,8 +470,11 @@ fn print_table(results: &[CaseResult]) {
     println!("---:|");
     for r in results {
         print!("| {} | {} |", r.case.name(), r.entries);
-        for (_, ns) in &r.cells {
-            print!(" {ns:.1} ({:.1}) |", 1e3 / ns);
+        for c in &cols {
+            match r.cells.iter().find(|x| x.0 == *c) {
+                Some((_, ns)) => print!(" {ns:.1} ({:.1}) |", 1e3 / ns),
+                None => print!(" n/a |"),
+            }
         }
         let scalar = r.cells.iter().find(|c| c.0 == "pipapo_switch").map(|c| c.1);
         let best = r
@@ -468,5 +503,200 @@ fn print_table(results: &[CaseResult]) {
             r.memory_bytes / 1024,
             r.groups
         );
+    }
+}
+
+/// The `rte_acl` column: the case's elements as ACL rules, over the same
+/// packed keys.
+#[cfg(feature = "dpdk")]
+mod acl {
+    use super::{Extractor, Structures, BURST, REC};
+    use forwarder::dpdk::acl::{Classifier, Field, Kind, Rule};
+    use matcher::{Element, FieldType, Impl, SetDecl};
+
+    /// The classifier of `elems`, or `None` where ACL cannot express the
+    /// fields (MAC addresses). EAL starts on first use, without huge
+    /// pages.
+    pub fn build(decl: &SetDecl, elems: &[Element]) -> Option<Classifier> {
+        if decl.fields().contains(&FieldType::EtherAddr) {
+            return None;
+        }
+        let eal: Vec<String> = [
+            "--no-huge",
+            "-m",
+            "4096",
+            "--no-pci",
+            "--log-level",
+            "lib.eal:error",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        if let Err(e) = forwarder::dpdk::init_eal(&eal) {
+            eprintln!("bench matcher: rte_acl column left out: {e}");
+            return None;
+        }
+        // Fields: a wildcard byte alone in input word 0 (DPDK wants the
+        // first field one byte long), then per set field: a 4-byte range
+        // (IPv4, mark), four 4-byte masks (IPv6), or small fields packed
+        // with wildcard bytes into 4-byte words (port, protocol).
+        let mut fields = vec![Field {
+            kind: Kind::Range,
+            size: 1,
+            offset: 0,
+            input: 0,
+        }];
+        // Per set field: the ACL fields it feeds; wildcards get none.
+        let mut map: Vec<(FieldType, Vec<usize>)> = Vec::new();
+        let mut off = 0u32;
+        let mut input = 1u8;
+        let ts = decl.fields();
+        let mut i = 0;
+        while i < ts.len() {
+            let t = ts[i];
+            match t {
+                FieldType::Ipv4Addr | FieldType::Mark => {
+                    map.push((t, vec![fields.len()]));
+                    fields.push(Field {
+                        kind: Kind::Range,
+                        size: 4,
+                        offset: off,
+                        input,
+                    });
+                    input += 1;
+                    off += 4;
+                    i += 1;
+                }
+                FieldType::Ipv6Addr => {
+                    let mut v = Vec::new();
+                    for k in 0..4 {
+                        v.push(fields.len());
+                        fields.push(Field {
+                            kind: Kind::Mask,
+                            size: 4,
+                            offset: off + 4 * k,
+                            input,
+                        });
+                        input += 1;
+                    }
+                    map.push((t, v));
+                    off += 16;
+                    i += 1;
+                }
+                _ => {
+                    // Small fields into one word.
+                    let mut used = 0u32;
+                    while i < ts.len()
+                        && matches!(ts[i], FieldType::InetService | FieldType::InetProto)
+                        && used + ts[i].bytes() as u32 <= 4
+                    {
+                        let b = ts[i].bytes() as u32;
+                        map.push((ts[i], vec![fields.len()]));
+                        fields.push(Field {
+                            kind: Kind::Range,
+                            size: b as u8,
+                            offset: off + used,
+                            input,
+                        });
+                        used += b;
+                        i += 1;
+                    }
+                    let start = off + used;
+                    for k in 0..(4 - used) {
+                        fields.push(Field {
+                            kind: Kind::Range,
+                            size: 1,
+                            offset: start + k,
+                            input,
+                        });
+                    }
+                    off += used;
+                    input += 1;
+                }
+            }
+        }
+        let mut rules = Vec::new();
+        for (id, e) in elems.iter().enumerate() {
+            // Wildcards everywhere, then the element's fields; an IPv6
+            // range becomes its prefixes, one rule each.
+            let base: Vec<(u64, u64)> = fields
+                .iter()
+                .map(|f| match f.kind {
+                    Kind::Range => (0, (1u64 << (8 * f.size as u32)) - 1),
+                    Kind::Mask => (0, 0),
+                })
+                .collect();
+            let mut alts = vec![base];
+            for ((t, idx), r) in map.iter().zip(e.key.iter()) {
+                match t {
+                    FieldType::Ipv6Addr => {
+                        let mut next = Vec::new();
+                        for a in &alts {
+                            for p in r.to_prefixes(128) {
+                                let mut a = a.clone();
+                                for (k, &fi) in idx.iter().enumerate() {
+                                    let word = (p.value >> (96 - 32 * k)) as u32 as u64;
+                                    let len = p.len.saturating_sub(32 * k as u32).min(32) as u64;
+                                    a[fi] = (if len == 0 { 0 } else { word }, len);
+                                }
+                                next.push(a);
+                            }
+                        }
+                        alts = next;
+                    }
+                    _ => {
+                        for a in alts.iter_mut() {
+                            a[idx[0]] = (r.start as u64, r.end as u64);
+                        }
+                    }
+                }
+            }
+            rules.extend(alts.into_iter().map(|f| Rule {
+                userdata: id as u32 + 1,
+                fields: f,
+            }));
+        }
+        match Classifier::build(&fields, &rules) {
+            Ok(c) => Some(c),
+            Err(e) => {
+                eprintln!("bench matcher: rte_acl column left out: {e}");
+                None
+            }
+        }
+    }
+
+    /// Every key gets from ACL the element pipapo finds.
+    pub fn check(s: &Structures, x: &Extractor, recs: &[u8]) -> Result<(), String> {
+        let acl = s.acl.as_ref().expect("built");
+        let stride = x.klen;
+        let mut keys = vec![0u8; BURST * stride + 16];
+        let mut scratch = s.snap.scratch();
+        let mut out = [0u32; BURST];
+        for burst in recs.chunks(BURST * REC) {
+            let n = burst.len() / REC;
+            for j in 0..n {
+                x.extract(&burst[j * REC..], &mut keys[j * stride..]);
+            }
+            acl.classify(&keys, stride, &mut out[..n]);
+            for (j, &got) in out[..n].iter().enumerate() {
+                let want = s
+                    .snap
+                    .lookup_with(
+                        Impl::Scalar,
+                        &keys[j * stride..(j + 1) * stride],
+                        &mut scratch,
+                    )
+                    .map_or(0, |id| id + 1);
+                if got != want {
+                    return Err(format!(
+                        "rte_acl and pipapo disagree on key {}: {got} vs {want}",
+                        s.snap
+                            .decl()
+                            .format_key(&keys[j * stride..(j + 1) * stride])
+                    ));
+                }
+            }
+        }
+        Ok(())
     }
 }

@@ -59,14 +59,19 @@ fn main() {
         "rte_eth_stats_get",
         "rte_pktmbuf_pool_create",
         "rte_mempool_free",
+        "rte_acl_create",
+        "rte_acl_add_rules",
+        "rte_acl_build",
+        "rte_acl_classify",
+        "rte_acl_free",
         "fwd_.*",
     ];
     let mut b = bindgen::Builder::default()
         .header("wrapper.h")
         .clang_args(cflags.iter().filter(|f| !f.starts_with("-march")))
         .allowlist_function(functions.join("|"))
-        .allowlist_type("rte_eth_conf|rte_eth_dev_info|rte_eth_stats|rte_ether_addr|rte_eth_rxconf|rte_eth_txconf")
-        .allowlist_var("RTE_ETH_MQ_RX_RSS|RTE_ETH_RSS_IP|RTE_ETH_RSS_TCP|RTE_ETH_RSS_UDP|RTE_MBUF_DEFAULT_BUF_SIZE|RTE_MAX_ETHPORTS")
+        .allowlist_type("rte_eth_conf|rte_eth_dev_info|rte_eth_stats|rte_ether_addr|rte_eth_rxconf|rte_eth_txconf|rte_acl_param|rte_acl_config|rte_acl_field_def|rte_acl_rule|rte_acl_field|rte_acl_rule_data")
+        .allowlist_var("RTE_ACL_FIELD_TYPE_.*|RTE_ACL_MAX_FIELDS|RTE_ETH_MQ_RX_RSS|RTE_ETH_RSS_IP|RTE_ETH_RSS_TCP|RTE_ETH_RSS_UDP|RTE_MBUF_DEFAULT_BUF_SIZE|RTE_MAX_ETHPORTS")
         .opaque_type("rte_mbuf|rte_mempool")
         .derive_default(true)
         .layout_tests(false)

@@ -1,6 +1,7 @@
 /* What the forwarder binds of DPDK: EAL, ethdev, mempool, mbuf, lcore, and
  * the shim's wrappers of static-inline functions. */
 #include <rte_config.h>
+#include <rte_acl.h>
 #include <rte_eal.h>
 #include <rte_errno.h>
 #include <rte_ethdev.h>
