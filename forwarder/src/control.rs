@@ -368,6 +368,11 @@ impl Control {
                 rep.sets_rebuilt += 1;
                 continue;
             };
+            if self.cfg.sets[j].elements == ns.elements {
+                plan.push(Some(j));
+                fresh.push(None);
+                continue;
+            }
             let old: HashSet<&Element> = self.cfg.sets[j].elements.iter().collect();
             let now: HashSet<&Element> = ns.elements.iter().collect();
             let removed = old.iter().filter(|e| !now.contains(*e)).count();
@@ -423,6 +428,11 @@ impl Control {
             self.groups = groups;
             rep.fib_rebuilt = true;
             return Ok(true);
+        }
+        if new.routes == self.cfg.routes {
+            // The common case of a set-only change: nothing to diff (a
+            // full table is a million routes).
+            return Ok(false);
         }
         let old: HashMap<RouteKey, Via> = self
             .cfg
