@@ -2,7 +2,7 @@
 //!
 //! - From a file change to the new snapshot serving: a set file of 1,000,
 //!   30,000 or 100,000 `ipv4_addr . inet_service` elements beside a full
-//!   routing table in the configuration; the set file is replaced (write
+//!   routing table in a route file; the set file is replaced (write
 //!   and rename, as editors do) with one element more or less, or with
 //!   entirely other elements; the running control thread notices
 //!   (inotify, 100 ms debounce), reloads, and the time until the
@@ -42,24 +42,23 @@ fn set_file(n: usize, base: u32) -> String {
 }
 
 /// The configuration: one port, the set from `sets.set`, `v4` + `v6`
-/// generated routes over two next hops.
-fn config_text(v4: usize, v6: usize, route_seed: u64) -> String {
-    let mut s = String::from("route = [\n");
+/// generated routes over two next hops in `routes.txt` beside it (one
+/// `PREFIX VIA` a line; written here too).
+fn config_text(dir: &Path, v4: usize, v6: usize, route_seed: u64) -> String {
+    let mut s = String::new();
     for (f, n) in [(Family::V4, v4), (Family::V6, v6)] {
         for (i, (prefix, len)) in prefixes(f, n, route_seed).into_iter().enumerate() {
             let addr = match f {
                 Family::V4 => std::net::Ipv4Addr::from(prefix as u32).to_string(),
                 Family::V6 => std::net::Ipv6Addr::from(prefix).to_string(),
             };
-            let _ = writeln!(
-                s,
-                "  {{ prefix = \"{addr}/{len}\", via = \"h{}\" }},",
-                i % 2
-            );
+            let _ = writeln!(s, "{addr}/{len} h{}", i % 2);
         }
     }
+    replace(&dir.join("routes.txt"), &s);
+    let mut s = String::from("route_file = \"routes.txt\"\n");
     s.push_str(
-        r#"]
+        r#"
 [forwarder]
 cores = [0]
 [[port]]
@@ -115,7 +114,7 @@ fn change_to_serving(
     let cfg = dir.join(format!("reload-{n}.toml"));
     let set = dir.join("sets.set");
     std::fs::write(&set, set_file(n, 0)).expect("write");
-    std::fs::write(&cfg, config_text(v4, v6, 0xf00d)).expect("write");
+    std::fs::write(&cfg, config_text(dir, v4, v6, 0xf00d)).expect("write");
     let t0 = Instant::now();
     let control = Control::start(&cfg).unwrap_or_else(|e| panic!("{e}"));
     let start_s = t0.elapsed().as_secs_f64();
@@ -233,7 +232,7 @@ fn gaps(dir: &Path, mode: Mode, storm: bool, secs: f64) -> (f64, u64, u64) {
     let cfg = dir.join("storm.toml");
     let set = dir.join("sets.set");
     std::fs::write(&set, set_file(30_000, 0)).expect("write");
-    std::fs::write(&cfg, config_text(20_000, 2_000, 1)).expect("write");
+    std::fs::write(&cfg, config_text(dir, 20_000, 2_000, 1)).expect("write");
     let mut control = Control::start(&cfg).unwrap_or_else(|e| panic!("{e}"));
     let conf = control.config().clone();
     let shared = control.shared();
@@ -275,7 +274,7 @@ fn gaps(dir: &Path, mode: Mode, storm: bool, secs: f64) -> (f64, u64, u64) {
                 set_file(30_000, if reloads % 2 == 0 { 1 << 20 } else { 0 }),
             )
             .expect("write");
-            std::fs::write(&cfg, config_text(20_000, 2_000, 1 + reloads % 2)).expect("write");
+            std::fs::write(&cfg, config_text(dir, 20_000, 2_000, 1 + reloads % 2)).expect("write");
             control.reload().unwrap_or_else(|e| panic!("{e}"));
             control.reclaim();
             reloads += 1;
@@ -352,7 +351,7 @@ pub fn run(json: bool, quick: bool) {
         }
         return;
     }
-    println!("File change to serving: set file of N `ipv4_addr . inet_service` elements replaced (write + rename), full table {v4} IPv4 + {v6} IPv6 routes in the configuration; median of {} changes; the watch's debounce is {} ms", 2 * reps, serve::DEBOUNCE.as_millis());
+    println!("File change to serving: set file of N `ipv4_addr . inet_service` elements replaced (write + rename), full table {v4} IPv4 + {v6} IPv6 routes in a route file; median of {} changes; the watch's debounce is {} ms", 2 * reps, serve::DEBOUNCE.as_millis());
     println!();
     println!("| elements | change | file change → serving (ms) | reload work (ms) | of which reading + checking the files (ms) | first start (s) |");
     println!("|---:|---|---:|---:|---:|---:|");

@@ -18,6 +18,7 @@ pub(crate) struct File {
     pub ecmp: Vec<Ecmp>,
     #[serde(default)]
     pub route: Vec<Route>,
+    pub route_file: Option<Spanned<String>>,
     pub route_cache: Option<RouteCache>,
     pub control: Option<Control>,
 }

@@ -168,3 +168,71 @@ fn the_control_section() {
     );
     std::fs::remove_dir_all(dir).ok();
 }
+
+#[test]
+fn routes_from_a_route_file() {
+    let dir = std::env::temp_dir().join(format!("cfg-routes-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let routes = dir.join("routes.txt");
+    let cfg = |file_text: &str| {
+        std::fs::write(&routes, file_text).unwrap();
+        config::parse(
+            "f.toml",
+            &format!("route = [{{ prefix = \"192.0.2.0/24\", via = \"gw\" }}]\nroute_file = \"routes.txt\"\n{BASE}"),
+            &dir,
+        )
+    };
+    let c =
+        cfg("# full table\n198.51.100.0/24 gw\n\n2001:db8::/32   gw   # a comment\n0.0.0.0/0 gw\n")
+            .unwrap();
+    assert_eq!(c.routes.len(), 4);
+    assert_eq!(c.route_file.as_deref(), Some(routes.as_path()));
+    assert_eq!((c.routes[1].prefix, c.routes[1].len), (0xc633_6400, 24));
+    assert!(c.routes[2].v6 && c.routes[2].len == 32);
+    let name = routes.display().to_string();
+    for (text, want) in [
+        (
+            "198.51.100.0/24 gw\n198.51.100.1/24 gw\n",
+            format!("{name}:2:1: `198.51.100.1/24` has host bits set"),
+        ),
+        (
+            "198.51.100.0/24 gw\n  192.0.2.0/24 gw\n",
+            format!("{name}:2:3: route `192.0.2.0/24` is given twice"),
+        ),
+        (
+            "198.51.100.0/24 gw9\n",
+            format!("{name}:1:17: unknown next hop or ECMP group `gw9`"),
+        ),
+        (
+            "198.51.100.0/24\n",
+            format!("{name}:1:1: `198.51.100.0/24` has no next hop (PREFIX VIA)"),
+        ),
+        (
+            "198.51.100.0/24 gw x\n",
+            format!("{name}:1:20: unexpected `x` (PREFIX VIA)"),
+        ),
+        (
+            "2001:db8::/129 gw\n",
+            format!("{name}:1:1: `2001:db8::/129`: a prefix length is at most 128"),
+        ),
+        (
+            "300.1.1.0/24 gw\n",
+            format!("{name}:1:1: `300.1.1.0` is not an IPv4 address"),
+        ),
+    ] {
+        assert_eq!(cfg(text).unwrap_err().to_string(), want);
+    }
+    std::fs::remove_file(&routes).unwrap();
+    assert!(cfg_missing(&dir).starts_with("f.toml:2:14: cannot read `routes.txt`"));
+    std::fs::remove_dir_all(dir).ok();
+}
+
+fn cfg_missing(dir: &Path) -> String {
+    config::parse(
+        "f.toml",
+        &format!("route = []\nroute_file = \"routes.txt\"\n{BASE}"),
+        dir,
+    )
+    .unwrap_err()
+    .to_string()
+}

@@ -49,3 +49,36 @@ proptest! {
         let _ = config::parse("t.toml", &text, std::path::Path::new("/nonexistent"));
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 500, ..ProptestConfig::default() })]
+
+    /// No route file makes the parser panic; its errors point inside the
+    /// file (a line that exists, a column inside that line).
+    #[test]
+    fn route_files_never_panic(lines in proptest::collection::vec(
+        prop_oneof![
+            "[0-9a-f:./ #]{0,24} ?(gw|gx)?",
+            proptest::collection::vec(any::<u8>(), 0..30)
+                .prop_map(|b| String::from_utf8_lossy(&b).into_owned()),
+        ],
+        0..12,
+    )) {
+        let dir = std::env::temp_dir().join(format!("cfg-rf-{}-{:?}", std::process::id(), std::thread::current().id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let text = lines.join("\n");
+        std::fs::write(dir.join("r.txt"), &text).unwrap();
+        let r = config::parse(
+            "f.toml",
+            "route_file = \"r.txt\"\n[[port]]\nname = \"p\"\n[[next_hop]]\nname = \"gw\"\nport = \"p\"\nmac = \"02:00:00:00:00:fe\"\n",
+            &dir,
+        );
+        if let Err(e) = r {
+            if e.file.ends_with("r.txt") {
+                let line = text.lines().nth(e.line - 1);
+                prop_assert!(line.is_some(), "{e}");
+                prop_assert!(e.col >= 1 && e.col <= line.unwrap().len() + 1, "{e}");
+            }
+        }
+    }
+}

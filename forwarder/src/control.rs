@@ -179,6 +179,7 @@ impl Control {
     pub fn files(&self) -> Vec<PathBuf> {
         let mut v = vec![self.path.clone()];
         v.extend(self.cfg.sets.iter().filter_map(|s| s.file.clone()));
+        v.extend(self.cfg.route_file.clone());
         v
     }
 
