@@ -29,6 +29,7 @@ const VERDICTS: [&str; 3] = ["drop", "accept", "continue"];
 /// One worker's counters, read once.
 struct Read {
     core: usize,
+    loaded: u64,
     rx: u64,
     tx: u64,
     bursts: u64,
@@ -67,6 +68,7 @@ impl Source {
                 };
                 Read {
                     core: *core,
+                    loaded: p.loaded.load(Relaxed),
                     rx: p.rx.load(Relaxed),
                     tx: p.tx.load(Relaxed),
                     bursts: p.bursts.load(Relaxed),
@@ -105,6 +107,7 @@ impl Source {
         };
         let mut total = Read {
             core: 0,
+            loaded: 0,
             rx: 0,
             tx: 0,
             bursts: 0,
@@ -147,6 +150,7 @@ impl Source {
                 "rx": r.rx,
                 "tx": r.tx,
                 "bursts": r.bursts,
+                "loaded_generation": r.loaded,
                 "drops": drops(&r.drops),
                 "ports": ports,
             }));

@@ -57,6 +57,10 @@ pub struct Published {
     pub bursts: AtomicU64,
     /// Generation of the snapshot the worker last judged a burst by.
     pub generation: AtomicU64,
+    /// Generation of the snapshot the worker loaded last (every turn, with
+    /// or without traffic): once it is the published one, no burst is
+    /// judged by an older snapshot any more.
+    pub loaded: AtomicU64,
     /// Matches per rule set of that snapshot (its order), by verdict:
     /// drop, accept, continue.
     pub matches: [[AtomicU64; 3]; PUBLISHED_SETS],
@@ -217,11 +221,12 @@ pub fn spawn_with(
                         }
                         ports[rx].release(&mut burst);
                     }
-                    drop(tables);
                     turns += 1;
                     if turns.is_multiple_of(PUBLISH_EVERY) {
+                        pubd.loaded.store(tables.generation, Relaxed);
                         pubd.store(&pipe, &ports);
                     }
+                    drop(tables);
                 }
                 pubd.store(&pipe, &ports);
                 Report {

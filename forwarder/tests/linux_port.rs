@@ -671,8 +671,38 @@ fn through_namespaces(dpdk: bool) {
         2000,
         "datagrams lost across reloads"
     );
-    // A reload that blocks the flow: nothing of it arrives afterwards.
+    // A reload that blocks the flow: nothing of it arrives once every
+    // worker has loaded the new snapshot (a worker descheduled inside a
+    // turn still judges that turn's bursts by the snapshot it loaded).
     reload(", \"198.51.100.2 . 5001\"");
+    let start = Instant::now();
+    loop {
+        let o = Command::new(env!("CARGO_BIN_EXE_forwarder"))
+            .args(["stats", "--config"])
+            .arg(&cfg)
+            .output()
+            .unwrap();
+        let v = String::from_utf8_lossy(&o.stdout).into_owned();
+        let gen = v
+            .split("\"generation\":")
+            .last()
+            .and_then(|s| s.split(|c: char| !c.is_ascii_digit()).next())
+            .unwrap_or("")
+            .to_string();
+        let loaded: Vec<&str> = v
+            .split("\"loaded_generation\":")
+            .skip(1)
+            .map(|s| s.split(|c: char| !c.is_ascii_digit()).next().unwrap_or(""))
+            .collect();
+        if !gen.is_empty() && loaded.len() == 2 && loaded.iter().all(|l| *l == gen) {
+            break;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "workers did not load the reload: {v}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
     let counting = udp_count(topo.ns(2), 5001, Duration::from_secs(2));
     send(topo.ns(0), 5001, 50).join().unwrap();
     assert_eq!(

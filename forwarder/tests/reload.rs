@@ -145,17 +145,16 @@ impl Port for AbPort {
     }
 }
 
-#[test]
-fn two_hundred_reloads_under_load_judge_every_burst_wholly() {
-    let d = dir("ab");
-    let path = d.join("ab.toml");
+/// A control side on configuration A and two workers on [`AbPort`]s.
+fn start_ab(name: &str) -> (PathBuf, PathBuf, Control, Vec<worker::Running>, Arc<Seen>) {
+    let d = dir(name);
+    let path = d.join(format!("{name}.toml"));
     std::fs::write(&path, ab('A')).unwrap();
-    let mut control = Control::start(&path).unwrap();
+    let control = Control::start(&path).unwrap();
     let cfg = control.config().clone();
-    let shared = control.shared();
     let seen = Arc::new(Seen::default());
     let s2 = seen.clone();
-    let workers = worker::spawn_with(&cfg, shared.clone(), Mode::Full, move |q| {
+    let workers = worker::spawn_with(&cfg, control.shared(), Mode::Full, move |q| {
         Ok(vec![Box::new(AbPort {
             seq: 0,
             worker: q as u64,
@@ -163,6 +162,13 @@ fn two_hundred_reloads_under_load_judge_every_burst_wholly() {
         }) as Box<dyn Port>])
     })
     .unwrap();
+    (d, path, control, workers, seen)
+}
+
+#[test]
+fn two_hundred_reloads_under_load_judge_every_burst_wholly() {
+    let (d, path, mut control, workers, seen) = start_ab("ab");
+    let shared = control.shared();
     let mut weak = Vec::new();
     for i in 0..200 {
         weak.push(Arc::downgrade(&shared.tables.load_full()));
@@ -475,22 +481,8 @@ fn incremental_reloads_give_what_a_rebuild_gives() {
 /// replaced snapshot (and with it its sets and FIB) is freed.
 #[test]
 fn three_thousand_reloads_leak_nothing() {
-    let d = dir("leak");
-    let path = d.join("leak.toml");
-    std::fs::write(&path, ab('A')).unwrap();
-    let mut control = Control::start(&path).unwrap();
-    let cfg = control.config().clone();
+    let (d, path, mut control, workers, seen) = start_ab("leak");
     let shared = control.shared();
-    let seen = Arc::new(Seen::default());
-    let s2 = seen.clone();
-    let workers = worker::spawn_with(&cfg, shared.clone(), Mode::Full, move |q| {
-        Ok(vec![Box::new(AbPort {
-            seq: 0,
-            worker: q as u64,
-            seen: s2.clone(),
-        }) as Box<dyn Port>])
-    })
-    .unwrap();
     let mut weak = Vec::new();
     let first_set = Arc::downgrade(&shared.tables.load().sets[0].snap);
     let first_fib = Arc::downgrade(&shared.tables.load().fib);
