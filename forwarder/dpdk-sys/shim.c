@@ -2,13 +2,7 @@
 #include <rte_errno.h>
 #include <rte_ethdev.h>
 #include <rte_mbuf.h>
-#include <rte_prefetch.h>
 #include "shim.h"
-
-uint16_t fwd_rx_burst(uint16_t port, uint16_t queue, struct rte_mbuf **pkts, uint16_t n)
-{
-	return rte_eth_rx_burst(port, queue, pkts, n);
-}
 
 uint16_t fwd_rx_burst_data(uint16_t port, uint16_t queue, struct rte_mbuf **pkts, uint16_t n,
 			   uint8_t **data, uint16_t *len)
@@ -30,16 +24,6 @@ uint16_t fwd_tx_burst(uint16_t port, uint16_t queue, struct rte_mbuf **pkts, uin
 uint8_t *fwd_mbuf_data(struct rte_mbuf *m)
 {
 	return rte_pktmbuf_mtod(m, uint8_t *);
-}
-
-uint16_t fwd_mbuf_data_len(const struct rte_mbuf *m)
-{
-	return m->data_len;
-}
-
-uint16_t fwd_mbuf_nb_segs(const struct rte_mbuf *m)
-{
-	return m->nb_segs;
 }
 
 uint16_t fwd_mbuf_room(const struct rte_mbuf *m)
@@ -66,11 +50,6 @@ void fwd_mbuf_free(struct rte_mbuf *m)
 void fwd_mbuf_free_bulk(struct rte_mbuf **m, unsigned int n)
 {
 	rte_pktmbuf_free_bulk(m, n);
-}
-
-void fwd_prefetch0(const void *p)
-{
-	rte_prefetch0(p);
 }
 
 int fwd_errno(void)
