@@ -442,9 +442,8 @@ impl Port for AfPacketPort {
             let sll =
                 unsafe { std::ptr::read(slot.as_ptr().add(RX_SLL) as *const libc::sockaddr_ll) };
             let data = &slot[(hdr.tp_mac as usize).min(SLOT)..];
-            let for_us = data.len() >= 14
-                && (data[..6] == self.mac || data[12..14] == wire::ethertype::ARP.to_be_bytes())
-                && sll.sll_pkttype != libc::PACKET_OUTGOING;
+            let for_us =
+                wire::addressed_to(data, self.mac) && sll.sll_pkttype != libc::PACKET_OUTGOING;
             if hdr.tp_snaplen < hdr.tp_len {
                 self.stats.rx_truncated += 1;
             } else if !for_us {

@@ -459,9 +459,7 @@ impl Port for DpdkPort {
                 // Only frames for us (our MAC, or ARP) go on: in
                 // promiscuous mode the device takes every station's.
                 let head = std::slice::from_raw_parts(d, (len as usize).min(14));
-                let for_us = head.len() == 14
-                    && (head[..6] == self.mac
-                        || head[12..14] == crate::wire::ethertype::ARP.to_be_bytes());
+                let for_us = crate::wire::addressed_to(head, self.mac);
                 if !for_us {
                     self.stats.rx_ignored += 1;
                     sys::fwd_mbuf_free(m);

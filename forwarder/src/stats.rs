@@ -194,143 +194,116 @@ impl Source {
         let st = &self.shared.status;
         let reads = self.read();
         let mut o = String::new();
-        let family = |o: &mut String, name: &str, kind: &str, help: &str| {
+        // One family: its header, then one sample per (labels, value).
+        let mut family = |name: &str, kind: &str, help: &str, samples: Vec<(String, u64)>| {
             let _ = writeln!(
                 o,
                 "# HELP forwarder_{name} {help}\n# TYPE forwarder_{name} {kind}"
             );
+            for (labels, v) in samples {
+                let labels = if labels.is_empty() {
+                    labels
+                } else {
+                    format!("{{{labels}}}")
+                };
+                let _ = writeln!(o, "forwarder_{name}{labels} {v}");
+            }
+        };
+        let per_core = |f: &dyn Fn(&Read) -> Vec<(String, u64)>| -> Vec<(String, u64)> {
+            reads
+                .iter()
+                .flat_map(|r| {
+                    f(r).into_iter()
+                        .map(move |(l, v)| (format!("core=\"{}\"{l}", r.core), v))
+                })
+                .collect()
         };
         family(
-            &mut o,
             "rx_packets_total",
             "counter",
             "Frames received, per worker core.",
+            per_core(&|r| vec![(String::new(), r.rx)]),
         );
-        for r in &reads {
-            let _ = writeln!(
-                o,
-                "forwarder_rx_packets_total{{core=\"{}\"}} {}",
-                r.core, r.rx
-            );
-        }
         family(
-            &mut o,
             "tx_packets_total",
             "counter",
             "Frames sent, per worker core.",
+            per_core(&|r| vec![(String::new(), r.tx)]),
         );
-        for r in &reads {
-            let _ = writeln!(
-                o,
-                "forwarder_tx_packets_total{{core=\"{}\"}} {}",
-                r.core, r.tx
-            );
-        }
         family(
-            &mut o,
             "drops_total",
             "counter",
             "Frames dropped, per core and reason.",
+            per_core(&|r| {
+                Drop::ALL
+                    .iter()
+                    .map(|d| (format!(",reason=\"{}\"", d.name()), r.drops[d.index()]))
+                    .collect()
+            }),
         );
-        for r in &reads {
-            for d in Drop::ALL {
-                let _ = writeln!(
-                    o,
-                    "forwarder_drops_total{{core=\"{}\",reason=\"{}\"}} {}",
-                    r.core,
-                    d.name(),
-                    r.drops[d.index()]
-                );
-            }
-        }
         family(
-            &mut o,
             "port_packets_total",
             "counter",
             "Port counters, per core, port and counter.",
+            per_core(&|r| {
+                self.ports
+                    .iter()
+                    .zip(&r.ports)
+                    .flat_map(|(name, v)| {
+                        PORT_FIELDS.iter().zip(v).map(move |(k, x)| {
+                            (format!(",port=\"{}\",counter=\"{k}\"", escape(name)), *x)
+                        })
+                    })
+                    .collect()
+            }),
         );
-        for r in &reads {
-            for (name, v) in self.ports.iter().zip(&r.ports) {
-                for (k, x) in PORT_FIELDS.iter().zip(v) {
-                    let _ = writeln!(
-                        o,
-                        "forwarder_port_packets_total{{core=\"{}\",port=\"{}\",counter=\"{}\"}} {}",
-                        r.core,
-                        escape(name),
-                        k,
-                        x
-                    );
-                }
-            }
-        }
         family(
-            &mut o,
             "set_matches_total",
             "counter",
             "Rule set matches, per set and verdict.",
+            per_core(&|r| {
+                r.sets
+                    .iter()
+                    .flat_map(|(name, m)| {
+                        VERDICTS.iter().zip(m).map(move |(k, v)| {
+                            (format!(",set=\"{}\",verdict=\"{k}\"", escape(name)), *v)
+                        })
+                    })
+                    .collect()
+            }),
         );
-        for r in &reads {
-            for (name, m) in &r.sets {
-                for (k, v) in VERDICTS.iter().zip(m) {
-                    let _ = writeln!(
-                        o,
-                        "forwarder_set_matches_total{{core=\"{}\",set=\"{}\",verdict=\"{}\"}} {}",
-                        r.core,
-                        escape(name),
-                        k,
-                        v
-                    );
-                }
-            }
-        }
         family(
-            &mut o,
             "route_cache_total",
             "counter",
             "Route stage lookups, per result.",
+            per_core(&|r| {
+                CACHE
+                    .iter()
+                    .zip(&r.cache)
+                    .map(|(k, v)| (format!(",result=\"{k}\""), *v))
+                    .collect()
+            }),
         );
-        for r in &reads {
-            for (k, v) in CACHE.iter().zip(&r.cache) {
-                let _ = writeln!(
-                    o,
-                    "forwarder_route_cache_total{{core=\"{}\",result=\"{}\"}} {}",
-                    r.core, k, v
-                );
-            }
-        }
         family(
-            &mut o,
             "generation",
             "gauge",
             "Generation of the published table snapshot.",
+            vec![(String::new(), st.generation.load(Relaxed))],
         );
-        let _ = writeln!(o, "forwarder_generation {}", st.generation.load(Relaxed));
         family(
-            &mut o,
             "reloads_total",
             "counter",
             "Reloads, applied and refused.",
-        );
-        let _ = writeln!(
-            o,
-            "forwarder_reloads_total{{result=\"ok\"}} {}",
-            st.reloads.load(Relaxed)
-        );
-        let _ = writeln!(
-            o,
-            "forwarder_reloads_total{{result=\"failed\"}} {}",
-            st.failed.load(Relaxed)
+            vec![
+                ("result=\"ok\"".into(), st.reloads.load(Relaxed)),
+                ("result=\"failed\"".into(), st.failed.load(Relaxed)),
+            ],
         );
         family(
-            &mut o,
             "last_reload_ok",
             "gauge",
             "1 if the last reload was applied (or none was tried).",
-        );
-        let _ = writeln!(
-            o,
-            "forwarder_last_reload_ok {}",
-            u8::from(st.last_reload() == "ok")
+            vec![(String::new(), u64::from(st.last_reload() == "ok"))],
         );
         o
     }

@@ -304,6 +304,14 @@ pub fn checksum(data: &[u8]) -> u16 {
     !(sum as u16)
 }
 
+/// Whether a received frame is for the station with `mac`: addressed to
+/// it, or ARP (which the pipeline counts and does not forward). Ports in
+/// promiscuous mode pass on only these.
+#[inline]
+pub fn addressed_to(frame: &[u8], mac: [u8; 6]) -> bool {
+    frame.len() >= 14 && (frame[..6] == mac || frame[12..14] == ethertype::ARP.to_be_bytes())
+}
+
 /// One's complement sum of `data` as big-endian 16-bit words (an odd
 /// last byte padded with zero), not folded.
 fn sum16(data: &[u8], mut sum: u64) -> u64 {
