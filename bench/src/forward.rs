@@ -3,10 +3,13 @@
 //! side in one run: (a) `io`: receive and transmit, frames untouched;
 //! (b) `rewrite`: + parse and MAC/TTL/checksum rewrite; (c) `route`: +
 //! routing in the full table (with and without the dst cache); (d)
-//! `full`: + classification against the example's rule sets.
+//! `full`: + classification against the example's rule sets, the flow
+//! cache off; `full+flowcache`: the same with the default flow cache.
+//! Then both full variants again at other numbers of flows per port.
 
 use crate::stats::median;
 use config::{Config, RouteConfig, Via};
+use forwarder::flowcache::FlowCacheConfig;
 use forwarder::pipeline::Mode;
 use forwarder::tables::Tables;
 use forwarder::worker::{self, Shared};
@@ -15,6 +18,9 @@ use routecache::Family;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+/// Flows per synthetic port of the sweep.
+const FLOWS: [usize; 3] = [256, 16_384, 262_144];
 
 fn example() -> Config {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/forwarder.toml");
@@ -39,6 +45,21 @@ fn with_full_table(mut cfg: Config, v4: usize, v6: usize) -> Config {
     cfg
 }
 
+/// `cfg` with `entries` flow cache entries per core.
+fn with_flow_cache(mut cfg: Config, entries: usize) -> Config {
+    cfg.flow_cache.entries = Some(entries);
+    cfg
+}
+
+/// `cfg` with `flows` distinct flows on every synthetic port.
+fn with_flows(mut cfg: Config, flows: usize) -> Config {
+    for p in cfg.ports.iter_mut().filter(|p| p.driver == "synthetic") {
+        p.options
+            .insert("flows".into(), toml::Value::Integer(flows as i64));
+    }
+    cfg
+}
+
 /// Runs `mode` on `cores` for `secs`: forwarded Mpps.
 fn measure(cfg: &Config, tables: &Arc<Tables>, mode: Mode, cores: &[usize], secs: f64) -> f64 {
     let mut cfg = cfg.clone();
@@ -57,12 +78,13 @@ fn measure(cfg: &Config, tables: &Arc<Tables>, mode: Mode, cores: &[usize], secs
     tx as f64 / elapsed / 1e6
 }
 
-pub fn run(json: bool, quick: bool) {
+pub fn run(json: bool, quick: bool, runs: Option<usize>, seconds: Option<f64>, only: &[String]) {
     let (v4, v6, secs, reps) = if quick {
         (100_000, 20_000, 0.5, 1)
     } else {
         (1_000_000, 200_000, 2.0, 3)
     };
+    let (secs, reps) = (seconds.unwrap_or(secs), runs.unwrap_or(reps).max(1));
     let small = example();
     let full = with_full_table(small.clone(), v4, v6);
     let mut cached = full.clone();
@@ -72,13 +94,39 @@ pub fn run(json: bool, quick: bool) {
     let t_full = Arc::new(Tables::build(&full, 1).expect("tables"));
     let build_s = t0.elapsed().as_secs_f64();
     let t_cached = Arc::new(Tables::build(&cached, 1).expect("tables"));
-    let variants: [(&str, Mode, &Config, &Arc<Tables>); 5] = [
-        ("io", Mode::Io, &small, &t_small),
-        ("rewrite", Mode::Rewrite, &small, &t_small),
-        ("route", Mode::Route, &full, &t_full),
-        ("route+cache", Mode::Route, &cached, &t_cached),
-        ("full", Mode::Full, &full, &t_full),
+    let no_flow_cache = with_flow_cache(full.clone(), 0);
+    let t_nfc = Arc::new(Tables::build(&no_flow_cache, 1).expect("tables"));
+    let fc = FlowCacheConfig::default();
+    let flow_cached = with_flow_cache(full.clone(), fc.entries);
+    let t_fc = Arc::new(Tables::build(&flow_cached, 1).expect("tables"));
+    // The example's flow mix, then fewer and more flows per port (the
+    // ports' configurations differ; the tables are the same).
+    let sweep: Vec<(String, Config, Config)> = FLOWS
+        .iter()
+        .map(|&n| {
+            (
+                n.to_string(),
+                with_flows(no_flow_cache.clone(), n),
+                with_flows(flow_cached.clone(), n),
+            )
+        })
+        .collect();
+    let mut variants: Vec<(String, Mode, &Config, &Arc<Tables>)> = vec![
+        ("io".into(), Mode::Io, &small, &t_small),
+        ("rewrite".into(), Mode::Rewrite, &small, &t_small),
+        ("route".into(), Mode::Route, &full, &t_full),
+        ("route+cache".into(), Mode::Route, &cached, &t_cached),
+        ("full".into(), Mode::Full, &no_flow_cache, &t_nfc),
+        ("full+flowcache".into(), Mode::Full, &flow_cached, &t_fc),
     ];
+    for (n, off, on) in &sweep {
+        variants.push((format!("full@{n}"), Mode::Full, off, &t_nfc));
+        variants.push((format!("full+flowcache@{n}"), Mode::Full, on, &t_fc));
+    }
+    if !only.is_empty() {
+        variants.retain(|(name, ..)| only.contains(name));
+    }
+    let main_rows = variants.iter().filter(|v| !v.0.contains('@')).count();
     let core_sets: [&[usize]; 2] = [&[0], &[0, 1]];
     let mut samples = vec![vec![Vec::new(); core_sets.len()]; variants.len()];
     for _ in 0..reps {
@@ -98,10 +146,27 @@ pub fn run(json: bool, quick: bool) {
         let one = median(&mut samples[v][0]);
         let two = median(&mut samples[v][1]);
         if json {
+            // The sweep's rows: `variant` `full` or `full+flowcache` with
+            // `flows` per port.
+            let (variant, flows) = match name.split_once('@') {
+                Some((v, n)) => (v, format!(",\"flows\":{n}")),
+                None => (name.as_str(), String::new()),
+            };
             for (cores, mpps) in [(1, one), (2, two)] {
-                println!("{{\"variant\":\"{name}\",\"cores\":{cores},\"mpps\":{mpps:.2}}}");
+                println!(
+                    "{{\"variant\":\"{variant}\",\"cores\":{cores},\"mpps\":{mpps:.2}{flows}}}"
+                );
             }
         } else {
+            if v == main_rows {
+                println!();
+                println!("Flows per port (the example has 4,096 on p0 and the default 1,024 on p1), flow cache of {} entries per core storing one miss in {}:", fc.entries, fc.insert_one_in);
+                println!();
+                println!(
+                    "| variant | 1 core | 2 cores | 2 cores / 1 core | ns per packet (1 core) |"
+                );
+                println!("|---|---:|---:|---:|---:|");
+            }
             println!(
                 "| {name} | {one:.2} | {two:.2} | {:.2}x | {:.1} |",
                 two / one,

@@ -65,6 +65,16 @@ enum Cmd {
         /// Smaller table, shorter runs (under a minute).
         #[arg(long)]
         quick: bool,
+        /// Runs of every variant (round-robin; the median is reported).
+        #[arg(long)]
+        runs: Option<usize>,
+        /// Seconds per run.
+        #[arg(long)]
+        seconds: Option<f64>,
+        /// Only the variants with these names (e.g. `full`,
+        /// `full+flowcache@16384`); repeatable.
+        #[arg(long = "variant")]
+        variants: Vec<String>,
     },
     /// The route-hint series' table, and the FIB's own figures.
     Routecache {
@@ -117,8 +127,14 @@ enum Cmd {
 fn main() {
     let cli = Cli::parse();
     let r = match cli.cmd {
-        Cmd::Forward { json, quick } => {
-            forward::run(json, quick);
+        Cmd::Forward {
+            json,
+            quick,
+            runs,
+            seconds,
+            variants,
+        } => {
+            forward::run(json, quick, runs, seconds, &variants);
             Ok(())
         }
         Cmd::Routecache { json, quick } => {

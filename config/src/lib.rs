@@ -36,7 +36,8 @@ mod validate;
 
 pub use validate::{
     control_socket, default_socket, Action, Config, ConfigError, ControlConfig, EcmpGroup,
-    Forwarder, NextHopConfig, PortConfig, RouteCache, RouteConfig, SetConfig, Source, Via,
+    FlowCache, Forwarder, NextHopConfig, PortConfig, RouteCache, RouteConfig, SetConfig, Source,
+    Via,
 };
 
 use std::path::Path;

@@ -20,6 +20,7 @@ pub(crate) struct File {
     pub route: Vec<Route>,
     pub route_file: Option<Spanned<String>>,
     pub route_cache: Option<RouteCache>,
+    pub flow_cache: Option<FlowCache>,
     pub control: Option<Control>,
 }
 
@@ -82,6 +83,13 @@ pub(crate) struct Ecmp {
 pub(crate) struct Route {
     pub prefix: Spanned<String>,
     pub via: Spanned<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct FlowCache {
+    pub entries: Option<Spanned<usize>>,
+    pub insert_one_in: Option<Spanned<u32>>,
 }
 
 #[derive(Deserialize)]

@@ -210,6 +210,16 @@ pub struct RouteCache {
     pub hash: Option<String>,
 }
 
+/// The flow cache's settings (`[flow_cache]`; see the forwarder's
+/// `flowcache` module).
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub struct FlowCache {
+    /// Entries per core (0: off).
+    pub entries: Option<usize>,
+    /// A missed flow is stored one time in this many (1: always).
+    pub insert_one_in: Option<u32>,
+}
+
 /// The control side's settings (`[control]`).
 #[derive(Clone, Debug, PartialEq, Eq, Default)]
 pub struct ControlConfig {
@@ -296,6 +306,8 @@ pub struct Config {
     pub route_file: Option<std::path::PathBuf>,
     /// Route stage settings; `None` where not given (use the defaults).
     pub route_cache: RouteCache,
+    /// Flow cache settings; `None` where not given (use the defaults).
+    pub flow_cache: FlowCache,
     /// The control side's settings.
     pub control: ControlConfig,
 }
@@ -624,6 +636,32 @@ pub(crate) fn validate(file: &str, text: &str, dir: &Path) -> Result<Config, Con
         },
     };
 
+    let flow_cache = match raw.flow_cache {
+        None => FlowCache::default(),
+        Some(c) => {
+            if let Some(n) = c.entries.as_ref().filter(|n| *n.get_ref() > 1 << 22) {
+                return Err(loc.of(
+                    n,
+                    format!("{} flow cache entries is more than 4194304", n.get_ref()),
+                ));
+            }
+            if let Some(n) = c
+                .insert_one_in
+                .as_ref()
+                .filter(|n| !(1..=65536).contains(n.get_ref()))
+            {
+                return Err(loc.of(
+                    n,
+                    format!("insert_one_in = {} is not in 1..=65536", n.get_ref()),
+                ));
+            }
+            FlowCache {
+                entries: c.entries.map(Spanned::into_inner),
+                insert_one_in: c.insert_one_in.map(Spanned::into_inner),
+            }
+        }
+    };
+
     let route_cache = match raw.route_cache {
         None => RouteCache {
             hint: None,
@@ -663,6 +701,7 @@ pub(crate) fn validate(file: &str, text: &str, dir: &Path) -> Result<Config, Con
         ecmp,
         routes,
         route_cache,
+        flow_cache,
         control,
         route_file,
     })

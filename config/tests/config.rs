@@ -24,6 +24,8 @@ fn the_example_loads() {
     assert!(c.routes.iter().any(|r| r.v6));
     assert!(c.routes.iter().any(|r| matches!(r.via, Via::Ecmp(_))));
     assert_eq!(c.ecmp[0].members, vec![0, 1]);
+    assert_eq!(c.flow_cache.entries, Some(16384));
+    assert_eq!(c.flow_cache.insert_one_in, Some(32));
 }
 
 fn err(text: &str) -> String {
@@ -89,6 +91,18 @@ fn errors_name_line_column_and_value() {
         (
             "[forwarder]\nburst = 100\n".to_string(),
             "f.toml:2:9: burst 100 is outside 1-64",
+        ),
+        (
+            "[flow_cache]\nentries = 99999999\n".to_string(),
+            "f.toml:2:11: 99999999 flow cache entries is more than 4194304",
+        ),
+        (
+            "[flow_cache]\nentries = 64\ninsert_one_in = 0\n".to_string(),
+            "f.toml:3:17: insert_one_in = 0 is not in 1..=65536",
+        ),
+        (
+            "[flow_cache]\nentres = 64\n".to_string(),
+            "f.toml:2:1: unknown field `entres`, expected `entries` or `insert_one_in`",
         ),
         (
             "[[port]]\nname = \"p\"\ndriver = \"netmap\"\n".to_string(),

@@ -197,6 +197,7 @@ impl Control {
             port_names: self.cfg.ports.iter().map(|p| p.name.clone()).collect(),
             route_cache: tables::route_cache(&self.cfg),
             flow_seed: self.flow_seed,
+            flow_cache: tables::flow_cache(&self.cfg),
         }
     }
 
@@ -275,6 +276,7 @@ impl Control {
             && !fib_changed
             && rep.elements_added + rep.elements_removed == 0
             && tables::route_cache(&new) == tables::route_cache(&self.cfg)
+            && tables::flow_cache(&new) == tables::flow_cache(&self.cfg)
         {
             self.cfg = new;
             rep.generation = self.shared.status.generation.load(Relaxed);

@@ -17,6 +17,7 @@ pub mod client;
 pub mod control;
 #[cfg(feature = "dpdk")]
 pub mod dpdk;
+pub mod flowcache;
 pub mod lookup;
 pub mod pipeline;
 pub mod port;

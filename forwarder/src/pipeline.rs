@@ -2,6 +2,7 @@
 //! group by egress port. Every stage works on the whole burst; nothing
 //! allocates, locks or calls the system per packet.
 
+use crate::flowcache::{Decision, FlowCache, FlowCacheConfig, FlowCacheStats, FlowId, Loc};
 use crate::port::{Burst, MAX_BURST};
 use crate::tables::Tables;
 use crate::wire::{self, Drop, Parsed, L3};
@@ -73,6 +74,8 @@ enum Fate {
     Accepted,
     /// Dropped, and why.
     Dropped(Drop),
+    /// Decided by the flow cache: see the burst's `decisions`.
+    Cached,
 }
 
 /// One worker's pipeline state: scratch, keys, routers, per-burst arrays,
@@ -91,6 +94,15 @@ pub struct Pipeline {
     idx4: Vec<u8>,
     idx6: Vec<u8>,
     targets: [Option<TargetId>; MAX_BURST],
+    /// The flow cache, when configured (and the sets fit in its entries).
+    flows: Option<FlowCache>,
+    /// Per packet of the burst: its flow and bucket, whether its decision
+    /// is to be stored (a flow cache miss), the matches the sets found.
+    flow_ids: [FlowId; MAX_BURST],
+    flow_locs: [Loc; MAX_BURST],
+    pending: [bool; MAX_BURST],
+    match_bits: [u32; MAX_BURST],
+    decisions: [Decision; MAX_BURST],
     /// Frames to send, per egress port index (filled by [`Pipeline::process`]).
     pub out: Vec<Vec<u8>>,
     /// Counters.
@@ -122,6 +134,12 @@ impl Pipeline {
             idx4: Vec::with_capacity(MAX_BURST),
             idx6: Vec::with_capacity(MAX_BURST),
             targets: [None; MAX_BURST],
+            flows: None,
+            flow_ids: [FlowId::default(); MAX_BURST],
+            flow_locs: [Loc::default(); MAX_BURST],
+            pending: [false; MAX_BURST],
+            match_bits: [0; MAX_BURST],
+            decisions: [Decision::default(); MAX_BURST],
             out: vec![Vec::with_capacity(MAX_BURST); ports],
             counters: Counters::default(),
             generation: u64::MAX,
@@ -157,12 +175,35 @@ impl Pipeline {
             self.router6 = tables.route_cache.router();
             self.route_cache = tables.route_cache;
         }
+        // Decisions of the old snapshot are stale under the new one.
+        let mut c = tables.flow_cache;
+        if tables.sets.len() > crate::flowcache::MAX_SETS {
+            c.entries = 0;
+        }
+        match &mut self.flows {
+            Some(f)
+                if c.entries > 0
+                    && f.config()
+                        == FlowCacheConfig {
+                            entries: FlowCache::capacity_for(c.entries),
+                            ..c
+                        } =>
+            {
+                f.invalidate()
+            }
+            _ => self.flows = (c.entries > 0).then(|| FlowCache::with_config(c)),
+        }
         self.generation = tables.generation;
     }
 
     /// Generation of the snapshot the last burst was judged by.
     pub fn generation(&self) -> u64 {
         self.generation
+    }
+
+    /// The flow cache's counters (zero when it is off).
+    pub fn flow_cache_stats(&self) -> FlowCacheStats {
+        self.flows.as_ref().map(|f| f.stats()).unwrap_or_default()
     }
 
     /// The route caches' counters, IPv4 and IPv6 added up.
@@ -201,10 +242,15 @@ impl Pipeline {
                 Err(d) => Fate::Dropped(d),
             };
         }
+        self.match_bits[..n].fill(0);
+        self.pending[..n].fill(false);
         match self.mode {
             Mode::Rewrite => self.rewrite_only(tables, burst, n),
             Mode::Route => self.route(tables, burst, n),
             _ => {
+                if self.flows.is_some() {
+                    self.lookup_flows(burst, n);
+                }
                 self.classify(tables, burst, n);
                 self.route(tables, burst, n);
             }
@@ -229,6 +275,73 @@ impl Pipeline {
                 }
                 Err(d) => self.counters.drops[d.index()] += 1,
             }
+        }
+    }
+
+    /// Looks every parsed packet's flow up in the flow cache: a hit takes
+    /// the stored decision (and counts its matches), a miss goes through
+    /// the sets and the routes and has its decision stored by `route`.
+    fn lookup_flows(&mut self, burst: &Burst, n: usize) {
+        let Some(flows) = self.flows.as_mut() else {
+            return;
+        };
+        if !flows.take_burst(n) {
+            return;
+        }
+        let (mut lookups, mut hits) = (0, 0);
+        // Hash every packet (prefetching its bucket's bookkeeping), then
+        // find its candidate entry (prefetching it), then probe: each
+        // pass's cache misses overlap.
+        for i in 0..n {
+            if self.fate[i] == Fate::Go {
+                let id = FlowId::of(&self.parsed[i], burst.frame(i));
+                self.flow_locs[i] = flows.hash(&id);
+                self.flow_ids[i] = id;
+            }
+        }
+        for i in 0..n {
+            if self.fate[i] == Fate::Go {
+                self.flow_locs[i] = flows.candidates(self.flow_locs[i]);
+            }
+        }
+        for i in 0..n {
+            if self.fate[i] != Fate::Go {
+                continue;
+            }
+            lookups += 1;
+            match flows.probe(self.flow_locs[i], &self.flow_ids[i]) {
+                Some(d) => {
+                    hits += 1;
+                    self.fate[i] = Fate::Cached;
+                    self.decisions[i] = d;
+                    let mut bits = d.matches;
+                    while bits != 0 {
+                        let at = bits.trailing_zeros() & !1;
+                        let code = (bits >> at) & 3;
+                        self.counters.matches[at as usize / 2][code as usize - 1] += 1;
+                        bits &= !(3 << at);
+                    }
+                }
+                None => self.pending[i] = true,
+            }
+        }
+        flows.account(lookups, hits);
+    }
+
+    /// Stores a missed packet's decision (the index of its next hop, or
+    /// why it is dropped) in the flow cache.
+    #[inline]
+    fn decided(&mut self, i: usize, hop: Result<u32, Drop>) {
+        if !self.pending[i] {
+            return;
+        }
+        if let Some(f) = self.flows.as_mut() {
+            let m = self.match_bits[i];
+            let d = match hop {
+                Ok(h) => Decision::forward(m, h),
+                Err(d) => Decision::drop(m, d),
+            };
+            f.fill(self.flow_locs[i], &self.flow_ids[i], d);
         }
     }
 
@@ -274,9 +387,12 @@ impl Pipeline {
                 let verdict = match fate {
                     Fate::Dropped(_) => 0,
                     Fate::Accepted => 1,
-                    Fate::Go => 2,
+                    Fate::Go | Fate::Cached => 2,
                 };
                 self.counters.matches[si][verdict] += 1;
+                if si < crate::flowcache::MAX_SETS {
+                    self.match_bits[i] |= (verdict as u32 + 1) << (2 * si);
+                }
                 self.fate[i] = fate;
             }
         }
@@ -288,7 +404,7 @@ impl Pipeline {
         self.idx4.clear();
         self.idx6.clear();
         for i in 0..n {
-            if matches!(self.fate[i], Fate::Dropped(_)) {
+            if matches!(self.fate[i], Fate::Dropped(_) | Fate::Cached) {
                 continue;
             }
             let p = &self.parsed[i];
@@ -324,32 +440,29 @@ impl Pipeline {
         for (j, &i) in self.idx6.iter().enumerate() {
             self.targets[i as usize] = found[j];
         }
+        let hops = fib.targets().hops();
         for i in 0..n {
+            let hop = match self.fate[i] {
+                Fate::Cached => self.decisions[i].hop(),
+                Fate::Dropped(d) => Err(d),
+                Fate::Go | Fate::Accepted => {
+                    let h = self.next_hop(tables, i);
+                    self.decided(i, h);
+                    h
+                }
+            };
             if let Fate::Dropped(d) = self.fate[i] {
-                self.counters.drops[d.index()] += 1;
-                continue;
+                self.decided(i, Err(d));
             }
+            let nh = match hop.and_then(|h| hops.get(h as usize).ok_or(Drop::UnknownNextHop)) {
+                Ok(nh) => *nh,
+                Err(d) => {
+                    self.counters.drops[d.index()] += 1;
+                    continue;
+                }
+            };
             let p = &self.parsed[i];
-            let Some(t) = self.targets[i] else {
-                self.counters.drops[Drop::NoRoute.index()] += 1;
-                continue;
-            };
-            let flow = FlowKey {
-                src: p.src,
-                dst: p.dst,
-                sport: p.sport,
-                dport: p.dport,
-                proto: p.proto,
-            };
-            let Some(nh) = fib.targets().resolve(t, flow.hash(tables.flow_seed)) else {
-                self.counters.drops[Drop::UnknownNextHop.index()] += 1;
-                continue;
-            };
             let port = nh.port as usize;
-            if port >= self.out.len() {
-                self.counters.drops[Drop::UnknownNextHop.index()] += 1;
-                continue;
-            }
             match wire::rewrite(burst.frame_mut(i), p, nh.dst_mac, nh.src_mac) {
                 Ok(()) => {
                     self.out[port].push(i as u8);
@@ -357,6 +470,32 @@ impl Pipeline {
                 }
                 Err(d) => self.counters.drops[d.index()] += 1,
             }
+        }
+    }
+}
+
+impl Pipeline {
+    /// The next hop of a routed packet (its target resolved, an ECMP
+    /// group's member picked by the flow hash), as an index in the FIB's
+    /// hops, or why it has none.
+    #[inline]
+    fn next_hop(&self, tables: &Tables, i: usize) -> Result<u32, Drop> {
+        let p = &self.parsed[i];
+        let t = self.targets[i].ok_or(Drop::NoRoute)?;
+        let flow = FlowKey {
+            src: p.src,
+            dst: p.dst,
+            sport: p.sport,
+            dport: p.dport,
+            proto: p.proto,
+        };
+        let targets = tables.fib.targets();
+        let h = targets
+            .resolve_index(t, flow.hash(tables.flow_seed))
+            .ok_or(Drop::UnknownNextHop)?;
+        match targets.hops().get(h as usize) {
+            Some(nh) if (nh.port as usize) < self.out.len() => Ok(h),
+            _ => Err(Drop::UnknownNextHop),
         }
     }
 }

@@ -129,14 +129,16 @@ pub fn run_mode(
             *d += v;
         }
         let bad: u64 = r.ports.iter().map(|(_, s)| s.tx_bad).sum();
+        let fc = r.flow_cache;
         summary.push_str(&format!(
-            "  core {}: rx {} tx {} ({:.2} Mpps), set matches {:?}, frames failing the port's check {}\n",
+            "  core {}: rx {} tx {} ({:.2} Mpps), set matches {:?}, frames failing the port's check {}, flow cache hits {:.1} %\n",
             r.core,
             r.counters.rx,
             r.counters.tx,
             r.counters.tx as f64 / elapsed / 1e6,
             r.counters.matches,
-            bad
+            bad,
+            100.0 * fc.hits as f64 / (fc.hits + fc.misses).max(1) as f64
         ));
         for (name, s) in &r.ports {
             summary.push_str(&format!(

@@ -24,6 +24,7 @@ pub struct Source {
 }
 
 const CACHE: [&str; 4] = ["hint_hits", "hits", "misses", "stale"];
+const FLOW_CACHE: [&str; 4] = ["hits", "misses", "stale", "bypassed"];
 const VERDICTS: [&str; 3] = ["drop", "accept", "continue"];
 
 /// One worker's counters, read once.
@@ -35,6 +36,7 @@ struct Read {
     bursts: u64,
     drops: [u64; Drop::ALL.len()],
     cache: [u64; 4],
+    flow_cache: [u64; 4],
     ports: Vec<[u64; 8]>,
     /// (set name, [drop, accept, continue]).
     sets: Vec<(String, [u64; 3])>,
@@ -74,6 +76,7 @@ impl Source {
                     bursts: p.bursts.load(Relaxed),
                     drops: std::array::from_fn(|i| p.drops[i].load(Relaxed)),
                     cache: std::array::from_fn(|i| p.cache[i].load(Relaxed)),
+                    flow_cache: std::array::from_fn(|i| p.flow_cache[i].load(Relaxed)),
                     ports: p
                         .ports
                         .iter()
@@ -88,7 +91,7 @@ impl Source {
 
     /// Everything as one JSON object: `generation`, `last_reload`,
     /// `reloads`, `reloads_failed`, `last_reload_us`, `total`, `cores`,
-    /// `ports`, `sets`, `route_cache`.
+    /// `ports`, `sets`, `route_cache`, `flow_cache`.
     pub fn json(&self) -> Value {
         let st = &self.shared.status;
         let reads = self.read();
@@ -113,6 +116,7 @@ impl Source {
             bursts: 0,
             drops: [0; Drop::ALL.len()],
             cache: [0; 4],
+            flow_cache: [0; 4],
             ports: vec![[0; 8]; self.ports.len().min(PUBLISHED_PORTS)],
             sets: Vec::new(),
         };
@@ -126,6 +130,9 @@ impl Source {
                 *a += b;
             }
             for (a, b) in total.cache.iter_mut().zip(&r.cache) {
+                *a += b;
+            }
+            for (a, b) in total.flow_cache.iter_mut().zip(&r.flow_cache) {
                 *a += b;
             }
             for (a, b) in total.ports.iter_mut().zip(&r.ports) {
@@ -186,6 +193,11 @@ impl Source {
             "ports": ports,
             "sets": sets,
             "route_cache": cache,
+            "flow_cache": FLOW_CACHE
+                .iter()
+                .zip(&total.flow_cache)
+                .map(|(k, v)| (k.to_string(), json!(v)))
+                .collect::<Map<String, Value>>(),
         })
     }
 
@@ -280,6 +292,18 @@ impl Source {
                 CACHE
                     .iter()
                     .zip(&r.cache)
+                    .map(|(k, v)| (format!(",result=\"{k}\""), *v))
+                    .collect()
+            }),
+        );
+        family(
+            "flow_cache_total",
+            "counter",
+            "Flow cache lookups, per result.",
+            per_core(&|r| {
+                FLOW_CACHE
+                    .iter()
+                    .zip(&r.flow_cache)
                     .map(|(k, v)| (format!(",result=\"{k}\""), *v))
                     .collect()
             }),

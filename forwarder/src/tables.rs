@@ -1,6 +1,7 @@
 //! The snapshot of tables the workers read: rule sets, the FIB and the
 //! ports' MACs, built from a checked configuration, published whole.
 
+use crate::flowcache::FlowCacheConfig;
 use config::{Action, Config, RouteConfig, SetConfig, Source, Via};
 use matcher::{InsertMode, Set};
 use routecache::{Family, Fib, FibSnapshot, HashKind, NextHop, RouteCacheConfig, TargetId};
@@ -34,6 +35,17 @@ pub struct Tables {
     pub route_cache: RouteCacheConfig,
     /// Seed of the ECMP flow hash.
     pub flow_seed: u32,
+    /// Each core's flow cache.
+    pub flow_cache: FlowCacheConfig,
+}
+
+/// The flow cache settings of `cfg` (defaults where not given).
+pub fn flow_cache(cfg: &Config) -> FlowCacheConfig {
+    let d = FlowCacheConfig::default();
+    FlowCacheConfig {
+        entries: cfg.flow_cache.entries.unwrap_or(d.entries),
+        insert_one_in: cfg.flow_cache.insert_one_in.unwrap_or(d.insert_one_in),
+    }
 }
 
 /// A rule set's working copy, built from its configuration.
@@ -131,6 +143,10 @@ impl Tables {
             port_names: Vec::new(),
             route_cache: RouteCacheConfig::default(),
             flow_seed: 0,
+            flow_cache: FlowCacheConfig {
+                entries: 0,
+                insert_one_in: 1,
+            },
         }
     }
 
@@ -152,6 +168,7 @@ impl Tables {
             port_names: cfg.ports.iter().map(|p| p.name.clone()).collect(),
             route_cache: route_cache(cfg),
             flow_seed: routecache::hash::random_seed(),
+            flow_cache: flow_cache(cfg),
         })
     }
 }

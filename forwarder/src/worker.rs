@@ -66,6 +66,8 @@ pub struct Published {
     pub matches: [[AtomicU64; 3]; PUBLISHED_SETS],
     /// Route cache: hint hits, hits, misses, stale entries.
     pub cache: [AtomicU64; 4],
+    /// Flow cache: hits, misses, stale entries, bypassed packets.
+    pub flow_cache: [AtomicU64; 4],
     /// Per port (configuration order): the [`PortStats`] fields rx, tx,
     /// tx_bytes, tx_dropped, tx_bad, rx_dropped, rx_ignored, rx_truncated.
     pub ports: [[AtomicU64; 8]; PUBLISHED_PORTS],
@@ -120,6 +122,14 @@ impl Published {
         {
             a.store(v, Relaxed);
         }
+        let fs = p.flow_cache_stats();
+        for (a, v) in self
+            .flow_cache
+            .iter()
+            .zip([fs.hits, fs.misses, fs.stale, fs.bypassed])
+        {
+            a.store(v, Relaxed);
+        }
         for (a, port) in self.ports.iter().zip(ports) {
             for (x, v) in a.iter().zip(port_fields(&port.stats())) {
                 x.store(v, Relaxed);
@@ -136,6 +146,8 @@ pub struct Report {
     pub counters: Counters,
     /// Its port queues' counters.
     pub ports: Vec<(String, PortStats)>,
+    /// Its flow cache's counters.
+    pub flow_cache: crate::flowcache::FlowCacheStats,
 }
 
 /// Opens this worker's queue of every port.
@@ -231,6 +243,7 @@ pub fn spawn_with(
                 pubd.store(&pipe, &ports);
                 Report {
                     core,
+                    flow_cache: pipe.flow_cache_stats(),
                     counters: pipe.counters,
                     ports: ports
                         .iter()

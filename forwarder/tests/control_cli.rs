@@ -191,6 +191,11 @@ fn reload_by_file_signal_and_socket_and_statistics() {
         v["total"]["tx"].as_u64() > Some(before)
     });
 
+    // The flow cache serves the 64 flows (one miss stored in 32).
+    wait_for(&cfg, "flow cache hits", |v| {
+        v["flow_cache"]["hits"].as_u64() > Some(0)
+    });
+
     let m = scrape(prom);
     assert!(m.starts_with("HTTP/1.0 200 OK"), "{m}");
     for want in [
@@ -201,6 +206,7 @@ fn reload_by_file_signal_and_socket_and_statistics() {
         "forwarder_port_packets_total{core=\"0\",port=\"p0\",counter=\"rx\"}",
         "forwarder_drops_total{core=\"0\",reason=\"rule\"}",
         "forwarder_route_cache_total{core=\"0\",result=\"misses\"}",
+        "forwarder_flow_cache_total{core=\"0\",result=\"hits\"}",
     ] {
         assert!(m.contains(want), "no `{want}` in\n{m}");
     }

@@ -98,13 +98,21 @@ impl Targets {
     /// always leaves through the same member.
     #[inline]
     pub fn resolve(&self, t: TargetId, flow_hash: u32) -> Option<&NextHop> {
-        if t & ECMP_FLAG == 0 {
-            return self.hops.get(t as usize);
-        }
-        let m = self.groups.get((t & !ECMP_FLAG) as usize)?;
-        // Lemire's multiply-shift maps the hash onto the members evenly.
-        let i = ((flow_hash as u64 * m.len() as u64) >> 32) as usize;
-        self.hops.get(m[i] as usize)
+        self.hops.get(self.resolve_index(t, flow_hash)? as usize)
+    }
+
+    /// [`Targets::resolve`], as the next hop's index in [`Targets::hops`]
+    /// (`None` for an unknown target).
+    #[inline]
+    pub fn resolve_index(&self, t: TargetId, flow_hash: u32) -> Option<u32> {
+        let i = if t & ECMP_FLAG == 0 {
+            t
+        } else {
+            let m = self.groups.get((t & !ECMP_FLAG) as usize)?;
+            // Lemire's multiply-shift maps the hash onto the members evenly.
+            m[((flow_hash as u64 * m.len() as u64) >> 32) as usize]
+        };
+        ((i as usize) < self.hops.len()).then_some(i)
     }
 
     /// Whether `t` is an ECMP group.

@@ -1,0 +1,580 @@
+//! The per-core flow cache: what the rule sets and the routes decided for
+//! a flow, so that the flow's next packets skip classification and routing
+//! (Open vSwitch's exact-match cache does the same in front of its
+//! classifier).
+//!
+//! A flow is everything any stage reads of a packet to decide its fate:
+//! family, addresses, ports (or ICMP type and code), protocol, whether the
+//! transport header was complete, and the Ethernet addresses (sets may
+//! match them). Packets equal in all of these are judged alike by every
+//! set and every route, and an ECMP group picks their member from the same
+//! 5-tuple hash, so the decision can be reused as is. TTL, checksums and
+//! lengths are not part of it: rewriting still runs on every packet.
+//!
+//! Like the dst cache it has no locks and no timers: a static table of
+//! 4-way buckets, hashed with a per-process random key, least recently
+//! used replacement, and lazy invalidation: every entry carries the epoch
+//! of the snapshot it was filled under, and a new snapshot starts a new
+//! epoch, so a reload makes every entry stale at once without touching it.
+
+use crate::wire::{Drop, Parsed, L3};
+use routecache::pages::prefetch;
+
+/// Ways per bucket.
+pub const WAYS: usize = 4;
+
+/// Sets whose matches an entry can record (2 bits each in a `u32`); with
+/// more sets the cache is not used.
+pub const MAX_SETS: usize = 16;
+
+/// What decides a packet's fate (see the module's documentation), in
+/// words: source, destination, ports, protocol and flags, MACs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FlowId {
+    /// Source (2 words), destination (2 words); source port, destination
+    /// port, protocol and flags (bit 0: IPv6, bit 1: transport header
+    /// complete); the first 8 bytes of the MACs.
+    w: [u64; 6],
+    /// The last 4 bytes of the MACs.
+    m: u32,
+}
+
+impl FlowId {
+    /// The flow of a parsed frame.
+    #[inline(always)]
+    pub fn of(p: &Parsed, frame: &[u8]) -> FlowId {
+        let flags = (p.l3 == L3::V6) as u64 | (p.l4_ok as u64) << 1;
+        let (mut a, mut b) = ([0u8; 8], [0u8; 4]);
+        if let Some(m) = frame.get(..12) {
+            a.copy_from_slice(&m[..8]);
+            b.copy_from_slice(&m[8..]);
+        }
+        FlowId {
+            w: [
+                p.src as u64,
+                (p.src >> 64) as u64,
+                p.dst as u64,
+                (p.dst >> 64) as u64,
+                (p.sport as u64) << 48 | (p.dport as u64) << 32 | (p.proto as u64) << 8 | flags,
+                u64::from_ne_bytes(a),
+            ],
+            m: u32::from_ne_bytes(b),
+        }
+    }
+}
+
+/// What the sets and the routes decided for a flow.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Decision {
+    /// Matches per set: 2 bits for set `i` at bit `2 i`: 0 no match, else
+    /// 1 + the index of the verdict counter (`[drop, accept, continue]`).
+    pub matches: u32,
+    /// [`Decision::DROP`] + a [`Drop`]'s index (by a rule, for want of a
+    /// route or of a next hop), or the index of the next hop.
+    pub outcome: u32,
+}
+
+impl Decision {
+    /// Flag of a dropping outcome.
+    pub const DROP: u32 = 1 << 31;
+
+    /// Forward to next hop `hop` (an index in the FIB's hops).
+    pub fn forward(matches: u32, hop: u32) -> Decision {
+        Decision {
+            matches,
+            outcome: hop & !Decision::DROP,
+        }
+    }
+
+    /// Drop for `why`.
+    pub fn drop(matches: u32, why: Drop) -> Decision {
+        Decision {
+            matches,
+            outcome: Decision::DROP | why.index() as u32,
+        }
+    }
+
+    /// The next hop's index, or the reason to drop.
+    #[inline(always)]
+    pub fn hop(&self) -> Result<u32, Drop> {
+        if self.outcome & Decision::DROP == 0 {
+            return Ok(self.outcome);
+        }
+        let i = (self.outcome & !Decision::DROP) as usize;
+        Err(Drop::ALL.get(i).copied().unwrap_or(Drop::Rule))
+    }
+}
+
+/// One entry's flow and decision: a cache line.
+#[derive(Clone, Copy, Default)]
+#[repr(C, align(64))]
+struct Slot {
+    w: [u64; 6],
+    m: u32,
+    decision: Decision,
+}
+
+const _: () = assert!(std::mem::size_of::<Slot>() == 64);
+
+impl Slot {
+    #[inline(always)]
+    fn holds(&self, id: &FlowId) -> bool {
+        // Branch-free, word by word (`==` on the arrays called memcmp).
+        let mut d = (self.m ^ id.m) as u64;
+        for (a, b) in self.w.iter().zip(&id.w) {
+            d |= a ^ b;
+        }
+        d == 0
+    }
+}
+
+/// A bucket's bookkeeping, apart from its entries: per way the tag (15
+/// bits of the flow's hash, never 0; 0: empty), the epoch it was filled
+/// in, and the probe tick of its last use (16 bits: least recently used
+/// among the last 65,536 probes). Locating a flow, picking a victim and
+/// aging read this alone (two buckets a cache line); an entry's line is
+/// touched only when its tag matches, or to be written.
+#[derive(Clone, Copy, Default)]
+#[repr(C, align(32))]
+struct Meta {
+    tags: [u16; WAYS],
+    epochs: [u16; WAYS],
+    stamps: [u16; WAYS],
+}
+
+/// Counters of a flow cache.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FlowCacheStats {
+    /// Packets whose flow was found.
+    pub hits: u64,
+    /// Packets classified and routed (and their decision stored).
+    pub misses: u64,
+    /// Misses that found their flow filled under an older snapshot.
+    pub stale: u64,
+    /// Packets that went past the cache while it stood aside (see
+    /// [`FlowCache::take_burst`]).
+    pub bypassed: u64,
+}
+
+/// Lookups over which the hit rate is judged.
+const WINDOW: u32 = 8192;
+/// Below this share of hits in a window's lookups (percent), the cache
+/// stands aside. `bench forward` with 32,768 flows per core: 44 % hits
+/// cost 30 % of the rate (the misses pay for the lookups, and the
+/// entries evict the sets' and routes' lines from the core's caches),
+/// 88 % gained 30 %.
+const MIN_HIT_PERCENT: u32 = 75;
+/// Windows it then stands aside for, before trying again.
+const ASIDE_WINDOWS: u32 = 7;
+
+/// Where a flow's entry would be: its bucket, its tag, and the ways whose
+/// tag is the same (candidates).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Loc {
+    bucket: u32,
+    tag: u16,
+    ways: u16,
+}
+
+/// How a worker's flow cache is set up (`[flow_cache]`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FlowCacheConfig {
+    /// Entries per core; 0 turns the cache off.
+    pub entries: usize,
+    /// A missed flow is stored with probability 1 / `insert_one_in` (as
+    /// Open vSwitch's `emc-insert-inv-prob`): with more flows than
+    /// entries, storing every miss evicts entries before their next
+    /// packet (a round-robin flow mix then never hits) and pays for a
+    /// store per packet; storing a sample keeps a stable subset cached.
+    /// A hot flow is stored after about this many packets. 1: always.
+    pub insert_one_in: u32,
+}
+
+impl Default for FlowCacheConfig {
+    /// What `bench forward` supports (BENCHMARKS.md).
+    fn default() -> Self {
+        FlowCacheConfig {
+            entries: 16384,
+            insert_one_in: 32,
+        }
+    }
+}
+
+/// A static table of flows to decisions.
+pub struct FlowCache {
+    meta: Box<[Meta]>,
+    slots: Box<[Slot]>,
+    mask: usize,
+    keys: [u64; 8],
+    epoch: u16,
+    tick: u16,
+    insert_one_in: u32,
+    /// xorshift state for the insertion sample.
+    rng: u64,
+    /// Lookups and hits of the current window.
+    window: (u32, u32),
+    /// Packets to let past before trying again.
+    aside: u32,
+    stats: FlowCacheStats,
+}
+
+impl std::fmt::Debug for FlowCache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FlowCache")
+            .field("entries", &self.slots.len())
+            .field("stats", &self.stats)
+            .finish()
+    }
+}
+
+/// The folded 128-bit product: the mixing step of ahash's fallback and
+/// of wyhash.
+#[inline(always)]
+fn mix(a: u64, b: u64) -> u64 {
+    let p = a as u128 * b as u128;
+    p as u64 ^ (p >> 64) as u64
+}
+
+impl FlowCache {
+    /// A cache of at least `entries` entries (rounded up to a power of two
+    /// of 4-way buckets), keyed randomly, storing every miss.
+    pub fn new(entries: usize) -> FlowCache {
+        FlowCache::with_config(FlowCacheConfig {
+            entries,
+            insert_one_in: 1,
+        })
+    }
+
+    /// A cache as configured.
+    pub fn with_config(c: FlowCacheConfig) -> FlowCache {
+        let entries = c.entries;
+        use std::hash::BuildHasher;
+        let buckets = entries.div_ceil(WAYS).next_power_of_two().max(1);
+        let r = std::collections::hash_map::RandomState::new();
+        FlowCache {
+            meta: vec![Meta::default(); buckets].into_boxed_slice(),
+            slots: vec![Slot::default(); buckets * WAYS].into_boxed_slice(),
+            mask: buckets - 1,
+            keys: std::array::from_fn(|i| r.hash_one(i) | 1),
+            epoch: 1,
+            tick: 0,
+            insert_one_in: c.insert_one_in.max(1),
+            rng: r.hash_one(u64::MAX) | 1,
+            window: (0, 0),
+            aside: 0,
+            stats: FlowCacheStats::default(),
+        }
+    }
+
+    /// The configuration it was made with (entries as asked, rounded).
+    pub fn config(&self) -> FlowCacheConfig {
+        FlowCacheConfig {
+            entries: self.slots.len(),
+            insert_one_in: self.insert_one_in,
+        }
+    }
+
+    /// Entries a cache asked for `entries` holds.
+    pub fn capacity_for(entries: usize) -> usize {
+        entries.div_ceil(WAYS).next_power_of_two().max(1) * WAYS
+    }
+
+    /// Entries held.
+    pub fn capacity(&self) -> usize {
+        self.slots.len()
+    }
+
+    /// The counters.
+    pub fn stats(&self) -> FlowCacheStats {
+        self.stats
+    }
+
+    /// Whether a burst of `n` packets is to use the cache. When a window
+    /// of lookups found less than 3 flows in 4, the traffic has more flows
+    /// than the cache holds (or they rarely repeat): the misses' extra
+    /// work would outweigh the hits' savings, so the cache stands aside
+    /// for the next 7 windows' worth of packets, then tries again (it
+    /// keeps its entries, and stores a sample while it tries). A cold
+    /// cache warms up through those tries: the example's 5,120 flows a
+    /// core are cached after about a million packets.
+    #[inline]
+    pub fn take_burst(&mut self, n: usize) -> bool {
+        if self.aside == 0 {
+            return true;
+        }
+        self.aside = self.aside.saturating_sub(n as u32);
+        self.stats.bypassed += n as u64;
+        false
+    }
+
+    /// Accounts a burst's lookups and hits to the current window.
+    #[inline]
+    pub fn account(&mut self, lookups: u32, hits: u32) {
+        let (l, h) = (self.window.0 + lookups, self.window.1 + hits);
+        if l < WINDOW {
+            self.window = (l, h);
+            return;
+        }
+        if h * 100 < l * MIN_HIT_PERCENT {
+            self.aside = ASIDE_WINDOWS * WINDOW;
+        }
+        self.window = (0, 0);
+    }
+
+    /// Makes every entry stale: a new snapshot is being used.
+    pub fn invalidate(&mut self) {
+        self.epoch = self.epoch.wrapping_add(1);
+        if self.epoch == 0 {
+            // After 65,535 snapshots: a real wipe, so no entry of the
+            // epoch now reused survives.
+            self.meta.fill(Meta::default());
+            self.epoch = 1;
+        }
+    }
+
+    /// Where `id`'s entry would be: [`FlowCache::hash`], then
+    /// [`FlowCache::candidates`] (a burst does all its hashes first, then
+    /// all its candidates, so that the cache misses of its buckets'
+    /// bookkeeping, then of its entries, overlap).
+    #[inline(always)]
+    pub fn locate(&self, id: &FlowId) -> Loc {
+        self.candidates(self.hash(id))
+    }
+
+    /// The bucket and tag of `id`, with a prefetch of the bucket's
+    /// bookkeeping. The hash is four independent folded products of the
+    /// flow's words with random keys, folded again: a handful of cycles.
+    #[inline(always)]
+    pub fn hash(&self, id: &FlowId) -> Loc {
+        let k = &self.keys;
+        let w = &id.w;
+        let h = mix(w[0] ^ k[0], w[1] ^ k[1])
+            ^ mix(w[2] ^ k[2], w[3] ^ k[3])
+            ^ mix(w[4] ^ k[4], w[5] ^ k[5])
+            ^ mix(id.m as u64 ^ k[6], k[7]);
+        let h = mix(h, k[7]);
+        let bucket = (h as usize & self.mask) as u32;
+        prefetch(&self.meta[bucket as usize]);
+        Loc {
+            bucket,
+            tag: (h >> 48) as u16 | 1,
+            ways: 0,
+        }
+    }
+
+    /// `loc` (from [`FlowCache::hash`]) with the ways whose tag matches,
+    /// and a prefetch of the first one's entry.
+    #[inline(always)]
+    pub fn candidates(&self, mut loc: Loc) -> Loc {
+        let b = loc.bucket as usize;
+        loc.ways = 0;
+        for (i, &t) in self.meta[b].tags.iter().enumerate() {
+            loc.ways |= ((t == loc.tag) as u16) << i;
+        }
+        if loc.ways != 0 {
+            prefetch(&self.slots[b * WAYS + loc.ways.trailing_zeros() as usize]);
+        }
+        loc
+    }
+
+    /// The decision stored for `id` (located at `loc`), if filled in the
+    /// current epoch.
+    #[inline]
+    pub fn probe(&mut self, loc: Loc, id: &FlowId) -> Option<Decision> {
+        self.tick = self.tick.wrapping_add(1);
+        let b = loc.bucket as usize;
+        let mut ways = loc.ways;
+        while ways != 0 {
+            let way = ways.trailing_zeros() as usize;
+            ways &= ways - 1;
+            let s = &self.slots[b * WAYS + way];
+            if s.holds(id) {
+                let m = &mut self.meta[b];
+                if m.epochs[way] == self.epoch {
+                    m.stamps[way] = self.tick;
+                    self.stats.hits += 1;
+                    return Some(s.decision);
+                }
+                self.stats.stale += 1;
+                break;
+            }
+        }
+        self.stats.misses += 1;
+        None
+    }
+
+    /// Stores the decision for a missed flow (located at `loc`): in the
+    /// way that holds it if any (stale, or filled by an earlier packet of
+    /// the burst), else, one time in `insert_one_in`, in the first free or
+    /// stale way, else in the least recently used one.
+    #[inline]
+    pub fn fill(&mut self, loc: Loc, id: &FlowId, decision: Decision) {
+        let b = loc.bucket as usize;
+        let (tick, epoch) = (self.tick, self.epoch);
+        let m = &mut self.meta[b];
+        let mut own = None;
+        let mut free = None;
+        let mut victim = 0;
+        let mut oldest = 0u16;
+        for way in 0..WAYS {
+            if m.tags[way] == loc.tag && self.slots[b * WAYS + way].holds(id) {
+                own = Some(way);
+                break;
+            }
+            if m.tags[way] == 0 || m.epochs[way] != epoch {
+                free.get_or_insert(way);
+                continue;
+            }
+            let age = tick.wrapping_sub(m.stamps[way]);
+            if age >= oldest {
+                oldest = age;
+                victim = way;
+            }
+        }
+        if own.is_none() && self.insert_one_in > 1 {
+            let mut x = self.rng;
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            self.rng = x;
+            if !((x >> 32) as u32).is_multiple_of(self.insert_one_in) {
+                return;
+            }
+        }
+        let way = own.or(free).unwrap_or(victim);
+        m.tags[way] = loc.tag;
+        m.epochs[way] = epoch;
+        m.stamps[way] = tick;
+        self.slots[b * WAYS + way] = Slot {
+            w: id.w,
+            m: id.m,
+            decision,
+        };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn id(n: u64) -> FlowId {
+        FlowId {
+            w: [n, 0, 0, 0, 0, 0],
+            m: 0,
+        }
+    }
+
+    fn forward(hop: u32) -> Decision {
+        Decision::forward(0, hop)
+    }
+
+    #[test]
+    fn decisions_round_trip() {
+        assert_eq!(Decision::forward(5, 7).hop(), Ok(7));
+        for d in Drop::ALL {
+            assert_eq!(Decision::drop(0, d).hop(), Err(d));
+        }
+    }
+
+    #[test]
+    fn hit_after_fill_stale_after_invalidate() {
+        let mut c = FlowCache::new(64);
+        let f = id(7);
+        assert_eq!(c.probe(c.locate(&f), &f), None);
+        c.fill(c.locate(&f), &f, forward(3));
+        assert_eq!(c.probe(c.locate(&f), &f), Some(forward(3)));
+        c.invalidate();
+        assert_eq!(c.probe(c.locate(&f), &f), None);
+        c.fill(c.locate(&f), &f, forward(4));
+        assert_eq!(c.probe(c.locate(&f), &f), Some(forward(4)));
+        let s = c.stats();
+        assert_eq!((s.hits, s.misses, s.stale), (2, 2, 1));
+    }
+
+    #[test]
+    fn least_recently_used_way_is_replaced() {
+        // One bucket: every flow lands in it.
+        let mut c = FlowCache::new(WAYS);
+        assert_eq!(c.capacity(), WAYS);
+        let ids: Vec<FlowId> = (0..WAYS as u64 + 1).map(id).collect();
+        for (i, f) in ids[..WAYS].iter().enumerate() {
+            assert_eq!(c.probe(c.locate(f), f), None);
+            c.fill(c.locate(f), f, forward(i as u32));
+        }
+        // Use all but the second; the fifth flow replaces the second.
+        for (i, f) in ids[..WAYS].iter().enumerate() {
+            if i != 1 {
+                assert_eq!(c.probe(c.locate(f), f), Some(forward(i as u32)));
+            }
+        }
+        let last = ids[WAYS];
+        assert_eq!(c.probe(c.locate(&last), &last), None);
+        c.fill(c.locate(&last), &last, forward(9));
+        assert_eq!(c.probe(c.locate(&ids[1]), &ids[1]), None);
+        for (i, f) in ids[..WAYS].iter().enumerate() {
+            if i != 1 {
+                assert_eq!(c.probe(c.locate(f), f), Some(forward(i as u32)));
+            }
+        }
+        assert_eq!(c.probe(c.locate(&last), &last), Some(forward(9)));
+    }
+
+    #[test]
+    fn a_sample_of_misses_is_stored_and_stale_flows_always() {
+        let mut c = FlowCache::with_config(FlowCacheConfig {
+            entries: 1 << 16,
+            insert_one_in: 8,
+        });
+        let ids: Vec<FlowId> = (0..4000).map(id).collect();
+        for f in &ids {
+            assert_eq!(c.probe(c.locate(f), f), None);
+            c.fill(c.locate(f), f, forward(1));
+        }
+        let stored: Vec<&FlowId> = ids
+            .iter()
+            .filter(|f| c.probe(c.locate(f), f).is_some())
+            .collect();
+        // About 500 of 4,000.
+        assert!((350..650).contains(&stored.len()), "{}", stored.len());
+        // After a reload every stored flow is refreshed at its next miss.
+        c.invalidate();
+        for f in &stored {
+            assert_eq!(c.probe(c.locate(f), f), None);
+            c.fill(c.locate(f), f, forward(2));
+            assert_eq!(c.probe(c.locate(f), f), Some(forward(2)));
+        }
+    }
+
+    #[test]
+    fn stands_aside_after_a_window_of_few_hits() {
+        let mut c = FlowCache::new(64);
+        // A window with 25 hits in 32: stays.
+        for _ in 0..WINDOW / 32 {
+            assert!(c.take_burst(32));
+            c.account(32, 25);
+        }
+        assert!(c.take_burst(32));
+        // A window with 23 hits in 32: stands aside for 7 windows.
+        for _ in 0..WINDOW / 32 {
+            assert!(c.take_burst(32));
+            c.account(32, 23);
+        }
+        let mut aside = 0;
+        while !c.take_burst(32) {
+            aside += 32;
+        }
+        assert_eq!(aside, ASIDE_WINDOWS * WINDOW);
+        assert_eq!(c.stats().bypassed, aside as u64);
+    }
+
+    #[test]
+    fn epoch_wrap_wipes() {
+        let mut c = FlowCache::new(8);
+        let f = id(1);
+        c.fill(c.locate(&f), &f, forward(1));
+        c.epoch = u16::MAX;
+        c.invalidate();
+        assert_eq!(c.epoch, 1);
+        assert_eq!(c.probe(c.locate(&f), &f), None);
+    }
+}
