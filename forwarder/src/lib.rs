@@ -13,6 +13,7 @@
 #![deny(unsafe_code)]
 
 pub mod af_packet;
+pub mod af_xdp;
 pub mod client;
 pub mod control;
 #[cfg(feature = "dpdk")]

@@ -158,6 +158,9 @@ pub fn open_ports(cfg: &Config, queue: usize) -> Result<Vec<Box<dyn Port>>, Stri
         .map(|(i, p)| match p.driver.as_str() {
             "synthetic" => SyntheticPort::new(cfg, i, queue).map(|p| Box::new(p) as Box<dyn Port>),
             "af_packet" => AfPacketPort::open(cfg, i, queue).map(|p| Box::new(p) as Box<dyn Port>),
+            "af_xdp" => {
+                crate::af_xdp::AfXdpPort::open(cfg, i, queue).map(|p| Box::new(p) as Box<dyn Port>)
+            }
             #[cfg(feature = "dpdk")]
             "dpdk" => {
                 crate::dpdk::DpdkPort::open(cfg, i, queue).map(|p| Box::new(p) as Box<dyn Port>)

@@ -1,7 +1,9 @@
-//! The `af_packet` port on real interfaces: three network namespaces, a
-//! sender and a receiver each joined by a veth pair to the forwarder's
-//! namespace, and the `forwarder` binary (two workers, so the ports'
-//! sockets share a fanout group) routing between them.
+//! The `af_packet` and `af_xdp` ports (and with the `dpdk` feature DPDK's
+//! `net_af_packet`) on real interfaces: three network namespaces, a
+//! sender and a receiver each joined by a veth pair (two queues) to the
+//! forwarder's namespace, and the `forwarder` binary (two workers: the
+//! `af_packet` sockets share a fanout group, the `af_xdp` sockets take a
+//! queue each) routing between them.
 //!
 //! - Frames built here and sent from a packet socket arrive with TTL /
 //!   hop limit one lower, the routed MACs and valid checksums; those the
@@ -71,6 +73,7 @@ impl Topology {
     /// with `full_checksums`, the hosts compute their checksums (DPDK's
     /// af_packet driver does not finish those left to the NIC).
     fn create(variant: char, full_checksums: bool) -> Result<Topology, String> {
+        let q = ["numtxqueues", "2", "numrxqueues", "2"];
         let tag = std::process::id();
         let t = Topology {
             names: [
@@ -95,12 +98,13 @@ impl Topology {
                 "off",
             ])
         };
-        run(&[
-            "ip", "link", "add", "s0", "netns", s, "type", "veth", "peer", "name", "f0", "netns", f,
-        ])?;
-        run(&[
-            "ip", "link", "add", "r0", "netns", r, "type", "veth", "peer", "name", "f1", "netns", f,
-        ])?;
+        for (a, ans, b) in [("s0", s, "f0"), ("r0", r, "f1")] {
+            let mut args = vec!["ip", "link", "add", a, "netns", ans];
+            args.extend(q);
+            args.extend(["type", "veth", "peer", "name", b, "netns", f]);
+            args.extend(q);
+            run(&args)?;
+        }
         for (ns, dev, m) in [
             (s, "s0", S_MAC),
             (f, "f0", F0_MAC),
@@ -323,10 +327,19 @@ fn frames() -> Vec<(u16, bool, Vec<u8>)> {
     v
 }
 
-/// The ports: `af_packet` on f0 and f1, or DPDK's `net_af_packet` on
-/// them (two queue pairs each, one per worker).
-fn ports(dpdk: bool) -> String {
-    if !dpdk {
+/// How the forwarder reaches the interfaces.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Driver {
+    AfPacket,
+    AfXdp,
+    #[cfg_attr(not(feature = "dpdk"), allow(dead_code))]
+    Dpdk,
+}
+
+/// The ports: `af_packet` or `af_xdp` on f0 and f1, or DPDK's
+/// `net_af_packet` on them (two queue pairs each, one per worker).
+fn ports(driver: Driver) -> String {
+    if driver == Driver::AfPacket {
         return format!(
             r#"[[port]]
 name = "f0"
@@ -337,6 +350,23 @@ ring_frames = 1024
 [[port]]
 name = "f1"
 driver = "af_packet"
+mac = "{}"
+"#,
+            mac(F0_MAC),
+            mac(F1_MAC)
+        );
+    }
+    if driver == Driver::AfXdp {
+        return format!(
+            r#"[[port]]
+name = "f0"
+driver = "af_xdp"
+mac = "{}"
+[port.options]
+frames = 2048
+[[port]]
+name = "f1"
+driver = "af_xdp"
 mac = "{}"
 "#,
             mac(F0_MAC),
@@ -365,7 +395,7 @@ mbufs = 4096
     )
 }
 
-fn config(dir: &std::path::Path, extra4: &str, dpdk: bool) -> std::path::PathBuf {
+fn config(dir: &std::path::Path, extra4: &str, driver: Driver) -> std::path::PathBuf {
     let path = dir.join("linux.toml");
     std::fs::write(
         &path,
@@ -401,7 +431,7 @@ name = "r"
 port = "f1"
 mac = "{r}"
 "#,
-            ports = ports(dpdk),
+            ports = ports(driver),
             s = mac(S_MAC),
             r = mac(R_MAC)
         ),
@@ -479,24 +509,38 @@ fn wanted() -> bool {
 
 #[test]
 fn forwards_real_packets_between_namespaces() {
-    through_namespaces(false);
+    through_namespaces(Driver::AfPacket);
+}
+
+/// The same through AF_XDP sockets.
+#[test]
+fn af_xdp_forwards_real_packets_between_namespaces() {
+    through_namespaces(Driver::AfXdp);
 }
 
 /// The same through DPDK: `net_af_packet` devices on the veths.
 #[cfg(feature = "dpdk")]
 #[test]
 fn dpdk_forwards_real_packets_between_namespaces() {
-    through_namespaces(true);
+    through_namespaces(Driver::Dpdk);
 }
 
-fn through_namespaces(dpdk: bool) {
+fn through_namespaces(driver: Driver) {
+    // Neither AF_XDP nor DPDK's af_packet driver sees which checksums the
+    // sending host left to the NIC: the hosts compute them in full.
+    let full_checksums = driver != Driver::AfPacket;
+    let variant = match driver {
+        Driver::AfPacket => 'a',
+        Driver::AfXdp => 'x',
+        Driver::Dpdk => 'd',
+    };
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } != 0 {
         assert!(!wanted(), "FORWARDER_NETNS_TESTS=1 but not root");
         eprintln!("linux_port: skipped (needs root for network namespaces)");
         return;
     }
-    let topo = match Topology::create(if dpdk { 'd' } else { 'a' }, dpdk) {
+    let topo = match Topology::create(variant, full_checksums) {
         Ok(t) => t,
         Err(e) => {
             assert!(!wanted(), "cannot build the namespaces: {e}");
@@ -504,9 +548,9 @@ fn through_namespaces(dpdk: bool) {
             return;
         }
     };
-    let dir = std::env::temp_dir().join(format!("fwd-linux-{}-{dpdk}", std::process::id()));
+    let dir = std::env::temp_dir().join(format!("fwd-linux-{}-{variant}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let cfg = config(&dir, "", dpdk);
+    let cfg = config(&dir, "", driver);
     let (child, lines) = start_forwarder(topo.ns(1), &cfg);
     let mut child = Running(child);
 
@@ -649,7 +693,7 @@ fn through_namespaces(dpdk: bool) {
     let counting = udp_count(topo.ns(2), 5001, Duration::from_secs(3));
     let sending = send(topo.ns(0), 5001, 2000);
     let reload = |extra: &str| {
-        config(&dir, extra, dpdk);
+        config(&dir, extra, driver);
         let o = Command::new(env!("CARGO_BIN_EXE_forwarder"))
             .args(["reload", "--config"])
             .arg(&cfg)

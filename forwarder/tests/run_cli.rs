@@ -139,3 +139,52 @@ fn af_packet_ports_report_where() {
     assert!(run(&bad).contains("unknown option `spede` for the af_packet driver"));
     std::fs::remove_dir_all(dir).ok();
 }
+
+#[test]
+fn af_xdp_ports_report_where() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let text = std::fs::read_to_string(root.join("examples/af_xdp.toml")).unwrap();
+    let dir = std::env::temp_dir().join(format!("fwd-afx-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let cfg = dir.join("x.toml");
+    let run = |text: &str| {
+        std::fs::write(&cfg, text).unwrap();
+        let o = forwarder()
+            .args(["run", "--duration", "1s", "--config"])
+            .arg(&cfg)
+            .output()
+            .unwrap();
+        assert!(!o.status.success());
+        String::from_utf8_lossy(&o.stderr).into_owned()
+    };
+    let at = text
+        .lines()
+        .position(|l| l.contains("name = \"wan\""))
+        .unwrap()
+        + 1;
+    let missing = text.replace("\"eth1\"", "\"fwdt-none0\"");
+    let err = run(&missing);
+    assert!(
+        err.contains(&format!(
+            "x.toml:{at}:8: port `wan` on interface `fwdt-none0` (af_xdp, queue 0): "
+        )),
+        "{err}"
+    );
+    assert!(
+        err.contains("no such interface") || err.contains("needs root"),
+        "{err}"
+    );
+    let bad = text.replace("frames = 4096", "frames = 3000");
+    assert!(
+        run(&bad).contains(&format!(
+            "x.toml:{at}:8: port `wan`: option `frames` must be a power of two from 64 to 65536"
+        )),
+        "{}",
+        run(&bad)
+    );
+    let bad = text.replace("xdp_mode = \"auto\"", "xdp_mode = \"hw\"");
+    assert!(run(&bad).contains("option `xdp_mode` must be `native`, `skb` or `auto`"));
+    let bad = text.replace("zero_copy = \"auto\"", "ring_frames = 1");
+    assert!(run(&bad).contains("unknown option `ring_frames` for the af_xdp driver"));
+    std::fs::remove_dir_all(dir).ok();
+}
