@@ -135,6 +135,9 @@ fn forwarder_mpps(bin: &Path, cfg: &Path, mode: &str, secs: u64) -> Result<f64, 
     if tx.is_empty() {
         return Err(format!("forwarder --mode {mode}: no rates in\n{out}"));
     }
+    if std::env::var_os("BENCH_DPDK_VERBOSE").is_some() {
+        eprintln!("forwarder --mode {mode}:\n{out}");
+    }
     Ok(median(&mut tx))
 }
 
