@@ -246,13 +246,19 @@ impl Pipeline {
         self.pending[..n].fill(false);
         match self.mode {
             Mode::Rewrite => self.rewrite_only(tables, burst, n),
-            Mode::Route => self.route(tables, burst, n),
+            Mode::Route => self.route(tables, burst, n, true),
             _ => {
-                if self.flows.is_some() {
-                    self.lookup_flows(burst, n);
+                // Packets the flow cache did not decide (all of them
+                // without it): when none, the sets and the FIB have
+                // nothing to look up.
+                let left = match self.flows.is_some() {
+                    true => self.lookup_flows(burst, n),
+                    false => n,
+                };
+                if left > 0 {
+                    self.classify(tables, burst, n);
                 }
-                self.classify(tables, burst, n);
-                self.route(tables, burst, n);
+                self.route(tables, burst, n, left > 0);
             }
         }
     }
@@ -281,12 +287,13 @@ impl Pipeline {
     /// Looks every parsed packet's flow up in the flow cache: a hit takes
     /// the stored decision (and counts its matches), a miss goes through
     /// the sets and the routes and has its decision stored by `route`.
-    fn lookup_flows(&mut self, burst: &Burst, n: usize) {
+    /// Returns how many packets are left to classify and route.
+    fn lookup_flows(&mut self, burst: &Burst, n: usize) -> usize {
         let Some(flows) = self.flows.as_mut() else {
-            return;
+            return n;
         };
         if !flows.take_burst(n) {
-            return;
+            return n;
         }
         let (mut lookups, mut hits) = (0, 0);
         // Hash every packet (prefetching its bucket's bookkeeping), then
@@ -326,6 +333,7 @@ impl Pipeline {
             }
         }
         flows.account(lookups, hits);
+        (lookups - hits) as usize
     }
 
     /// Stores a missed packet's decision (the index of its next hop, or
@@ -398,7 +406,9 @@ impl Pipeline {
         }
     }
 
-    fn route(&mut self, tables: &Tables, burst: &mut Burst, n: usize) {
+    /// The FIB's targets of the packets still going, one batched lookup
+    /// per family.
+    fn lookup_routes(&mut self, tables: &Tables, n: usize) {
         self.dst4.clear();
         self.dst6.clear();
         self.idx4.clear();
@@ -439,6 +449,16 @@ impl Pipeline {
         );
         for (j, &i) in self.idx6.iter().enumerate() {
             self.targets[i as usize] = found[j];
+        }
+    }
+
+    /// Routes the burst's packets (looking up the FIB only when `lookup`:
+    /// some packet is neither dropped nor decided by the flow cache),
+    /// rewrites them and lists them by egress port.
+    fn route(&mut self, tables: &Tables, burst: &mut Burst, n: usize, lookup: bool) {
+        let fib = &tables.fib;
+        if lookup {
+            self.lookup_routes(tables, n);
         }
         let hops = fib.targets().hops();
         for i in 0..n {
