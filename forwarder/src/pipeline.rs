@@ -251,9 +251,10 @@ impl Pipeline {
                 // Packets the flow cache did not decide (all of them
                 // without it): when none, the sets and the FIB have
                 // nothing to look up.
-                let left = match self.flows.is_some() {
-                    true => self.lookup_flows(burst, n),
-                    false => n,
+                let left = if self.flows.is_some() {
+                    self.lookup_flows(burst, n)
+                } else {
+                    n
                 };
                 if left > 0 {
                     self.classify(tables, burst, n);
@@ -474,8 +475,15 @@ impl Pipeline {
             if let Fate::Dropped(d) = self.fate[i] {
                 self.decided(i, Err(d));
             }
-            let nh = match hop.and_then(|h| hops.get(h as usize).ok_or(Drop::UnknownNextHop)) {
-                Ok(nh) => *nh,
+            // `next_hop` checked the port when the decision was made; a
+            // cached decision is of this snapshot, so the check holds, but
+            // a wrong index must not panic either.
+            let nh = hop.and_then(|h| match hops.get(h as usize) {
+                Some(nh) if (nh.port as usize) < self.out.len() => Ok(*nh),
+                _ => Err(Drop::UnknownNextHop),
+            });
+            let nh = match nh {
+                Ok(nh) => nh,
                 Err(d) => {
                     self.counters.drops[d.index()] += 1;
                     continue;
