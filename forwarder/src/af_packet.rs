@@ -84,11 +84,8 @@ impl Options {
         for (k, v) in &p.options {
             match k.as_str() {
                 "interface" => {
-                    let s = v.as_str().ok_or_else(|| bad(k, "a string"))?;
-                    if s.is_empty() || s.len() >= libc::IFNAMSIZ || s.contains(['/', '\0', ' ']) {
-                        return Err(bad(k, "an interface name (1-15 bytes)"));
-                    }
-                    o.interface = s.to_string();
+                    o.interface = interface_name(v.as_str())
+                        .ok_or_else(|| bad(k, "an interface name (1-15 bytes)"))?
                 }
                 "ring_frames" => {
                     let n = v
@@ -119,6 +116,13 @@ impl Options {
         }
         Ok(o)
     }
+}
+
+/// An `interface` option's value, if it can name a Linux interface.
+pub(crate) fn interface_name(s: Option<&str>) -> Option<String> {
+    let s = s?;
+    let ok = !s.is_empty() && s.len() < libc::IFNAMSIZ && !s.contains(['/', '\0', ' ']);
+    ok.then(|| s.to_string())
 }
 
 /// One ring of slots in the mapping.
@@ -177,11 +181,11 @@ const KERNEL_STATS_EVERY: Duration = Duration::from_millis(100);
 // with it; nothing else holds them.
 unsafe impl Send for AfPacketPort {}
 
-fn os_err(what: &str) -> String {
+pub(crate) fn os_err(what: &str) -> String {
     format!("{what}: {}", io::Error::last_os_error())
 }
 
-fn setsockopt<T>(fd: &OwnedFd, level: i32, name: i32, v: &T) -> io::Result<()> {
+pub(crate) fn setsockopt<T>(fd: &OwnedFd, level: i32, name: i32, v: &T) -> io::Result<()> {
     // SAFETY: `v` points to a live `T` of the size passed.
     let r = unsafe {
         libc::setsockopt(
@@ -199,8 +203,8 @@ fn setsockopt<T>(fd: &OwnedFd, level: i32, name: i32, v: &T) -> io::Result<()> {
     }
 }
 
-/// The interface's MAC address.
-fn interface_mac(fd: &OwnedFd, name: &CString) -> Result<[u8; 6], String> {
+/// The interface's MAC address (`fd`: any socket).
+pub(crate) fn interface_mac(fd: &OwnedFd, name: &CString) -> Result<[u8; 6], String> {
     // SAFETY: an all-zero `ifreq` is a valid value.
     let mut ifr: libc::ifreq = unsafe { std::mem::zeroed() };
     for (d, &s) in ifr.ifr_name.iter_mut().zip(name.as_bytes()) {

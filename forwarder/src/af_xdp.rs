@@ -28,6 +28,7 @@
 //! default: the kernel decides; `false` forces copy mode).
 #![allow(unsafe_code)]
 
+use crate::af_packet::{interface_name, os_err, setsockopt};
 use crate::port::{Burst, Port, PortStats};
 use crate::wire;
 use config::{Config, PortConfig};
@@ -84,11 +85,8 @@ impl Options {
         for (k, v) in &p.options {
             match k.as_str() {
                 "interface" => {
-                    let s = v.as_str().ok_or_else(|| bad(k, "a string"))?;
-                    if s.is_empty() || s.len() >= libc::IFNAMSIZ || s.contains(['/', '\0', ' ']) {
-                        return Err(bad(k, "an interface name (1-15 bytes)"));
-                    }
-                    o.interface = s.to_string();
+                    o.interface = interface_name(v.as_str())
+                        .ok_or_else(|| bad(k, "an interface name (1-15 bytes)"))?
                 }
                 "frames" => {
                     let n = v
@@ -125,11 +123,8 @@ impl Options {
     }
 }
 
-fn os_err(what: &str) -> String {
-    format!("{what}: {}", io::Error::last_os_error())
-}
-
-/// The `bpf(2)` system call on a 128-byte attribute block.
+/// The `bpf(2)` system call on a 128-byte attribute block, for a command
+/// that returns a descriptor.
 fn bpf(cmd: u32, attr: &mut [u8; 128]) -> io::Result<OwnedFd> {
     // SAFETY: the kernel reads (and for some commands writes) at most the
     // size passed of `attr`, which we own; pointers inside it point to
@@ -138,9 +133,9 @@ fn bpf(cmd: u32, attr: &mut [u8; 128]) -> io::Result<OwnedFd> {
     if r < 0 {
         return Err(io::Error::last_os_error());
     }
-    // SAFETY: a command that returns a descriptor returned a new one we
-    // now own; for the others the caller ignores the value (and `r` is 0,
-    // which we never close: see `bpf_no_fd`).
+    // SAFETY: only called with commands that return a new descriptor
+    // (map create, program load, link create), which we now own; the
+    // others go through `bpf_no_fd`.
     Ok(unsafe { OwnedFd::from_raw_fd(r as i32) })
 }
 
@@ -307,24 +302,6 @@ fn promiscuous(ifindex: u32) -> Result<OwnedFd, String> {
     setsockopt(&fd, libc::SOL_PACKET, libc::PACKET_ADD_MEMBERSHIP, &mreq)
         .map_err(|e| format!("promiscuous mode: {e}"))?;
     Ok(fd)
-}
-
-fn setsockopt<T>(fd: &OwnedFd, level: i32, name: i32, v: &T) -> io::Result<()> {
-    // SAFETY: `v` points to a live `T` of the size passed.
-    let r = unsafe {
-        libc::setsockopt(
-            fd.as_raw_fd(),
-            level,
-            name,
-            v as *const T as *const libc::c_void,
-            std::mem::size_of::<T>() as libc::socklen_t,
-        )
-    };
-    if r == 0 {
-        Ok(())
-    } else {
-        Err(io::Error::last_os_error())
-    }
 }
 
 /// One of the four rings shared with the kernel: a producer index, a
@@ -542,16 +519,15 @@ impl AfXdpPort {
                 return Err(ctx(e));
             }
         };
-        let attached = match interface_mac(ifindex, &ifname)
-            .and_then(|m| attach(ifindex, o.mode, m != p.mac))
-        {
-            Ok(a) => a,
-            Err(e) => {
-                // SAFETY: as above.
-                unsafe { libc::munmap(umem as *mut libc::c_void, umem_len) };
-                return Err(ctx(e));
-            }
-        };
+        let attached =
+            match interface_mac(&ifname).and_then(|m| attach(ifindex, o.mode, m != p.mac)) {
+                Ok(a) => a,
+                Err(e) => {
+                    // SAFETY: as above.
+                    unsafe { libc::munmap(umem as *mut libc::c_void, umem_len) };
+                    return Err(ctx(e));
+                }
+            };
         let port = AfXdpPort {
             name: p.name.clone(),
             mac: p.mac,
@@ -651,7 +627,7 @@ impl AfXdpPort {
 }
 
 /// The interface's MAC address.
-fn interface_mac(_ifindex: u32, name: &CString) -> Result<[u8; 6], String> {
+fn interface_mac(name: &CString) -> Result<[u8; 6], String> {
     // SAFETY: plain system call.
     let raw = unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) };
     if raw < 0 {
@@ -659,23 +635,7 @@ fn interface_mac(_ifindex: u32, name: &CString) -> Result<[u8; 6], String> {
     }
     // SAFETY: a socket we just opened and own.
     let fd = unsafe { OwnedFd::from_raw_fd(raw) };
-    // SAFETY: an all-zero `ifreq` is a valid value.
-    let mut ifr: libc::ifreq = unsafe { std::mem::zeroed() };
-    for (d, &s) in ifr.ifr_name.iter_mut().zip(name.as_bytes()) {
-        *d = s as libc::c_char;
-    }
-    // SAFETY: SIOCGIFHWADDR reads the name and writes the address into
-    // the `ifreq` we own.
-    if unsafe { libc::ioctl(fd.as_raw_fd(), libc::SIOCGIFHWADDR, &mut ifr) } != 0 {
-        return Err(os_err("SIOCGIFHWADDR"));
-    }
-    // SAFETY: the kernel filled the `hwaddr` member of the union.
-    let sa = unsafe { ifr.ifr_ifru.ifru_hwaddr };
-    let mut mac = [0u8; 6];
-    for (d, &s) in mac.iter_mut().zip(&sa.sa_data) {
-        *d = s as u8;
-    }
-    Ok(mac)
+    crate::af_packet::interface_mac(&fd, name)
 }
 
 impl Drop for AfXdpPort {
