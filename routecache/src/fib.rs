@@ -243,8 +243,8 @@ impl Fib {
     pub fn publish(&mut self) -> Arc<FibSnapshot> {
         self.generation = self.generation.wrapping_add(1).max(1);
         let snap = Arc::new(FibSnapshot {
-            v4: self.v4.table().clone(),
-            v6: self.v6.table().clone(),
+            v4: self.v4.snapshot(),
+            v6: self.v6.snapshot(),
             targets: self.targets.clone(),
             generation: self.generation,
         });

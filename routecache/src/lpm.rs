@@ -30,6 +30,15 @@ pub const MAX_TARGET: u32 = VALUE_MASK;
 /// Largest number of groups.
 const MAX_GROUPS: u32 = VALUE_MASK;
 
+/// Routes from which a published table's burst lookups prefetch every
+/// entry before loading any. With the full tables' random destinations
+/// (cache misses) that overlaps more misses: IPv4 +10-15 %, IPv6 +40 % on
+/// `dpdk-test-fib`'s 1M / 200K-route data (`fibprobe`, A/B). A small
+/// table's entries stay in cache, where the extra pass can only cost
+/// (an A/B of `bench routecache --quick` was within this machine's
+/// noise either way).
+pub const PREFETCH_ROUTES: usize = 16_384;
+
 /// Entries per first-level page, and groups per group page: one 2 MiB
 /// huge page ([`crate::pages`]). The first update of a page after a
 /// publication copies it (2 MiB), not the whole table.
@@ -61,6 +70,8 @@ fn decode(e: u32) -> Option<u32> {
 pub struct LpmTable {
     width: u32,
     first: u32,
+    /// Whether burst lookups prefetch (see [`PREFETCH_ROUTES`]).
+    prefetch: bool,
     top: Vec<Arc<Page>>,
     groups: Vec<Arc<Page>>,
 }
@@ -72,6 +83,7 @@ impl LpmTable {
         LpmTable {
             width,
             first,
+            prefetch: false,
             top: (0..pages).map(|_| Arc::new(Page::zeroed())).collect(),
             groups: Vec::new(),
         }
@@ -136,8 +148,10 @@ impl LpmTable {
         for (addrs, out) in addrs.chunks(N).zip(out.chunks_mut(N)) {
             let n = addrs.len().min(out.len());
             let mut e = [0u32; N];
-            for &a in &addrs[..n] {
-                prefetch(self.top_ref((a.into() >> (w - self.first)) as usize));
+            if self.prefetch {
+                for &a in &addrs[..n] {
+                    prefetch(self.top_ref((a.into() >> (w - self.first)) as usize));
+                }
             }
             for i in 0..n {
                 e[i] = self.top_entry((addrs[i].into() >> (w - self.first)) as usize);
@@ -148,11 +162,13 @@ impl LpmTable {
                 // loads from group 0 (reserved, never a route's group)
                 // and keeps its entry, so mixed bursts mispredict nothing.
                 let mut more = 0u32;
-                for i in 0..n {
-                    let x = e[i];
-                    let g = if x & EXT != 0 { x & VALUE_MASK } else { 0 };
-                    let b = ((addrs[i].into() >> (w - bit - 8)) & 0xff) as usize;
-                    prefetch(self.group_ref(g, b));
+                if self.prefetch {
+                    for i in 0..n {
+                        let x = e[i];
+                        let g = if x & EXT != 0 { x & VALUE_MASK } else { 0 };
+                        let b = ((addrs[i].into() >> (w - bit - 8)) & 0xff) as usize;
+                        prefetch(self.group_ref(g, b));
+                    }
                 }
                 for i in 0..n {
                     let x = e[i];
@@ -188,8 +204,10 @@ impl LpmTable {
             // Prefetching every entry first, then loading, measured 10-15 %
             // faster than the loads alone on random destinations of a
             // 1M-route table (`fibprobe`): more misses overlap.
-            for &a in &addrs[..n] {
-                prefetch(self.top_ref((a >> 8) as usize));
+            if self.prefetch {
+                for &a in &addrs[..n] {
+                    prefetch(self.top_ref((a >> 8) as usize));
+                }
             }
             for i in 0..n {
                 let x = self.top_entry((addrs[i] >> 8) as usize);
@@ -335,6 +353,15 @@ impl Lpm {
     /// The lookup table as it stands (cheap to clone: shares pages).
     pub fn table(&self) -> &LpmTable {
         &self.table
+    }
+
+    /// The lookup table to publish: [`Lpm::table`], prefetching in burst
+    /// lookups from [`PREFETCH_ROUTES`] routes on.
+    pub fn snapshot(&self) -> LpmTable {
+        LpmTable {
+            prefetch: self.routes >= PREFETCH_ROUTES,
+            ..self.table.clone()
+        }
     }
 
     /// Groups in use (the reserved group 0 not counted).
