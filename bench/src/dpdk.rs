@@ -54,7 +54,12 @@ fn write_pcap(path: &Path, frames: &[Vec<u8>], dst: [u8; 6]) -> Result<(), Strin
 }
 
 /// The example's configuration with its two ports on pcap devices.
-fn forwarder_config(dir: &Path, eal: &[String], pcap: [&Path; 2]) -> Result<PathBuf, String> {
+fn forwarder_config(
+    dir: &Path,
+    eal: &[String],
+    pcap: [&Path; 2],
+    mbufs: usize,
+) -> Result<PathBuf, String> {
     let text =
         std::fs::read_to_string(examples().join("forwarder.toml")).map_err(|e| e.to_string())?;
     let (a, b) = (
@@ -73,7 +78,7 @@ mac = "02:00:00:00:00:01"
 [port.options]
 device = "net_pcap0"
 eal = [{}]
-mbufs = 16384
+mbufs = {mbufs}
 
 [[port]]
 name = "p1"
@@ -81,7 +86,7 @@ driver = "dpdk"
 mac = "02:00:00:00:00:02"
 [port.options]
 device = "net_pcap1"
-mbufs = 16384
+mbufs = {mbufs}
 
 "#,
         quoted.join(", ")
@@ -275,7 +280,7 @@ impl Drop for HugePages {
     }
 }
 
-pub fn run(json: bool, quick: bool) -> Result<(), String> {
+pub fn run(json: bool, quick: bool, mbufs: usize) -> Result<(), String> {
     let secs = if quick { 3 } else { 8 };
     let bin = std::env::current_exe()
         .map_err(|e| e.to_string())?
@@ -311,7 +316,7 @@ pub fn run(json: bool, quick: bool) -> Result<(), String> {
                 "--no-pci".into(),
             ]
         };
-        let fcfg = forwarder_config(&dir, &eal, pcap)?;
+        let fcfg = forwarder_config(&dir, &eal, pcap, mbufs)?;
         for mode in ["io", "macswap"] {
             rows.push((
                 format!("testpmd_{mode}"),

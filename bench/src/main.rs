@@ -103,6 +103,9 @@ enum Cmd {
         /// Shorter runs (under two minutes).
         #[arg(long)]
         quick: bool,
+        /// mbufs per port of the forwarder's pools (default 16384).
+        #[arg(long, default_value_t = 16384)]
+        mbufs: usize,
     },
     /// Reloads: file change to serving; gaps between bursts meanwhile.
     Reload {
@@ -145,7 +148,7 @@ fn main() {
             hash::run(json, quick);
             Ok(())
         }
-        Cmd::Dpdk { json, quick } => dpdk::run(json, quick),
+        Cmd::Dpdk { json, quick, mbufs } => dpdk::run(json, quick, mbufs),
         Cmd::Reload { json, quick } => {
             reload::run(json, quick);
             Ok(())
