@@ -198,6 +198,9 @@ fn testpmd_mpps(eal: &[String], pcap: [&Path; 2], mode: &str, secs: u64) -> Resu
         std::thread::sleep(Duration::from_millis(100));
     }
     let _ = c.wait();
+    // testpmd leaves its runtime directory (named by the file prefix)
+    // behind; one per run would pile up.
+    let _ = std::fs::remove_dir_all(format!("/var/run/dpdk/benchtp{}", std::process::id()));
     struct Output {
         stdout: Vec<u8>,
         stderr: Vec<u8>,
@@ -293,6 +296,8 @@ pub fn run(json: bool, quick: bool, mbufs: usize) -> Result<(), String> {
     }
     let dir = std::env::temp_dir().join(format!("bench-dpdk-{}", std::process::id()));
     std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+    // Removed however the run ends (an error returns early).
+    let _cleanup = RemoveOnDrop(dir.clone());
     let cfg = config::load(&examples().join("forwarder.toml")).map_err(|e| e.to_string())?;
     let frames = SyntheticPort::new(&cfg, 0, 0)?.frames().to_vec();
     let pcaps = [dir.join("p0.pcap"), dir.join("p1.pcap")];
@@ -332,7 +337,6 @@ pub fn run(json: bool, quick: bool, mbufs: usize) -> Result<(), String> {
             ));
         }
     }
-    let _ = std::fs::remove_dir_all(&dir);
     if json {
         for (v, huge, mpps) in &rows {
             println!("{{\"variant\":\"{v}\",\"hugepages\":{huge},\"mpps\":{mpps:.2}}}");
@@ -377,4 +381,13 @@ pub fn run(json: bool, quick: bool, mbufs: usize) -> Result<(), String> {
         );
     }
     Ok(())
+}
+
+/// Removes a directory when dropped.
+struct RemoveOnDrop(PathBuf);
+
+impl Drop for RemoveOnDrop {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
 }

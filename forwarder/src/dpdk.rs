@@ -182,7 +182,14 @@ fn eal_init(args: &[String], cores: usize) -> Result<Eal, String> {
     // (EAL may permute the pointer array, which is ours).
     let r = unsafe { sys::rte_eal_init(ptrs.len() as i32, ptrs.as_mut_ptr()) };
     if r < 0 {
-        return Err(last_error(&format!("EAL init ({})", argv[1..].join(" "))));
+        let e = last_error(&format!("EAL init ({})", argv[1..].join(" ")));
+        if !has("--file-prefix") {
+            // Our own prefix (our process id): whatever the failed init
+            // left there is ours. A prefix the operator chose may be
+            // another running instance's, so its files stay.
+            let _ = std::fs::remove_dir_all(runtime_dir(&prefix));
+        }
+        return Err(e);
     }
     Ok(Eal {
         prefix,
@@ -409,6 +416,12 @@ pub fn shutdown() {
     // SAFETY: no port is open; called once.
     unsafe { sys::rte_eal_cleanup() };
     eal.released = true;
+    let _ = std::fs::remove_dir_all(runtime_dir(&eal.prefix));
+}
+
+/// Where the EAL keeps the runtime files of `prefix`.
+fn runtime_dir(prefix: &str) -> std::path::PathBuf {
+    // SAFETY: geteuid has no preconditions.
     let base = if unsafe { libc::geteuid() } == 0 {
         std::path::PathBuf::from("/var/run/dpdk")
     } else {
@@ -417,7 +430,7 @@ pub fn shutdown() {
             .unwrap_or_else(std::env::temp_dir)
             .join("dpdk")
     };
-    let _ = std::fs::remove_dir_all(base.join(&eal.prefix));
+    base.join(prefix)
 }
 
 /// How often `stats` asks the device for its drop counters.

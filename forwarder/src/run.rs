@@ -25,6 +25,11 @@ pub fn run_mode(
     mode: Mode,
     out: &mut dyn Write,
 ) -> Result<(), String> {
+    // However this ends, an EAL the DPDK ports started is released and
+    // its runtime files removed once they are closed (a no-op without
+    // DPDK ports).
+    #[cfg(feature = "dpdk")]
+    let _eal = EalRelease;
     let control = Control::start(config)?;
     let cfg = control.config().clone();
     let shared = control.shared();
@@ -183,4 +188,15 @@ fn rates(rx: f64, tx: f64, drops: &[f64; 8]) -> String {
         s.push_str(" none");
     }
     s
+}
+
+/// Releases DPDK's EAL when dropped (see [`crate::dpdk::shutdown`]).
+#[cfg(feature = "dpdk")]
+struct EalRelease;
+
+#[cfg(feature = "dpdk")]
+impl std::ops::Drop for EalRelease {
+    fn drop(&mut self) {
+        crate::dpdk::shutdown();
+    }
 }

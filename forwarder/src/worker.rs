@@ -199,10 +199,21 @@ pub fn spawn_with(
     mode: Mode,
     mut open: impl FnMut(usize) -> Result<Vec<Box<dyn Port>>, String>,
 ) -> Result<Vec<Running>, String> {
-    let mut out = Vec::new();
+    let mut out: Vec<Running> = Vec::new();
     let burst_size = cfg.forwarder.burst;
     for (q, &core) in cfg.forwarder.cores.iter().enumerate() {
-        let mut ports = open(q)?;
+        let mut ports = match open(q) {
+            Ok(p) => p,
+            Err(e) => {
+                // The workers already started stop and close their
+                // ports (DPDK's EAL can then be released).
+                shared.stop.store(true, Relaxed);
+                for (_, h) in out {
+                    let _ = h.join();
+                }
+                return Err(e);
+            }
+        };
         let shared = shared.clone();
         let published = Arc::new(Published::default());
         let pubd = published.clone();
