@@ -9,6 +9,25 @@ fn forwarder() -> Command {
     Command::new(env!("CARGO_BIN_EXE_forwarder"))
 }
 
+/// The text of `examples/NAME`.
+fn example(name: &str) -> String {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    std::fs::read_to_string(root.join("examples").join(name)).unwrap()
+}
+
+/// Writes `text` to `cfg`, runs `forwarder run` on it, expects it to be
+/// refused, and returns what it said on standard error.
+fn refused(cfg: &std::path::Path, text: &str) -> String {
+    std::fs::write(cfg, text).unwrap();
+    let o = forwarder()
+        .args(["run", "--duration", "1s", "--config"])
+        .arg(cfg)
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
 #[test]
 fn runs_forwards_and_verifies() {
     let dir = std::env::temp_dir().join(format!("fwd-run-{}", std::process::id()));
@@ -94,21 +113,11 @@ fn the_readme_default_runs() {
 /// is declared: a bad option, and an interface this namespace lacks.
 #[test]
 fn af_packet_ports_report_where() {
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    let text = std::fs::read_to_string(root.join("examples/linux.toml")).unwrap();
+    let text = example("linux.toml");
     let dir = std::env::temp_dir().join(format!("fwd-afp-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let cfg = dir.join("l.toml");
-    let run = |text: &str| {
-        std::fs::write(&cfg, text).unwrap();
-        let o = forwarder()
-            .args(["run", "--duration", "1s", "--config"])
-            .arg(&cfg)
-            .output()
-            .unwrap();
-        assert!(!o.status.success());
-        String::from_utf8_lossy(&o.stderr).into_owned()
-    };
+    let run = |text: &str| refused(&cfg, text);
     let line = |needle: &str| text.lines().position(|l| l.contains(needle)).unwrap() + 1;
     // The interface names no interface here (names longer than any the
     // test machine has); without root the socket is refused first.
@@ -142,21 +151,11 @@ fn af_packet_ports_report_where() {
 
 #[test]
 fn af_xdp_ports_report_where() {
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    let text = std::fs::read_to_string(root.join("examples/af_xdp.toml")).unwrap();
+    let text = example("af_xdp.toml");
     let dir = std::env::temp_dir().join(format!("fwd-afx-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let cfg = dir.join("x.toml");
-    let run = |text: &str| {
-        std::fs::write(&cfg, text).unwrap();
-        let o = forwarder()
-            .args(["run", "--duration", "1s", "--config"])
-            .arg(&cfg)
-            .output()
-            .unwrap();
-        assert!(!o.status.success());
-        String::from_utf8_lossy(&o.stderr).into_owned()
-    };
+    let run = |text: &str| refused(&cfg, text);
     let at = text
         .lines()
         .position(|l| l.contains("name = \"wan\""))
