@@ -475,9 +475,8 @@ impl Pipeline {
             if let Fate::Dropped(d) = self.fate[i] {
                 self.decided(i, Err(d));
             }
-            // `next_hop` checked the port when the decision was made; a
-            // cached decision is of this snapshot, so the check holds, but
-            // a wrong index must not panic either.
+            // One check of the hop and its port for fresh and cached
+            // decisions alike (a hop on a port we lack is unknown to us).
             let nh = hop.and_then(|h| match hops.get(h as usize) {
                 Some(nh) if (nh.port as usize) < self.out.len() => Ok(*nh),
                 _ => Err(Drop::UnknownNextHop),
@@ -517,14 +516,11 @@ impl Pipeline {
             dport: p.dport,
             proto: p.proto,
         };
-        let targets = tables.fib.targets();
-        let h = targets
+        tables
+            .fib
+            .targets()
             .resolve_index(t, flow.hash(tables.flow_seed))
-            .ok_or(Drop::UnknownNextHop)?;
-        match targets.hops().get(h as usize) {
-            Some(nh) if (nh.port as usize) < self.out.len() => Ok(h),
-            _ => Err(Drop::UnknownNextHop),
-        }
+            .ok_or(Drop::UnknownNextHop)
     }
 }
 
