@@ -388,6 +388,12 @@ struct RemoveOnDrop(PathBuf);
 
 impl Drop for RemoveOnDrop {
     fn drop(&mut self) {
+        // `BENCH_DPDK_KEEP=1` keeps the pcap files and the configuration
+        // (to profile a variant by hand).
+        if std::env::var_os("BENCH_DPDK_KEEP").is_some() {
+            eprintln!("bench dpdk: kept {}", self.0.display());
+            return;
+        }
         let _ = std::fs::remove_dir_all(&self.0);
     }
 }

@@ -1,20 +1,10 @@
 #include <rte_config.h>
 #include <rte_errno.h>
 #include <rte_ethdev.h>
+#include <rte_byteorder.h>
 #include <rte_mbuf.h>
+#include <string.h>
 #include "shim.h"
-
-uint16_t fwd_rx_burst_data(uint16_t port, uint16_t queue, struct rte_mbuf **pkts, uint16_t n,
-			   uint8_t **data, uint16_t *len)
-{
-	uint16_t r = rte_eth_rx_burst(port, queue, pkts, n);
-	for (uint16_t i = 0; i < r; i++) {
-		struct rte_mbuf *m = pkts[i];
-		data[i] = rte_pktmbuf_mtod(m, uint8_t *);
-		len[i] = m->nb_segs == 1 ? m->data_len : 0;
-	}
-	return r;
-}
 
 uint16_t fwd_tx_burst(uint16_t port, uint16_t queue, struct rte_mbuf **pkts, uint16_t n)
 {
@@ -55,4 +45,91 @@ void fwd_mbuf_free_bulk(struct rte_mbuf **m, unsigned int n)
 int fwd_errno(void)
 {
 	return rte_errno;
+}
+
+uint16_t fwd_rx_burst_for(uint16_t port, uint16_t queue, uint16_t n, const uint8_t *mac,
+			  uintptr_t *handles, uint8_t **data, uint16_t *len,
+			  uint64_t *segmented, uint64_t *ignored)
+{
+	struct rte_mbuf **pkts = (struct rte_mbuf **)handles;
+	struct rte_mbuf *drop[FWD_MAX_BURST];
+	uint32_t mac_lo;
+	uint16_t mac_hi;
+	uint16_t r, k = 0, d = 0;
+
+	if (n > FWD_MAX_BURST)
+		n = FWD_MAX_BURST;
+	memcpy(&mac_lo, mac, 4);
+	memcpy(&mac_hi, mac + 4, 2);
+	r = rte_eth_rx_burst(port, queue, pkts, n);
+	for (uint16_t i = 0; i < r; i++) {
+		struct rte_mbuf *m = pkts[i];
+		uint8_t *p = rte_pktmbuf_mtod(m, uint8_t *);
+		uint32_t lo;
+		uint16_t hi, type;
+
+		if (m->nb_segs != 1) {
+			*segmented += 1;
+			drop[d++] = m;
+			continue;
+		}
+		if (m->data_len < 14) {
+			*ignored += 1;
+			drop[d++] = m;
+			continue;
+		}
+		memcpy(&lo, p, 4);
+		memcpy(&hi, p + 4, 2);
+		memcpy(&type, p + 12, 2);
+		/* Ours, or ARP (0x0806, big-endian on the wire). */
+		if (((lo ^ mac_lo) | (uint32_t)(hi ^ mac_hi)) != 0 &&
+		    type != rte_cpu_to_be_16(0x0806)) {
+			*ignored += 1;
+			drop[d++] = m;
+			continue;
+		}
+		pkts[k] = m;
+		data[k] = p;
+		len[k] = m->data_len;
+		k++;
+	}
+	if (d > 0)
+		rte_pktmbuf_free_bulk(drop, d);
+	return k;
+}
+
+int32_t fwd_tx_burst_handles(uint16_t port, uint16_t queue, uintptr_t *handles,
+			     const uint16_t *len, uint16_t count, const uint8_t *which,
+			     uint16_t n, uint64_t *bytes)
+{
+	struct rte_mbuf *pkts[FWD_MAX_BURST];
+	uint64_t b = 0;
+	uint16_t k, sent;
+
+	if (n > FWD_MAX_BURST)
+		return -1;
+	/* Each handle is taken as it is gathered: a frame listed twice
+	 * finds 0 the second time. */
+	for (k = 0; k < n; k++) {
+		uint8_t i = which[k];
+		uintptr_t h = i < count ? handles[i] : 0;
+		if (h == 0)
+			break;
+		pkts[k] = (struct rte_mbuf *)h;
+		handles[i] = 0;
+		b += len[i];
+	}
+	if (k < n) {
+		while (k-- > 0)
+			handles[which[k]] = (uintptr_t)pkts[k];
+		return -1;
+	}
+	sent = rte_eth_tx_burst(port, queue, pkts, n);
+	/* What the device did not take goes back to its receiving port. */
+	for (k = sent; k < n; k++) {
+		handles[which[k]] = (uintptr_t)pkts[k];
+		b -= len[which[k]];
+	}
+	*bytes += b;
+	return sent;
 }

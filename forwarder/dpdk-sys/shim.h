@@ -4,15 +4,31 @@
 #ifndef FWD_DPDK_SHIM_H
 #define FWD_DPDK_SHIM_H
 #include <stdint.h>
+/* The most frames one call of the burst functions below takes (the
+ * forwarder's `MAX_BURST`). */
+#define FWD_MAX_BURST 64
 struct rte_mbuf;
 struct rte_mempool;
 
 uint16_t fwd_tx_burst(uint16_t port, uint16_t queue, struct rte_mbuf **pkts, uint16_t n);
-/* rx burst, with each received mbuf's data pointer and length (0 for a
- * chained, multi-segment mbuf): one call a burst instead of several a
- * packet. */
-uint16_t fwd_rx_burst_data(uint16_t port, uint16_t queue, struct rte_mbuf **pkts, uint16_t n,
-			   uint8_t **data, uint16_t *len);
+/* rx burst of up to n (at most FWD_MAX_BURST) frames, keeping the
+ * one-segment mbufs addressed to `mac` (6 bytes) or carrying ARP: each kept
+ * mbuf goes to handles[k] (as an integer), its data pointer to data[k] and
+ * its length to len[k]. The others are freed and counted in *segmented
+ * (chained mbufs) or *ignored (short, or for another station). Returns
+ * how many were kept. */
+uint16_t fwd_rx_burst_for(uint16_t port, uint16_t queue, uint16_t n, const uint8_t *mac,
+			  uintptr_t *handles, uint8_t **data, uint16_t *len,
+			  uint64_t *segmented, uint64_t *ignored);
+/* tx burst of the mbufs handles[which[0..n]] (n at most FWD_MAX_BURST;
+ * `handles` and `len` have `count` entries): each one sent has its handle
+ * zeroed and len[which[k]] added to *bytes. Returns how many were sent,
+ * or -1, sending nothing and leaving the handles as they were, when an
+ * index is out of range or listed twice, a handle is 0 (a frame not in
+ * an mbuf), or n is too large. */
+int32_t fwd_tx_burst_handles(uint16_t port, uint16_t queue, uintptr_t *handles,
+			     const uint16_t *len, uint16_t count, const uint8_t *which,
+			     uint16_t n, uint64_t *bytes);
 /* The first segment's data. */
 uint8_t *fwd_mbuf_data(struct rte_mbuf *m);
 /* Room after data_off in a one-segment mbuf. */

@@ -443,60 +443,87 @@ impl Port for DpdkPort {
 
     fn rx_burst(&mut self, burst: &mut Burst, max: usize) -> usize {
         register_thread();
-        let room = (MAX_BURST - burst.len()).min(max);
-        let mut data = [std::ptr::null_mut::<u8>(); MAX_BURST];
-        let mut lens = [0u16; MAX_BURST];
-        // SAFETY: the three arrays have room for `room` entries.
+        let slots = burst.free_slots();
+        let room = slots.room.min(max).min(MAX_BURST);
+        let (mut segmented, mut ignored) = (0, 0);
+        // SAFETY: the slot arrays have room for `room` frames; the shim
+        // writes a received mbuf (non-zero) into each handle it keeps,
+        // with its data pointer and length, and frees the others. Only
+        // frames for us (our MAC, or ARP) are kept: in promiscuous mode
+        // the device takes every station's. Chained (multi-segment)
+        // mbufs are not handled.
         let n = unsafe {
-            sys::fwd_rx_burst_data(
+            sys::fwd_rx_burst_for(
                 self.port,
                 self.queue,
-                self.mbufs.as_mut_ptr(),
                 room as u16,
-                data.as_mut_ptr(),
-                lens.as_mut_ptr(),
+                self.mac.as_ptr(),
+                slots.handles,
+                slots.ptrs,
+                slots.lens,
+                &mut segmented,
+                &mut ignored,
             )
         } as usize;
-        let mut taken = 0;
-        for k in 0..n {
-            let (m, d, len) = (self.mbufs[k], data[k], lens[k]);
-            // SAFETY: `m` is a received mbuf, ours until freed or sent;
-            // `d` points to its `len` bytes of data.
-            unsafe {
-                if len == 0 {
-                    // Chained (multi-segment): not handled.
-                    self.stats.rx_truncated += 1;
-                    sys::fwd_mbuf_free(m);
-                    continue;
-                }
-                // Only frames for us (our MAC, or ARP) go on: in
-                // promiscuous mode the device takes every station's.
-                let head = std::slice::from_raw_parts(d, (len as usize).min(14));
-                let for_us = crate::wire::addressed_to(head, self.mac);
-                if !for_us {
-                    self.stats.rx_ignored += 1;
-                    sys::fwd_mbuf_free(m);
-                    continue;
-                }
-                // The mbuf's data stays valid and ours until this port's
-                // `release` frees it or a port sends it (taking the
-                // handle); nothing else touches it meanwhile.
-                burst.push_external(d, len, m as usize);
-            }
-            taken += 1;
-        }
-        self.stats.rx += taken as u64;
-        taken
+        // SAFETY: the shim filled `n <= room` slots with mbufs that stay
+        // valid and ours until this port's `release` frees them or a port
+        // sends them (taking the handle); nothing else touches their data
+        // meanwhile.
+        unsafe { burst.commit_slots(n) };
+        self.stats.rx_truncated += segmented;
+        self.stats.rx_ignored += ignored;
+        self.stats.rx += n as u64;
+        n
     }
 
     fn tx_burst(&mut self, burst: &mut Burst, which: &[u8]) -> usize {
         register_thread();
+        if which.len() <= MAX_BURST {
+            // Zero copy: every frame is a received mbuf, rewritten in
+            // place; the device takes those it sends (their handles are
+            // zeroed: their receiving port must not free them).
+            let (handles, lens) = burst.raw_handles();
+            // SAFETY: the handle and length arrays have the burst's
+            // `len()` frames (the shim checks every index against it); a
+            // non-zero handle is an mbuf of a `dpdk` port's burst, ours
+            // to send; the shim sends nothing when a handle is 0 or an
+            // index is listed twice.
+            let sent = unsafe {
+                sys::fwd_tx_burst_handles(
+                    self.port,
+                    self.queue,
+                    handles,
+                    lens,
+                    burst.len() as u16,
+                    which.as_ptr(),
+                    which.len() as u16,
+                    &mut self.stats.tx_bytes,
+                )
+            };
+            if sent >= 0 {
+                let sent = sent as usize;
+                self.stats.tx += sent as u64;
+                self.stats.tx_dropped += (which.len() - sent) as u64;
+                return sent;
+            }
+        }
+        // Some frames are in our buffers (from another kind of port):
+        // those are copied into mbufs of our pool.
         let mut k = 0;
         let mut lens = [0u16; MAX_BURST];
+        // Frames already gathered (an index listed twice is sent as a
+        // copy the second time: one mbuf must not go out twice).
+        let mut seen = 0u64;
         for &w in which {
             let i = w as usize;
+            if k == MAX_BURST {
+                self.stats.tx_dropped += 1;
+                continue;
+            }
             let h = burst.handle(i);
-            if h != 0 {
+            let again = seen & (1 << (i % 64)) != 0;
+            seen |= 1 << (i % 64);
+            if h != 0 && !again {
                 // Zero copy: the received mbuf, rewritten in place.
                 self.mbufs[k] = h as *mut sys::rte_mbuf;
                 self.from[k] = i;

@@ -161,6 +161,57 @@ impl Burst {
         self.len += 1;
         true
     }
+
+    /// The free frame slots, for a port that receives frames in place in
+    /// bulk (a DPDK shim filling the arrays directly): where the next
+    /// frames' pointers, lengths and handles go, and how many fit. The
+    /// port commits what it filled with [`Burst::commit_slots`].
+    #[inline]
+    #[allow(unsafe_code)]
+    pub fn free_slots(&mut self) -> Slots {
+        // SAFETY: `len <= MAX_BURST`: each pointer is within its array
+        // or one past its end (with `room` 0).
+        unsafe {
+            Slots {
+                ptrs: self.ptrs.as_mut_ptr().add(self.len),
+                lens: self.lens.as_mut_ptr().add(self.len),
+                handles: self.handles.as_mut_ptr().add(self.len),
+                room: MAX_BURST - self.len,
+            }
+        }
+    }
+
+    /// Commits `n` frames written into the [`Burst::free_slots`].
+    ///
+    /// # Safety
+    /// `n` is at most the slots' `room`, and each of the `n` slots holds a
+    /// frame as [`Burst::push_external`] requires it (a non-zero handle).
+    #[inline]
+    #[allow(unsafe_code)]
+    pub unsafe fn commit_slots(&mut self, n: usize) {
+        debug_assert!(self.len + n <= MAX_BURST);
+        self.len += n;
+    }
+
+    /// The handles and lengths of all slots, for a port that sends
+    /// external frames in bulk and takes (zeroes) the handles of those it
+    /// sent. Writing anything but 0 into a handle is not allowed.
+    #[inline]
+    pub fn raw_handles(&mut self) -> (*mut usize, *const u16) {
+        (self.handles.as_mut_ptr(), self.lens.as_ptr())
+    }
+}
+
+/// Raw views of a burst's free frame slots ([`Burst::free_slots`]).
+pub struct Slots {
+    /// Where the frames' pointers go.
+    pub ptrs: *mut *mut u8,
+    /// Where their lengths go.
+    pub lens: *mut u16,
+    /// Where their ports' handles go.
+    pub handles: *mut usize,
+    /// How many slots are free.
+    pub room: usize,
 }
 
 /// A port's counters.
@@ -204,4 +255,50 @@ pub trait Port: Send {
     fn release(&mut self, _burst: &mut Burst) {}
     /// Counters.
     fn stats(&self) -> PortStats;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Frames written through the raw slots are the burst's next frames;
+    /// taking handles through the raw view is what `take_handle` does.
+    #[test]
+    #[allow(unsafe_code)]
+    fn slots_fill_and_take_like_push_external() {
+        let mut outside = [[0u8; 60]; 3];
+        for (i, f) in outside.iter_mut().enumerate() {
+            f[0] = i as u8 + 1;
+        }
+        let mut b = Burst::new();
+        assert!(b.push(&[9; 64]));
+        let s = b.free_slots();
+        assert_eq!(s.room, MAX_BURST - 1);
+        // SAFETY: three slots of the room; the frames outlive the burst's
+        // use of them below.
+        unsafe {
+            for (k, f) in outside.iter_mut().enumerate() {
+                *s.ptrs.add(k) = f.as_mut_ptr();
+                *s.lens.add(k) = 60 - k as u16;
+                *s.handles.add(k) = 100 + k;
+            }
+            b.commit_slots(3);
+        }
+        assert_eq!(b.len(), 4);
+        assert_eq!(b.handle(0), 0);
+        for k in 0..3 {
+            assert_eq!(b.frame(k + 1)[0], k as u8 + 1);
+            assert_eq!(b.frame(k + 1).len(), 60 - k);
+            assert_eq!(b.handle(k + 1), 100 + k);
+        }
+        let (h, lens) = b.raw_handles();
+        // SAFETY: index 2 is a frame of the burst.
+        unsafe {
+            assert_eq!(*lens.add(2), 59);
+            *h.add(2) = 0;
+        }
+        assert_eq!(b.take_handle(2), 0);
+        assert_eq!(b.take_handle(3), 102);
+        assert_eq!(b.free_slots().room, MAX_BURST - 4);
+    }
 }
