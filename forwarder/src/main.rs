@@ -23,8 +23,9 @@ enum Cmd {
         #[arg(long, value_parser = parse_duration)]
         duration: Option<std::time::Duration>,
         /// Run only part of the pipeline, to measure a stage: `io` (receive
-        /// and send out of the first port, frames untouched), `rewrite`
-        /// (+ parse, MAC/TTL rewrite towards the first next hop), `route`
+        /// and send out of the first port, frames untouched), `mac` (MACs
+        /// set to the first next hop's, nothing parsed), `rewrite` (parse,
+        /// MAC/TTL rewrite towards the first next hop), `route`
         /// (+ routing, no rule sets), `full` (default).
         #[arg(long, default_value = "full", value_parser = parse_mode)]
         mode: forwarder::pipeline::Mode,
@@ -104,7 +105,8 @@ fn main() -> ExitCode {
 }
 
 fn parse_mode(s: &str) -> Result<forwarder::pipeline::Mode, String> {
-    forwarder::pipeline::Mode::parse(s).ok_or_else(|| format!("`{s}`: io, rewrite, route or full"))
+    forwarder::pipeline::Mode::parse(s)
+        .ok_or_else(|| format!("`{s}`: io, mac, rewrite, route or full"))
 }
 
 fn parse_duration(s: &str) -> Result<std::time::Duration, String> {

@@ -37,6 +37,9 @@ pub struct Counters {
 pub enum Mode {
     /// Receive and send out of port 0, touching nothing.
     Io,
+    /// Set each frame's MACs to the first next hop's and send it out of
+    /// that hop's port: no parsing (what testpmd's `macswap` does).
+    Mac,
     /// Parse and rewrite (MACs, TTL, checksum) towards the first next hop.
     Rewrite,
     /// Parse, route, rewrite: no rule sets.
@@ -47,17 +50,19 @@ pub enum Mode {
 }
 
 impl Mode {
-    /// The mode named `io`, `rewrite`, `route` or `full`.
+    /// The mode named `io`, `mac`, `rewrite`, `route` or `full`.
     pub fn parse(s: &str) -> Option<Mode> {
-        [Mode::Io, Mode::Rewrite, Mode::Route, Mode::Full]
+        [Mode::Io, Mode::Mac, Mode::Rewrite, Mode::Route, Mode::Full]
             .into_iter()
             .find(|m| m.name() == s)
     }
 
-    /// The variant's name in benchmarks: `io`, `rewrite`, `route`, `full`.
+    /// The variant's name in benchmarks: `io`, `mac`, `rewrite`, `route`,
+    /// `full`.
     pub fn name(self) -> &'static str {
         match self {
             Mode::Io => "io",
+            Mode::Mac => "mac",
             Mode::Rewrite => "rewrite",
             Mode::Route => "route",
             Mode::Full => "full",
@@ -236,6 +241,10 @@ impl Pipeline {
             }
             return;
         }
+        if self.mode == Mode::Mac {
+            self.rewrite_macs(tables, burst, n);
+            return;
+        }
         for i in 0..n {
             self.fate[i] = match wire::parse_into(burst.frame(i), &mut self.parsed[i]) {
                 Ok(()) => Fate::Go,
@@ -262,6 +271,28 @@ impl Pipeline {
                 self.route(tables, burst, n, left > 0);
             }
         }
+    }
+
+    /// Every frame's MACs set to the first next hop's, nothing parsed;
+    /// frames too short for an Ethernet header are dropped.
+    fn rewrite_macs(&mut self, tables: &Tables, burst: &mut Burst, n: usize) {
+        let Some(nh) = tables.fib.targets().hops().first().copied() else {
+            return;
+        };
+        let mut macs = [0u8; 12];
+        macs[..6].copy_from_slice(&nh.dst_mac);
+        macs[6..].copy_from_slice(&nh.src_mac);
+        let out = &mut self.out[nh.port as usize];
+        for i in 0..n {
+            let f = burst.frame_mut(i);
+            if f.len() >= 14 {
+                f[..12].copy_from_slice(&macs);
+                out.push(i as u8);
+            } else {
+                self.counters.drops[Drop::Truncated.index()] += 1;
+            }
+        }
+        self.counters.tx += out.len() as u64;
     }
 
     /// Every parsed frame rewritten towards the first next hop.

@@ -134,3 +134,35 @@ fn a_flow_keeps_its_ecmp_member() {
     let used: std::collections::HashSet<_> = seen.values().collect();
     assert_eq!(used.len(), 2, "32 flows spread over both members");
 }
+
+/// `--mode mac`: every frame long enough for an Ethernet header gets the
+/// first next hop's MACs and leaves by its port, nothing else touched;
+/// shorter ones are dropped as truncated.
+#[test]
+fn mac_mode_sets_macs_and_nothing_else() {
+    use forwarder::pipeline::Mode;
+    let (t, _) = setup();
+    let mut p = Pipeline::with_mode(&t, 2, Mode::Mac);
+    let mut b = Burst::new();
+    let v4 = ipv4(0xc000_0201, 0xc000_0299, 1, L4::Udp(9, 6005), 0);
+    b.push(&v4);
+    b.push(&[7u8; 14]);
+    b.push(&[7u8; 13]);
+    p.process(&t, &mut b);
+    // gw1 (the first next hop) is on port `out`.
+    assert_eq!(p.out[1], vec![0, 1]);
+    assert!(p.out[0].is_empty());
+    for i in 0..2 {
+        let f = b.frame(i);
+        assert_eq!(&f[0..6], &[2, 0, 0, 0, 0x0a, 1]);
+        assert_eq!(&f[6..12], &[2, 0, 0, 0, 0, 2]);
+    }
+    // The rest as it came: no TTL decrement (it was 1), same checksum.
+    assert_eq!(&b.frame(0)[12..], &v4[12..]);
+    assert_eq!(&b.frame(1)[12..], &[7, 7]);
+    assert_eq!(b.frame(2), &[7u8; 13]);
+    assert_eq!(p.counters.tx, 2);
+    assert_eq!(p.counters.drops[Drop::Truncated.index()], 1);
+    assert_eq!(Mode::parse("mac"), Some(Mode::Mac));
+    assert_eq!(Mode::Mac.name(), "mac");
+}
