@@ -8,15 +8,19 @@
 //! forwarder alike) and dropping what is sent (no `tx_pcap`). `net_null`
 //! would be cheaper still, but its frames are zeros: nothing a forwarder
 //! can parse or route. Variants: testpmd `io` and `macswap`; the
-//! forwarder's `io` (frames untouched), `rewrite` (parse, MAC/TTL
-//! rewrite) and `full` (the pipeline of `examples/forwarder.toml`).
+//! forwarder's `io` (frames untouched), `rewrite` (MACs rewritten,
+//! nothing parsed: `--mode mac`, testpmd `macswap`'s work),
+//! `parse_rewrite` (parse, MAC/TTL/checksum rewrite) and `full` (the
+//! pipeline of `examples/forwarder.toml`). This machine's speed moves by
+//! up to 2x between runs minutes apart, so every variant runs in each of
+//! several rounds, alternating, and each ratio is the median of the
+//! rounds' ratios.
 //!
 //! Needs root (huge pages) and the forwarder built with the feature:
 //! `cargo build --release -p forwarder --features dpdk`.
 
 use crate::stats::median;
 use forwarder::synthetic::SyntheticPort;
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
@@ -166,7 +170,7 @@ fn testpmd_mpps(eal: &[String], pcap: [&Path; 2], mode: &str, secs: u64) -> Resu
             "--stats-period=1",
             "--no-lsc-interrupt",
         ])
-        .stdin(Stdio::piped())
+        .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -185,17 +189,19 @@ fn testpmd_mpps(eal: &[String], pcap: [&Path; 2], mode: &str, secs: u64) -> Resu
         v
     });
     std::thread::sleep(Duration::from_secs(secs + 1));
-    // Enter stops testpmd; if it does not stop, it is killed.
-    if let Some(mut i) = c.stdin.take() {
-        let _ = i.write_all(b"\n");
-    }
+    // With `--stats-period` testpmd does not read its input: SIGINT stops
+    // it (it closes its ports and exits); if it does not stop, it is
+    // killed.
+    let _ = Command::new("kill")
+        .args(["-INT", &c.id().to_string()])
+        .status();
     let deadline = std::time::Instant::now() + Duration::from_secs(15);
     while c.try_wait().map_err(|e| e.to_string())?.is_none() {
         if std::time::Instant::now() > deadline {
             let _ = c.kill();
             break;
         }
-        std::thread::sleep(Duration::from_millis(100));
+        std::thread::sleep(Duration::from_millis(50));
     }
     let _ = c.wait();
     // testpmd leaves its runtime directory (named by the file prefix)
@@ -283,8 +289,9 @@ impl Drop for HugePages {
     }
 }
 
-pub fn run(json: bool, quick: bool, mbufs: usize) -> Result<(), String> {
-    let secs = if quick { 3 } else { 8 };
+pub fn run(json: bool, quick: bool, mbufs: usize, rounds: Option<usize>) -> Result<(), String> {
+    let secs = if quick { 3 } else { 6 };
+    let rounds = rounds.unwrap_or(if quick { 2 } else { 3 }).max(1);
     let bin = std::env::current_exe()
         .map_err(|e| e.to_string())?
         .with_file_name("forwarder");
@@ -304,7 +311,8 @@ pub fn run(json: bool, quick: bool, mbufs: usize) -> Result<(), String> {
     write_pcap(&pcaps[0], &frames, MAC0)?;
     write_pcap(&pcaps[1], &frames, MAC1)?;
     let pcap = [pcaps[0].as_path(), pcaps[1].as_path()];
-    let mut rows = Vec::new();
+    // Per variant and huge-page setting, each round's Mpps.
+    let mut runs: Vec<(&str, bool, Vec<f64>)> = Vec::new();
     for huge in [false, true] {
         let _pages = if huge {
             Some(HugePages::reserve(1024)?)
@@ -322,66 +330,110 @@ pub fn run(json: bool, quick: bool, mbufs: usize) -> Result<(), String> {
             ]
         };
         let fcfg = forwarder_config(&dir, &eal, pcap, mbufs)?;
-        for mode in ["io", "macswap"] {
-            rows.push((
-                format!("testpmd_{mode}"),
-                huge,
-                testpmd_mpps(&eal, pcap, mode, secs)?,
-            ));
-        }
-        for mode in ["io", "rewrite", "full"] {
-            rows.push((
-                format!("forwarder_{mode}"),
-                huge,
-                forwarder_mpps(&bin, &fcfg, mode, secs)?,
-            ));
+        for _ in 0..rounds {
+            for &(v, program, mode, _) in VARIANTS {
+                let mpps = if program == "testpmd" {
+                    testpmd_mpps(&eal, pcap, mode, secs)?
+                } else {
+                    forwarder_mpps(&bin, &fcfg, mode, secs)?
+                };
+                match runs.iter_mut().find(|r| r.0 == v && r.1 == huge) {
+                    Some(r) => r.2.push(mpps),
+                    None => runs.push((v, huge, vec![mpps])),
+                }
+            }
         }
     }
+    let get = |v: &str, h: bool| -> &[f64] {
+        runs.iter()
+            .find(|r| r.0 == v && r.1 == h)
+            .map(|r| r.2.as_slice())
+            .unwrap_or(&[])
+    };
+    // The median of the rounds' ratios to the baseline, or NaN.
+    let ratio = |v: &str, base: Option<&str>, h: bool| -> f64 {
+        let Some(b) = base else { return f64::NAN };
+        let mut r: Vec<f64> = get(v, h)
+            .iter()
+            .zip(get(b, h))
+            .map(|(x, y)| x / y)
+            .collect();
+        if r.is_empty() {
+            f64::NAN
+        } else {
+            median(&mut r)
+        }
+    };
+    let mid = |v: &str, h: bool| median(&mut get(v, h).to_vec());
     if json {
-        for (v, huge, mpps) in &rows {
-            println!("{{\"variant\":\"{v}\",\"hugepages\":{huge},\"mpps\":{mpps:.2}}}");
+        for &(v, _, _, base) in VARIANTS {
+            for h in [false, true] {
+                let all: Vec<String> = get(v, h).iter().map(|x| format!("{x:.2}")).collect();
+                let r = ratio(v, base, h);
+                let vs = if r.is_nan() {
+                    String::new()
+                } else {
+                    format!(",\"vs_testpmd\":{r:.3}")
+                };
+                println!(
+                    "{{\"variant\":\"{v}\",\"hugepages\":{h},\"mpps\":{:.2},\"rounds\":[{}]{vs}}}",
+                    mid(v, h),
+                    all.join(",")
+                );
+            }
         }
         return Ok(());
     }
-    println!("Mpps on one forwarding core, DPDK pcap devices replaying the example's flow mix ({} frames) from memory, median of the per-second rates over {secs} s", frames.len());
+    println!("Mpps on one forwarding core, DPDK pcap devices replaying the example's flow mix ({} frames) from memory; each run's figure is the median of its per-second rates over {secs} s; {rounds} rounds of all variants, alternating: median (lowest-highest) over the rounds", frames.len());
     println!();
-    println!("| variant | no huge pages | huge pages | / testpmd of its kind (no huge, huge) |");
+    println!("| variant | no huge pages | huge pages | / testpmd of its kind, median of the rounds' ratios (no huge, huge) |");
     println!("|---|---:|---:|---:|");
-    let get = |v: &str, h: bool| {
-        rows.iter()
-            .find(|r| r.0 == v && r.1 == h)
-            .map(|r| r.2)
-            .unwrap_or(f64::NAN)
+    let cell = |v: &str, h: bool| {
+        let x = get(v, h);
+        let lo = x.iter().copied().fold(f64::INFINITY, f64::min);
+        let hi = x.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        format!("{:.2} ({lo:.1}-{hi:.1})", mid(v, h))
     };
-    for v in [
-        "testpmd_io",
-        "testpmd_macswap",
-        "forwarder_io",
-        "forwarder_rewrite",
-        "forwarder_full",
-    ] {
-        let base = match v {
-            "forwarder_io" => Some("testpmd_io"),
-            "forwarder_rewrite" | "forwarder_full" => Some("testpmd_macswap"),
-            _ => None,
+    for &(v, _, _, base) in VARIANTS {
+        let r = match base {
+            Some(_) => format!(
+                "{:.2}x, {:.2}x",
+                ratio(v, base, false),
+                ratio(v, base, true)
+            ),
+            None => String::new(),
         };
-        let ratio = base
-            .map(|b| {
-                format!(
-                    "{:.2}x, {:.2}x",
-                    get(v, false) / get(b, false),
-                    get(v, true) / get(b, true)
-                )
-            })
-            .unwrap_or_default();
-        println!(
-            "| {v} | {:.2} | {:.2} | {ratio} |",
-            get(v, false),
-            get(v, true)
-        );
+        println!("| {v} | {} | {} | {r} |", cell(v, false), cell(v, true));
     }
     Ok(())
 }
+
+/// The variants: name, program, its mode, and the testpmd variant it is
+/// measured against.
+const VARIANTS: &[(&str, &str, &str, Option<&str>)] = &[
+    ("testpmd_io", "testpmd", "io", None),
+    ("testpmd_macswap", "testpmd", "macswap", None),
+    ("forwarder_io", "forwarder", "io", Some("testpmd_io")),
+    // MACs only, as macswap: the "(b) MAC rewrite only".
+    (
+        "forwarder_rewrite",
+        "forwarder",
+        "mac",
+        Some("testpmd_macswap"),
+    ),
+    (
+        "forwarder_parse_rewrite",
+        "forwarder",
+        "rewrite",
+        Some("testpmd_macswap"),
+    ),
+    (
+        "forwarder_full",
+        "forwarder",
+        "full",
+        Some("testpmd_macswap"),
+    ),
+];
 
 /// Removes a directory when dropped.
 struct RemoveOnDrop(PathBuf);

@@ -106,6 +106,11 @@ enum Cmd {
         /// mbufs per port of the forwarder's pools (default 16384).
         #[arg(long, default_value_t = 16384)]
         mbufs: usize,
+        /// Rounds of every variant, alternating (default 3; 2 with
+        /// `--quick`): figures are medians over the rounds, ratios the
+        /// median of each round's ratio.
+        #[arg(long)]
+        rounds: Option<usize>,
     },
     /// Reloads: file change to serving; gaps between bursts meanwhile.
     Reload {
@@ -148,7 +153,12 @@ fn main() {
             hash::run(json, quick);
             Ok(())
         }
-        Cmd::Dpdk { json, quick, mbufs } => dpdk::run(json, quick, mbufs),
+        Cmd::Dpdk {
+            json,
+            quick,
+            mbufs,
+            rounds,
+        } => dpdk::run(json, quick, mbufs, rounds),
         Cmd::Reload { json, quick } => {
             reload::run(json, quick);
             Ok(())

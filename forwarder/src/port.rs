@@ -89,6 +89,12 @@ impl Burst {
         self.handles[i]
     }
 
+    /// The port handles of all frames (0: in our buffers, or taken).
+    #[inline]
+    pub fn handles(&self) -> &[usize] {
+        &self.handles[..self.len]
+    }
+
     /// Takes the handle of frame `i` (a port that sent the external frame
     /// itself, zero copy); its receiving port will not release it.
     #[inline]
