@@ -188,6 +188,7 @@ fn eal_init(args: &[String], cores: usize) -> Result<Eal, String> {
             // left there is ours. A prefix the operator chose may be
             // another running instance's, so its files stay.
             let _ = std::fs::remove_dir_all(runtime_dir(&prefix));
+            remove_hugepage_files(&prefix);
         }
         return Err(e);
     }
@@ -417,6 +418,34 @@ pub fn shutdown() {
     unsafe { sys::rte_eal_cleanup() };
     eal.released = true;
     let _ = std::fs::remove_dir_all(runtime_dir(&eal.prefix));
+    remove_hugepage_files(&eal.prefix);
+}
+
+/// Removes the huge-page files EAL made for `prefix`. It keeps them after
+/// `rte_eal_cleanup` (for secondary processes, which we do not have), so
+/// each run left its pages taken until some later EAL start cleared them:
+/// a second instance could then find too few pages free.
+fn remove_hugepage_files(prefix: &str) {
+    let mounts = std::fs::read_to_string("/proc/mounts").unwrap_or_default();
+    let dirs = mounts.lines().filter_map(|l| {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        (f.get(2) == Some(&"hugetlbfs")).then(|| f[1].to_string())
+    });
+    for dir in dirs {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for e in entries.flatten() {
+            let name = e.file_name();
+            let ours = name
+                .to_str()
+                .and_then(|n| n.strip_prefix(prefix))
+                .is_some_and(|rest| rest.starts_with("map_"));
+            if ours {
+                let _ = std::fs::remove_file(e.path());
+            }
+        }
+    }
 }
 
 /// Where the EAL keeps the runtime files of `prefix`.

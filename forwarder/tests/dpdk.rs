@@ -3,7 +3,9 @@
 //! shutdown (runtime files removed, the same file prefix starts again);
 //! clear errors. Without the `dpdk` feature: the message that says so.
 //!
-//! EAL runs with `--no-huge --no-pci`: no huge pages or NIC needed.
+//! EAL runs with `--no-huge --no-pci`: no huge pages or NIC needed, but
+//! for one test that (as root) reserves a few huge pages to check that a
+//! clean exit gives them back.
 
 use std::process::Command;
 
@@ -140,6 +142,115 @@ fn ring_loopback_counters_add_up() {
             "runtime files left"
         );
     }
+    std::fs::remove_dir_all(d).ok();
+}
+
+/// Huge pages reserved (and hugetlbfs mounted) for a test, put back after.
+#[cfg(feature = "dpdk")]
+struct HugePages {
+    before: String,
+    mounted: Option<std::path::PathBuf>,
+}
+
+#[cfg(feature = "dpdk")]
+impl HugePages {
+    const KNOB: &str = "/proc/sys/vm/nr_hugepages";
+
+    /// `pages` more 2 MiB pages than reserved now; None when this is not
+    /// root (the kernel refuses).
+    fn reserve(pages: usize) -> Option<HugePages> {
+        let before = std::fs::read_to_string(Self::KNOB).ok()?.trim().to_string();
+        let now: usize = before.parse().ok()?;
+        std::fs::write(Self::KNOB, (now + pages).to_string()).ok()?;
+        let mut h = HugePages {
+            before,
+            mounted: None,
+        };
+        if hugetlbfs_dirs().is_empty() {
+            let at = dir("hugetlbfs");
+            let ok = Command::new("mount")
+                .args(["-t", "hugetlbfs", "nodev"])
+                .arg(&at)
+                .status()
+                .is_ok_and(|s| s.success());
+            assert!(ok, "cannot mount hugetlbfs as root");
+            h.mounted = Some(at);
+        }
+        Some(h)
+    }
+}
+
+#[cfg(feature = "dpdk")]
+impl Drop for HugePages {
+    fn drop(&mut self) {
+        if let Some(at) = &self.mounted {
+            let _ = Command::new("umount").arg(at).status();
+            let _ = std::fs::remove_dir(at);
+        }
+        let _ = std::fs::write(Self::KNOB, &self.before);
+    }
+}
+
+#[cfg(feature = "dpdk")]
+fn hugetlbfs_dirs() -> Vec<String> {
+    std::fs::read_to_string("/proc/mounts")
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            (f.get(2) == Some(&"hugetlbfs")).then(|| f[1].to_string())
+        })
+        .collect()
+}
+
+#[cfg(feature = "dpdk")]
+fn free_huge_pages() -> u64 {
+    std::fs::read_to_string("/proc/meminfo")
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| l.strip_prefix("HugePages_Free:")?.trim().parse().ok())
+        .unwrap_or(0)
+}
+
+/// EAL keeps its huge-page files after `rte_eal_cleanup` (for secondary
+/// processes): unless the forwarder removes them, every run leaves its
+/// pages taken. After a clean exit every page is free again and no file
+/// of the run's prefix is left.
+#[cfg(feature = "dpdk")]
+#[test]
+fn huge_pages_are_given_back() {
+    let Some(_pages) = HugePages::reserve(64) else {
+        eprintln!("not root: huge pages cannot be reserved; skipped");
+        return;
+    };
+    let free = free_huge_pages();
+    assert!(free >= 32, "only {free} huge pages free");
+    let d = dir("huge");
+    let cfg = d.join("huge.toml");
+    let prefix = format!("fwdhuge{}", std::process::id());
+    std::fs::write(
+        &cfg,
+        config(
+            "net_null0",
+            &format!("\"-m\", \"48\", \"--no-pci\", \"--vdev\", \"net_null0\", \"--file-prefix\", \"{prefix}\""),
+            "02:00:00:00:00:99",
+        ),
+    )
+    .unwrap();
+    let (ok, out, err) = run(&cfg);
+    assert!(ok, "{out}\n{err}");
+    let null = port_line(&out, "d");
+    assert!(null[1] > 10_000, "{out}");
+    for dir in hugetlbfs_dirs() {
+        let left: Vec<String> = std::fs::read_dir(&dir)
+            .unwrap()
+            .flatten()
+            .filter_map(|e| e.file_name().into_string().ok())
+            .filter(|n| n.starts_with(&format!("{prefix}map_")))
+            .collect();
+        assert!(left.is_empty(), "left in {dir}: {left:?}");
+    }
+    assert_eq!(free_huge_pages(), free, "huge pages still taken");
     std::fs::remove_dir_all(d).ok();
 }
 
