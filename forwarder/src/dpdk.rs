@@ -11,10 +11,11 @@
 //!   queue per worker, RSS over them where the device has it, one mbuf
 //!   pool, promiscuous mode. It is stopped and closed when its last queue
 //!   closes; [`shutdown`] then releases the EAL and removes its runtime
-//!   files.
-//! - Zero copy: a received mbuf's data goes into the burst as it is
-//!   (`Burst::push_external`); the pipeline rewrites it in place and a
-//!   `dpdk` port transmits the same mbuf. Frames from other ports are
+//!   files and huge-page files.
+//! - Zero copy: a received mbuf's data goes into the burst as it is (the
+//!   shim writes mbufs, data pointers and lengths into the burst's free
+//!   slots); the pipeline rewrites it in place and a `dpdk` port
+//!   transmits the same mbuf. Frames from other ports are
 //!   copied into mbufs of the transmitting port's pool; mbufs nobody sent
 //!   are freed by the receiving port (`Port::release`).
 //! - Only frames for the port's MAC (and ARP, which the pipeline counts)
