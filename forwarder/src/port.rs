@@ -69,7 +69,7 @@ impl Burst {
         // SAFETY: frame `i < len` points to `lens[i]` bytes that stay
         // valid while it is held: one of our buffers (inside `data`,
         // whose heap block never moves), or an external frame whose
-        // validity `push_external`'s caller guaranteed.
+        // validity `commit_slots`'s caller guaranteed.
         unsafe { std::slice::from_raw_parts(self.ptrs[i], self.lens[i] as usize) }
     }
 
@@ -147,27 +147,6 @@ impl Burst {
         self.len += 1;
     }
 
-    /// Appends a frame that stays where it is, outside the burst (zero
-    /// copy), with its port's `handle` (non-zero). Returns false when the
-    /// burst is full.
-    ///
-    /// # Safety
-    /// `ptr` must point to `len` writable bytes that nothing else reads or
-    /// writes until the frame is released (its handle taken, or the burst
-    /// handed to [`Port::release`]) and the burst cleared.
-    #[inline]
-    #[allow(unsafe_code)]
-    pub unsafe fn push_external(&mut self, ptr: *mut u8, len: u16, handle: usize) -> bool {
-        if self.len == MAX_BURST {
-            return false;
-        }
-        self.ptrs[self.len] = ptr;
-        self.lens[self.len] = len;
-        self.handles[self.len] = handle;
-        self.len += 1;
-        true
-    }
-
     /// The free frame slots, for a port that receives frames in place in
     /// bulk (a DPDK shim filling the arrays directly): where the next
     /// frames' pointers, lengths and handles go, and how many fit. The
@@ -187,11 +166,16 @@ impl Burst {
         }
     }
 
-    /// Commits `n` frames written into the [`Burst::free_slots`].
+    /// Commits `n` frames written into the [`Burst::free_slots`]: frames
+    /// that stay where they are, outside the burst (zero copy), each with
+    /// its port's handle.
     ///
     /// # Safety
-    /// `n` is at most the slots' `room`, and each of the `n` slots holds a
-    /// frame as [`Burst::push_external`] requires it (a non-zero handle).
+    /// `n` is at most the slots' `room`; each of the `n` slots holds a
+    /// non-zero handle, and a pointer to as many writable bytes as its
+    /// length says, which nothing else reads or writes until the frame is
+    /// released (its handle taken, or the burst handed to
+    /// [`Port::release`]) and the burst cleared.
     #[inline]
     #[allow(unsafe_code)]
     pub unsafe fn commit_slots(&mut self, n: usize) {
@@ -268,10 +252,10 @@ mod tests {
     use super::*;
 
     /// Frames written through the raw slots are the burst's next frames;
-    /// taking handles through the raw view is what `take_handle` does.
+    /// zeroing a handle through the raw view is what `take_handle` does.
     #[test]
     #[allow(unsafe_code)]
-    fn slots_fill_and_take_like_push_external() {
+    fn slots_fill_and_handles_are_taken() {
         let mut outside = [[0u8; 60]; 3];
         for (i, f) in outside.iter_mut().enumerate() {
             f[0] = i as u8 + 1;
