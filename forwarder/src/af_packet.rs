@@ -185,6 +185,19 @@ pub(crate) fn os_err(what: &str) -> String {
     format!("{what}: {}", io::Error::last_os_error())
 }
 
+/// Makes interface `ifindex` promiscuous for as long as the packet socket
+/// `fd` is open (a membership, counted by the kernel, not a flag we would
+/// have to clear).
+pub(crate) fn add_promiscuous(fd: &OwnedFd, ifindex: u32) -> io::Result<()> {
+    let mreq = libc::packet_mreq {
+        mr_ifindex: ifindex as i32,
+        mr_type: libc::PACKET_MR_PROMISC as u16,
+        mr_alen: 0,
+        mr_address: [0; 8],
+    };
+    setsockopt(fd, libc::SOL_PACKET, libc::PACKET_ADD_MEMBERSHIP, &mreq)
+}
+
 pub(crate) fn setsockopt<T>(fd: &OwnedFd, level: i32, name: i32, v: &T) -> io::Result<()> {
     // SAFETY: `v` points to a live `T` of the size passed.
     let r = unsafe {
@@ -339,19 +352,8 @@ impl AfPacketPort {
             return Err(ctx(os_err("bind")));
         }
         if if_mac != p.mac {
-            let mreq = libc::packet_mreq {
-                mr_ifindex: ifindex as i32,
-                mr_type: libc::PACKET_MR_PROMISC as u16,
-                mr_alen: 0,
-                mr_address: [0; 8],
-            };
-            setsockopt(
-                &port.fd,
-                libc::SOL_PACKET,
-                libc::PACKET_ADD_MEMBERSHIP,
-                &mreq,
-            )
-            .map_err(|e| ctx(format!("promiscuous mode: {e}")))?;
+            add_promiscuous(&port.fd, ifindex)
+                .map_err(|e| ctx(format!("promiscuous mode: {e}")))?;
         }
         if queues > 1 {
             // One group per port of this process.

@@ -293,13 +293,7 @@ fn promiscuous(ifindex: u32) -> Result<OwnedFd, String> {
     }
     // SAFETY: a socket we just opened and own.
     let fd = unsafe { OwnedFd::from_raw_fd(raw) };
-    let mreq = libc::packet_mreq {
-        mr_ifindex: ifindex as i32,
-        mr_type: libc::PACKET_MR_PROMISC as u16,
-        mr_alen: 0,
-        mr_address: [0; 8],
-    };
-    setsockopt(&fd, libc::SOL_PACKET, libc::PACKET_ADD_MEMBERSHIP, &mreq)
+    crate::af_packet::add_promiscuous(&fd, ifindex)
         .map_err(|e| format!("promiscuous mode: {e}"))?;
     Ok(fd)
 }
