@@ -422,17 +422,24 @@ pub fn shutdown() {
     remove_hugepage_files(&eal.prefix);
 }
 
+/// Where hugetlbfs is mounted (from `/proc/mounts`).
+pub fn hugetlbfs_dirs() -> Vec<String> {
+    std::fs::read_to_string("/proc/mounts")
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            (f.get(2) == Some(&"hugetlbfs")).then(|| f[1].to_string())
+        })
+        .collect()
+}
+
 /// Removes the huge-page files EAL made for `prefix`. It keeps them after
 /// `rte_eal_cleanup` (for secondary processes, which we do not have), so
 /// each run left its pages taken until some later EAL start cleared them:
 /// a second instance could then find too few pages free.
 fn remove_hugepage_files(prefix: &str) {
-    let mounts = std::fs::read_to_string("/proc/mounts").unwrap_or_default();
-    let dirs = mounts.lines().filter_map(|l| {
-        let f: Vec<&str> = l.split_whitespace().collect();
-        (f.get(2) == Some(&"hugetlbfs")).then(|| f[1].to_string())
-    });
-    for dir in dirs {
+    for dir in hugetlbfs_dirs() {
         let Ok(entries) = std::fs::read_dir(&dir) else {
             continue;
         };

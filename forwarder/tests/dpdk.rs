@@ -166,7 +166,7 @@ impl HugePages {
             before,
             mounted: None,
         };
-        if hugetlbfs_dirs().is_empty() {
+        if forwarder::dpdk::hugetlbfs_dirs().is_empty() {
             let at = dir("hugetlbfs");
             let ok = Command::new("mount")
                 .args(["-t", "hugetlbfs", "nodev"])
@@ -189,18 +189,6 @@ impl Drop for HugePages {
         }
         let _ = std::fs::write(Self::KNOB, &self.before);
     }
-}
-
-#[cfg(feature = "dpdk")]
-fn hugetlbfs_dirs() -> Vec<String> {
-    std::fs::read_to_string("/proc/mounts")
-        .unwrap_or_default()
-        .lines()
-        .filter_map(|l| {
-            let f: Vec<&str> = l.split_whitespace().collect();
-            (f.get(2) == Some(&"hugetlbfs")).then(|| f[1].to_string())
-        })
-        .collect()
 }
 
 #[cfg(feature = "dpdk")]
@@ -241,7 +229,7 @@ fn huge_pages_are_given_back() {
     assert!(ok, "{out}\n{err}");
     let null = port_line(&out, "d");
     assert!(null[1] > 10_000, "{out}");
-    for dir in hugetlbfs_dirs() {
+    for dir in forwarder::dpdk::hugetlbfs_dirs() {
         let left: Vec<String> = std::fs::read_dir(&dir)
             .unwrap()
             .flatten()
