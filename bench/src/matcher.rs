@@ -73,6 +73,9 @@ enum Column {
     Pipapo4,
     PipapoSwitch,
     Simd(Impl),
+    /// The best vector kernel with the interval tree turned off: bursts
+    /// go through the bitmap lead, one key after another.
+    NoTree(Impl),
     /// DPDK's classifier, `rte_acl` (feature `dpdk`), on the cases it can
     /// express (no MAC fields).
     #[cfg_attr(not(feature = "dpdk"), allow(dead_code))]
@@ -89,6 +92,7 @@ impl Column {
             Column::Pipapo4 => "pipapo_4bit",
             Column::PipapoSwitch => "pipapo_switch",
             Column::Simd(i) => i.name(),
+            Column::NoTree(_) => "simd_no_tree",
             Column::Acl => "rte_acl",
         }
     }
@@ -98,6 +102,8 @@ impl Column {
 struct Structures {
     snap4: std::sync::Arc<Snapshot>,
     snap: std::sync::Arc<Snapshot>,
+    /// The same set without an interval tree.
+    snap_no_tree: std::sync::Arc<Snapshot>,
     hash: AHashSet<[u8; 32]>,
     tree: BTreeMap<u128, (u128, u32)>,
     linear: Vec<u128>,
@@ -117,6 +123,8 @@ pub struct CaseResult {
     pub commit_us: f64,
     pub memory_bytes: usize,
     pub groups: String,
+    /// Whether the set's snapshot has an interval tree.
+    pub tree: bool,
 }
 
 fn write_record(decl: &SetDecl, values: &[u128], rec: &mut [u8]) {
@@ -178,12 +186,22 @@ fn build(case: Case, elems: &[Element]) -> (Structures, f64, f64, f64, f64) {
         SetConfig {
             lt_size_high: 0,
             lt_size_low: 0,
+            ..SetConfig::default()
         },
     );
     for e in elems {
         set4.insert(e.clone(), InsertMode::Create).unwrap();
     }
     let snap4 = set4.commit();
+    let no_tree = SetConfig {
+        interval_tree: false,
+        ..SetConfig::default()
+    };
+    let mut set_nt = Set::with_config(decl.clone(), no_tree);
+    for e in elems {
+        set_nt.insert(e.clone(), InsertMode::Create).unwrap();
+    }
+    let snap_no_tree = set_nt.commit();
     let t = Instant::now();
     let mut set = Set::new(decl.clone());
     for e in elems {
@@ -213,6 +231,7 @@ fn build(case: Case, elems: &[Element]) -> (Structures, f64, f64, f64, f64) {
         Structures {
             snap4,
             snap,
+            snap_no_tree,
             hash,
             tree,
             linear,
@@ -280,10 +299,11 @@ fn measure(col: Column, s: &Structures, x: &Extractor, recs: &[u8], rounds: usiz
                         found += hit.is_some() as usize;
                     }
                 }
-                Column::Pipapo4 | Column::PipapoSwitch | Column::Simd(_) => {
+                Column::Pipapo4 | Column::PipapoSwitch | Column::Simd(_) | Column::NoTree(_) => {
                     let (snap, imp) = match col {
                         Column::Pipapo4 => (&s.snap4, Impl::Scalar),
                         Column::Simd(i) => (&s.snap, i),
+                        Column::NoTree(i) => (&s.snap_no_tree, i),
                         _ => (&s.snap, Impl::Scalar),
                     };
                     snap.lookup_burst_with(imp, &keys, stride, &mut out[..n], &mut scratch);
@@ -372,6 +392,9 @@ pub fn run(o: Options) -> Result<(), String> {
             Column::PipapoSwitch,
         ];
         cols.extend(simd.iter().map(|&i| Column::Simd(i)));
+        if let Some(&best) = simd.last() {
+            cols.push(Column::NoTree(best));
+        }
         #[cfg(feature = "dpdk")]
         if s.acl.is_some() {
             acl::check(&s, &x, &recs)?;
@@ -411,6 +434,7 @@ pub fn run(o: Options) -> Result<(), String> {
             commit_us,
             memory_bytes: s.snap.memory_usage().total(),
             groups: groups.join("/"),
+            tree: s.snap.has_interval_tree(),
         });
     }
     if o.json {
@@ -432,7 +456,7 @@ fn print_json(results: &[CaseResult]) {
             );
         }
         println!(
-            "{{\"case\":\"{}\",\"entries\":{},\"load_s\":{:.4},\"add_us\":{:.1},\"delete_us\":{:.1},\"commit_us\":{:.1},\"memory_bytes\":{},\"group_bits\":\"{}\"}}",
+            "{{\"case\":\"{}\",\"entries\":{},\"load_s\":{:.4},\"add_us\":{:.1},\"delete_us\":{:.1},\"commit_us\":{:.1},\"memory_bytes\":{},\"group_bits\":\"{}\",\"interval_tree\":{}}}",
             r.case.name(),
             r.entries,
             r.load_s,
@@ -440,7 +464,8 @@ fn print_json(results: &[CaseResult]) {
             r.delete_us,
             r.commit_us,
             r.memory_bytes,
-            r.groups
+            r.groups,
+            r.tree
         );
     }
 }
@@ -462,12 +487,12 @@ fn print_table(results: &[CaseResult]) {
     for c in &cols {
         print!(" {c} |");
     }
-    println!(" best SIMD vs scalar |");
+    println!(" best SIMD vs scalar | interval tree gain |");
     print!("|---|---:|");
     for _ in &cols {
         print!("---:|");
     }
-    println!("---:|");
+    println!("---:|---:|");
     for r in results {
         print!("| {} | {} |", r.case.name(), r.entries);
         for c in &cols {
@@ -484,16 +509,20 @@ fn print_table(results: &[CaseResult]) {
             .map(|c| c.1)
             .fold(f64::INFINITY, f64::min);
         match scalar {
-            Some(s) if best.is_finite() => println!(" {:.2}x |", s / best),
+            Some(s) if best.is_finite() => print!(" {:.2}x |", s / best),
+            _ => print!(" - |"),
+        }
+        match r.cells.iter().find(|c| c.0 == "simd_no_tree") {
+            Some(&(_, nt)) if best.is_finite() && r.tree => println!(" {:.2}x |", nt / best),
             _ => println!(" - |"),
         }
     }
     println!();
-    println!("| type | entries | load (ms) | add one (µs) | delete one (µs) | commit (µs) | memory (KiB) | group bits |");
-    println!("|---|---:|---:|---:|---:|---:|---:|---|");
+    println!("| type | entries | load (ms) | add one (µs) | delete one (µs) | commit (µs) | memory (KiB) | group bits | interval tree |");
+    println!("|---|---:|---:|---:|---:|---:|---:|---|---|");
     for r in results {
         println!(
-            "| {} | {} | {:.1} | {:.1} | {:.1} | {:.0} | {} | {} |",
+            "| {} | {} | {:.1} | {:.1} | {:.1} | {:.0} | {} | {} | {} |",
             r.case.name(),
             r.entries,
             r.load_s * 1e3,
@@ -501,7 +530,8 @@ fn print_table(results: &[CaseResult]) {
             r.delete_us,
             r.commit_us,
             r.memory_bytes / 1024,
-            r.groups
+            r.groups,
+            if r.tree { "yes" } else { "no" }
         );
     }
 }

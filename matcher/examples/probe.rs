@@ -6,7 +6,12 @@ use std::time::Instant;
 fn main() {
     let name = std::env::args().nth(1).unwrap_or("net,port".into());
     let case = Case::from_name(&name).unwrap();
-    let mut set = Set::new(case.decl());
+    // PROBE_TREE=0: without the interval tree (the bitmap lead only).
+    let config = matcher::SetConfig {
+        interval_tree: std::env::var("PROBE_TREE").map_or(true, |v| v != "0"),
+        ..Default::default()
+    };
+    let mut set = Set::with_config(case.decl(), config);
     let ranges = case.ranges(case.perf_entries());
     for &(s, e) in &ranges {
         set.insert(case.element(s, e), InsertMode::Create).unwrap();
@@ -51,9 +56,18 @@ fn main() {
         .unwrap_or(50);
     for round in 0..rounds {
         let mut c = 0;
+        // PROBE_IMPL=name and PROBE_MODE=burst|single narrow the cells.
+        let only_imp = std::env::var("PROBE_IMPL").ok();
+        let only_mode = std::env::var("PROBE_MODE").ok();
         for imp in Impl::available() {
+            if only_imp.as_ref().is_some_and(|o| o != imp.name()) {
+                continue;
+            }
             for (what, keys) in [("hits", &hits), ("misses", &misses)] {
                 for burst in [true, false] {
+                    if only_mode.as_ref().is_some_and(|m| (m == "burst") != burst) {
+                        continue;
+                    }
                     let mut out = [None; 32];
                     let t = Instant::now();
                     let mut found = 0;

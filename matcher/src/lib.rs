@@ -98,6 +98,7 @@ mod set;
 mod simd;
 pub mod syntax;
 mod table;
+mod tree;
 
 pub use error::{ErrorKind, SetError};
 pub use field::{FieldType, Range};

@@ -17,6 +17,7 @@
 //!   previous refill set.
 
 use crate::table::{Chunk, FieldTable, CHUNK_WORDS};
+use crate::tree::{count_le, Intervals};
 use std::sync::OnceLock;
 
 /// Which implementation of the bucket ANDs a lookup uses.
@@ -56,9 +57,17 @@ impl Impl {
         match self {
             Impl::Scalar => true,
             #[cfg(target_arch = "x86_64")]
-            Impl::Avx2 => std::arch::is_x86_feature_detected!("avx2"),
+            // Every such CPU counts bits with `popcnt`, which the interval
+            // tree's vector descents are compiled with.
+            Impl::Avx2 => {
+                std::arch::is_x86_feature_detected!("avx2")
+                    && std::arch::is_x86_feature_detected!("popcnt")
+            }
             #[cfg(target_arch = "x86_64")]
-            Impl::Avx512 => std::arch::is_x86_feature_detected!("avx512f"),
+            Impl::Avx512 => {
+                std::arch::is_x86_feature_detected!("avx512f")
+                    && std::arch::is_x86_feature_detected!("popcnt")
+            }
             #[cfg(not(target_arch = "x86_64"))]
             _ => false,
         }
@@ -183,6 +192,9 @@ pub(crate) trait AndKernel {
     /// `res` holding set bits, `first..last + 1` (empty when none), so the
     /// refill starts at the first non-zero word and stops after the last.
     fn and(res: &mut [u64], src: Option<&[u64]>, lt: &[u64], at: &[usize]) -> (usize, usize);
+    /// The ranks of `xs` in a lead field's interval tree
+    /// ([`Intervals::descend`] with this instruction set's block count).
+    fn descend(t: &Intervals, xs: &[u32], ranks: &mut [u32]);
 }
 
 /// The scalar kernel.
@@ -208,6 +220,10 @@ impl AndKernel for Scalar {
             }
         }
         (first, last)
+    }
+    #[inline(always)]
+    fn descend(t: &Intervals, xs: &[u32], ranks: &mut [u32]) {
+        t.descend(xs, ranks, count_le);
     }
 }
 
@@ -438,6 +454,11 @@ pub(crate) struct Lead {
     ranges: Vec<(u128, u128)>,
     /// Byte offset and length of each field in a key.
     layout: Vec<(usize, usize)>,
+    /// An interval tree of a (possibly other) field, when one suits: a
+    /// burst finds its candidates with it, descending all keys together.
+    /// A single key keeps the bitmap lead: alone, the tree's levels are a
+    /// chain of dependent loads, where the buckets are independent ones.
+    tree: Option<Intervals>,
 }
 
 impl Lead {
@@ -445,6 +466,7 @@ impl Lead {
     pub(crate) fn build(
         fields: &[FieldTable],
         elems: &[Option<std::sync::Arc<crate::syntax::Element>>],
+        use_tree: bool,
     ) -> Lead {
         let n = fields.len();
         let mut layout = Vec::with_capacity(n);
@@ -454,7 +476,7 @@ impl Lead {
             layout.push((off, b));
             off += b;
         }
-        let mut ranges = Vec::with_capacity(elems.len() * n);
+        let mut ranges = Vec::with_capacity((elems.len() + 1) * n);
         for e in elems {
             match e {
                 Some(e) => ranges.extend(e.key.iter().map(|r| (r.start, r.end))),
@@ -465,55 +487,105 @@ impl Lead {
         if live.is_empty() {
             return Lead::default();
         }
-        // Survivors per field, measured on up to 64 elements' own values:
-        // a rule accepts the value only if its element's range holds it,
-        // so the popcount is the number of candidate elements.
-        let mut best: Option<(usize, f64)> = None;
-        let mut res = vec![0u64; fields.iter().map(|f| f.stride_words()).max().unwrap_or(0)];
-        let step = live.len().div_ceil(64);
-        for (fi, f) in fields.iter().enumerate() {
-            let mut total = 0u64;
-            let mut samples = 0u64;
-            for &id in live.iter().step_by(step) {
-                for v in [ranges[id * n + fi].0, ranges[id * n + fi].1] {
-                    let mut k = [0u8; 16];
-                    let b = layout[fi].1;
-                    k[..b].copy_from_slice(&v.to_be_bytes()[16 - b..]);
-                    let (lo, hi) = by_shape!(f, and_window::<Scalar>(f, &k, None, &mut res, &[]));
-                    total += res[lo..hi]
-                        .iter()
-                        .map(|x| x.count_ones() as u64)
-                        .sum::<u64>();
-                    samples += 1;
-                }
-            }
-            let avg = total as f64 / samples as f64;
-            // A bucket load per group, and a check per candidate.
-            let cost = f.groups as f64 + 4.0 * avg;
-            if avg <= MAX_CANDIDATES as f64 / 2.0 && best.is_none_or(|(_, c)| cost < c) {
-                best = Some((fi, cost));
-            }
-        }
-        let Some((field, _)) = best else {
-            return Lead::default();
+        // The best interval tree, if any field suits one. The id past the
+        // last element stands for "none"; its ranges are empty.
+        let none = elems.len() as u32;
+        let tree = if use_tree {
+            (0..n)
+                .filter(|&fi| crate::tree::suits(&fields[fi]))
+                .filter_map(|fi| {
+                    let r = crate::tree::field_ranges(&ranges, n, fi);
+                    Intervals::build(fi, layout[fi].0, layout[fi].1, &r, none)
+                })
+                .min_by_key(Intervals::score)
+        } else {
+            None
         };
-        // The element of each rule: the last field's mappings name it, and
-        // every earlier field's rule leads to a run of the next field.
-        let mut owner: Vec<u32> = fields[n - 1].mt().iter().map(|m| m.to).collect();
-        for f in fields[field..n - 1].iter().rev() {
-            owner = f.mt().iter().map(|m| owner[m.to as usize]).collect();
-        }
+        ranges.extend(std::iter::repeat_n((1, 0), n));
+        let (field, elems) = match bitmap_lead(fields, &ranges, &layout, &live) {
+            Some((field, elems)) => (Some(field), elems),
+            None => (None, Vec::new()),
+        };
         Lead {
-            field: Some(field),
-            elems: owner,
+            field,
+            elems,
             ranges,
             layout,
+            tree,
         }
     }
 
-    /// The lead field.
+    /// The field lookups start from: the tree's, else the bitmap lead.
     pub(crate) fn field(&self) -> Option<usize> {
-        self.field
+        self.tree.as_ref().map(Intervals::field).or(self.field)
+    }
+
+    /// Whether the lead field finds its candidates with an interval tree.
+    pub(crate) fn has_tree(&self) -> bool {
+        self.tree.is_some()
+    }
+
+    /// Bytes of the ranges, rule map and interval tree.
+    pub(crate) fn memory_usage(&self) -> usize {
+        self.ranges.capacity() * std::mem::size_of::<(u128, u128)>()
+            + self.elems.capacity() * 4
+            + self.tree.as_ref().map_or(0, Intervals::memory_usage)
+    }
+
+    /// `ok[j] &=` whether element `cands[j]` holds key `j` (at `j *
+    /// stride` in `keys`) in every field but `skip`: field after field,
+    /// each across all keys, so the field's width is decided once per
+    /// field and the compares of different keys overlap.
+    #[inline(always)]
+    fn check_fields(
+        &self,
+        skip: usize,
+        keys: &[u8],
+        stride: usize,
+        cands: &[u32],
+        ok: &mut [bool],
+    ) {
+        let n = self.layout.len();
+        for (fi, &(off, len)) in self.layout.iter().enumerate() {
+            if fi == skip {
+                continue;
+            }
+            let ranges = &self.ranges[fi..];
+            let k = &keys[off..];
+            match len {
+                1 => within(ranges, n, k, stride, cands, ok, |k| k[0] as u128),
+                2 => within(ranges, n, k, stride, cands, ok, |k| {
+                    u16::from_be_bytes([k[0], k[1]]) as u128
+                }),
+                4 => within(ranges, n, k, stride, cands, ok, |k| {
+                    u32::from_be_bytes([k[0], k[1], k[2], k[3]]) as u128
+                }),
+                _ => within(ranges, n, k, stride, cands, ok, |k| field_value(&k[..len])),
+            }
+        }
+    }
+
+    /// The element among the candidates of rank `r` in `t` that holds the
+    /// key in every field (the tree's own field holds it by construction).
+    #[inline(always)]
+    fn resolve(&self, t: &Intervals, r: u32, key: &[u8]) -> Option<u32> {
+        let li = t.field();
+        match t.candidates(r) {
+            // One candidate, or the `none` id (whose ranges are empty, but
+            // a set of one field has no other range to refuse it).
+            Ok(e) => (self.check(e, key, li) & (e != t.none())).then_some(e),
+            Err(list) => {
+                let mut found = None;
+                for &e in list {
+                    found = if self.check(e, key, li) {
+                        Some(e)
+                    } else {
+                        found
+                    };
+                }
+                found
+            }
+        }
     }
 
     /// Whether element `e` holds the key in every field but the lead.
@@ -526,25 +598,100 @@ impl Lead {
             if fi == lead {
                 continue;
             }
-            let k = &key[off..off + len];
-            let v = match len {
-                1 => k[0] as u128,
-                2 => u16::from_be_bytes([k[0], k[1]]) as u128,
-                4 => u32::from_be_bytes([k[0], k[1], k[2], k[3]]) as u128,
-                6 => u64::from_be_bytes([0, 0, k[0], k[1], k[2], k[3], k[4], k[5]]) as u128,
-                16 => u128::from_be_bytes(k.try_into().expect("16 bytes")),
-                _ => {
-                    let mut b = [0u8; 16];
-                    b[16 - len..].copy_from_slice(k);
-                    u128::from_be_bytes(b)
-                }
-            };
+            let v = field_value(&key[off..off + len]);
             // No early exit: the comparisons of every field are cheaper
             // than a mispredicted branch on keys that miss half the time.
             ok &= (v >= lo) & (v <= hi);
         }
         ok
     }
+}
+
+/// The value of a field from its bytes in a key (big-endian).
+#[inline(always)]
+fn field_value(k: &[u8]) -> u128 {
+    match k.len() {
+        1 => k[0] as u128,
+        2 => u16::from_be_bytes([k[0], k[1]]) as u128,
+        4 => u32::from_be_bytes([k[0], k[1], k[2], k[3]]) as u128,
+        6 => u64::from_be_bytes([0, 0, k[0], k[1], k[2], k[3], k[4], k[5]]) as u128,
+        16 => u128::from_be_bytes(k.try_into().expect("16 bytes")),
+        len => {
+            let mut b = [0u8; 16];
+            b[16 - len..].copy_from_slice(k);
+            u128::from_be_bytes(b)
+        }
+    }
+}
+
+/// `ok[j] &=` whether the value `read` takes from key `j` (at `j * stride`
+/// in `keys`, which starts at the field) lies in element `cands[j]`'s
+/// range of the field (`ranges[e * nfields]`, `ranges` starting at the
+/// field's).
+#[inline(always)]
+fn within(
+    ranges: &[(u128, u128)],
+    nfields: usize,
+    keys: &[u8],
+    stride: usize,
+    cands: &[u32],
+    ok: &mut [bool],
+    read: impl Fn(&[u8]) -> u128,
+) {
+    for (j, (o, &e)) in ok.iter_mut().zip(cands).enumerate() {
+        let v = read(&keys[j * stride..]);
+        let (lo, hi) = ranges[e as usize * nfields];
+        *o &= (v >= lo) & (v <= hi);
+    }
+}
+
+/// The bitmap lead: the field whose buckets alone leave the fewest
+/// candidates for the fewest bucket loads, and the element of each of its
+/// rules; `None` when no field leaves few enough.
+fn bitmap_lead(
+    fields: &[FieldTable],
+    ranges: &[(u128, u128)],
+    layout: &[(usize, usize)],
+    live: &[usize],
+) -> Option<(usize, Vec<u32>)> {
+    let n = fields.len();
+    // Survivors per field, measured on up to 64 elements' own values:
+    // a rule accepts the value only if its element's range holds it,
+    // so the popcount is the number of candidate elements.
+    let mut best: Option<(usize, f64)> = None;
+    let mut res = vec![0u64; fields.iter().map(|f| f.stride_words()).max().unwrap_or(0)];
+    let step = live.len().div_ceil(64);
+    for (fi, f) in fields.iter().enumerate() {
+        let mut total = 0u64;
+        let mut samples = 0u64;
+        for &id in live.iter().step_by(step) {
+            for v in [ranges[id * n + fi].0, ranges[id * n + fi].1] {
+                let mut k = [0u8; 16];
+                let b = layout[fi].1;
+                k[..b].copy_from_slice(&v.to_be_bytes()[16 - b..]);
+                let (lo, hi) = by_shape!(f, and_window::<Scalar>(f, &k, None, &mut res, &[]));
+                total += res[lo..hi]
+                    .iter()
+                    .map(|x| x.count_ones() as u64)
+                    .sum::<u64>();
+                samples += 1;
+            }
+        }
+        let avg = total as f64 / samples as f64;
+        // A bucket load per group, and a check per candidate.
+        let cost = f.groups as f64 + 4.0 * avg;
+        if avg <= MAX_CANDIDATES as f64 / 2.0 && best.is_none_or(|(_, c)| cost < c) {
+            best = Some((fi, cost));
+        }
+    }
+    let (field, _) = best?;
+    // The element of each rule: the last field's mappings name it, and
+    // every earlier field's rule leads to a run of the next field.
+    let mut owner: Vec<u32> = fields[n - 1].mt().iter().map(|m| m.to).collect();
+    for f in fields[field..n - 1].iter().rev() {
+        owner = f.mt().iter().map(|m| owner[m.to as usize]).collect();
+    }
+    Some((field, owner))
 }
 
 /// One lookup: through the lead field and a check of its candidates, or
@@ -558,6 +705,11 @@ pub(crate) fn lookup_lead<K: AndKernel>(
     fill: &mut [u64],
 ) -> Option<u32> {
     let Some(li) = lead.field else {
+        if let Some(t) = &lead.tree {
+            let mut rank = [0u32];
+            K::descend(t, &[t.value(key)], &mut rank);
+            return lead.resolve(t, rank[0], key);
+        }
         return lookup_core::<K>(fields, key, res, fill);
     };
     let f = &fields[li];
@@ -596,7 +748,60 @@ pub(crate) fn lookup_lead<K: AndKernel>(
     found
 }
 
-/// A burst, key after key.
+/// Keys an interval-tree burst descends together.
+const TREE_BURST: usize = 32;
+
+/// Fewest keys a burst must hold to go through the tree: fewer would not
+/// overlap their descents enough to beat the bitmap lead.
+const MIN_TREE_BURST: usize = 4;
+
+/// Up to [`TREE_BURST`] keys through the interval tree: every key's value,
+/// then the descent of all of them level by level, then their candidates'
+/// other fields, field by field across the keys, so that no step waits on
+/// one key's loads or branches on one key's outcome. A key whose interval
+/// names several candidates (rare: the tree's field barely overlaps) is
+/// resolved on its own afterwards.
+#[inline(always)]
+fn burst_tree<K: AndKernel>(
+    lead: &Lead,
+    t: &Intervals,
+    keys: &[u8],
+    stride: usize,
+    out: &mut [Option<u32>],
+) {
+    let n = out.len();
+    debug_assert!(n <= TREE_BURST);
+    let mut xs = [0u32; TREE_BURST];
+    let mut ranks = [0u32; TREE_BURST];
+    for (j, x) in xs[..n].iter_mut().enumerate() {
+        *x = t.value(&keys[j * stride..]);
+    }
+    K::descend(t, &xs[..n], &mut ranks[..n]);
+    // One candidate per key; `none` for an empty interval or a list.
+    let none = t.none();
+    let mut cands = [none; TREE_BURST];
+    let mut lists = 0u64;
+    for (j, c) in cands[..n].iter_mut().enumerate() {
+        match t.candidates(ranks[j]) {
+            Ok(e) => *c = e,
+            Err(_) => lists |= 1 << j,
+        }
+    }
+    let mut ok = [true; TREE_BURST];
+    lead.check_fields(t.field(), keys, stride, &cands[..n], &mut ok[..n]);
+    for (j, o) in out.iter_mut().enumerate() {
+        *o = (ok[j] & (cands[j] != none)).then_some(cands[j]);
+    }
+    while lists != 0 {
+        let j = lists.trailing_zeros() as usize;
+        lists &= lists - 1;
+        out[j] = lead.resolve(t, ranks[j], &keys[j * stride..]);
+    }
+}
+
+/// A burst: with an interval tree, every key's value first, then the
+/// descent of all of them level by level, then their candidates' checks;
+/// otherwise key after key.
 #[inline(always)]
 pub(crate) fn burst_lead<K: AndKernel>(
     fields: &[FieldTable],
@@ -607,6 +812,13 @@ pub(crate) fn burst_lead<K: AndKernel>(
     res: &mut [u64],
     fill: &mut [u64],
 ) {
+    if let Some(t) = lead.tree.as_ref().filter(|_| out.len() >= MIN_TREE_BURST) {
+        for (c, outs) in out.chunks_mut(TREE_BURST).enumerate() {
+            let keys = &keys[c * TREE_BURST * stride..];
+            burst_tree::<K>(lead, t, keys, stride, outs);
+        }
+        return;
+    }
     for (j, o) in out.iter_mut().enumerate() {
         *o = lookup_lead::<K>(fields, lead, &keys[j * stride..], res, fill);
     }

@@ -22,6 +22,11 @@ pub struct SetConfig {
     /// Switch back to 8-bit groups below this size. The 64 KiB gap keeps a
     /// set hovering at the threshold from converting on every update.
     pub lt_size_low: usize,
+    /// Let a snapshot find candidates with an interval tree of a 1-, 2- or
+    /// 4-byte field whose ranges overlap little (see the `tree` module);
+    /// `false` keeps the bitmap lookup for every key (for measuring one
+    /// against the other).
+    pub interval_tree: bool,
 }
 
 impl Default for SetConfig {
@@ -29,6 +34,7 @@ impl Default for SetConfig {
         SetConfig {
             lt_size_high: 2 << 20,
             lt_size_low: (2 << 20) - (64 << 10),
+            interval_tree: true,
         }
     }
 }
@@ -69,12 +75,16 @@ pub struct MemoryUsage {
     pub elements: usize,
     /// The overlap index (working copy only).
     pub index: usize,
+    /// What a snapshot's lead field checks candidates with: every
+    /// element's ranges, the rule-to-element map and the interval tree
+    /// (snapshots only).
+    pub lead: usize,
 }
 
 impl MemoryUsage {
     /// All of it.
     pub fn total(&self) -> usize {
-        self.lookup_tables + self.mapping_tables + self.elements + self.index
+        self.lookup_tables + self.mapping_tables + self.elements + self.index + self.lead
     }
 }
 
@@ -98,6 +108,7 @@ fn tables_memory(fields: &[FieldTable], elems: &Vec<Option<Arc<Element>>>) -> Me
         mapping_tables,
         elements,
         index: 0,
+        lead: 0,
     }
 }
 
@@ -254,7 +265,16 @@ impl Snapshot {
 
     /// Bytes held by this snapshot.
     pub fn memory_usage(&self) -> MemoryUsage {
-        tables_memory(&self.fields, &self.elems)
+        MemoryUsage {
+            lead: self.lead.memory_usage(),
+            ..tables_memory(&self.fields, &self.elems)
+        }
+    }
+
+    /// Whether the lead field finds candidates with an interval tree
+    /// (see [`SetConfig::interval_tree`]).
+    pub fn has_interval_tree(&self) -> bool {
+        self.lead.has_tree()
     }
 }
 
@@ -621,7 +641,7 @@ impl Set {
         for f in &mut fields {
             f.compute_bounds();
         }
-        let lead = Lead::build(&fields, &self.elems);
+        let lead = Lead::build(&fields, &self.elems, self.config.interval_tree);
         let snap = Snapshot {
             key_len: self.decl.key_len(),
             scratch_words: fields

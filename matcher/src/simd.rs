@@ -21,6 +21,7 @@ use crate::table::FieldTable;
 #[cfg(target_arch = "x86_64")]
 mod x86 {
     use crate::lookup::AndKernel;
+    use crate::tree::{Block, Intervals};
     use std::arch::x86_64::*;
 
     /// Checks what the vector loops rely on: `res` and `src` of one length
@@ -44,6 +45,36 @@ mod x86 {
             // (see `lookup` and `lookup_burst` below), and `check` holds.
             unsafe { and_avx2(res, src, lt, at) }
         }
+        #[inline(always)]
+        fn descend(t: &Intervals, xs: &[u32], ranks: &mut [u32]) {
+            // SAFETY: as for `and` above: the CPU has AVX2.
+            unsafe { descend_avx2(t, xs, ranks) }
+        }
+    }
+
+    /// [`Intervals::descend`] counting a block with two 256-bit unsigned
+    /// compares (`max(v, x) == x` is `v <= x`).
+    ///
+    /// SAFETY: the CPU has AVX2.
+    #[target_feature(enable = "avx2,popcnt")]
+    #[inline(never)]
+    unsafe fn descend_avx2(t: &Intervals, xs: &[u32], ranks: &mut [u32]) {
+        t.descend(xs, ranks, |b: &Block, x: u32| {
+            let xv = _mm256_set1_epi32(x as i32);
+            let p = b.0.as_ptr();
+            // SAFETY: a block is sixteen `u32`, two 32-byte loads.
+            let (lo, hi) = unsafe {
+                (
+                    _mm256_loadu_si256(p.cast()),
+                    _mm256_loadu_si256(p.add(8).cast()),
+                )
+            };
+            let le_lo = _mm256_cmpeq_epi32(_mm256_max_epu32(lo, xv), xv);
+            let le_hi = _mm256_cmpeq_epi32(_mm256_max_epu32(hi, xv), xv);
+            let m = _mm256_movemask_ps(_mm256_castsi256_ps(le_lo)) as u32
+                | (_mm256_movemask_ps(_mm256_castsi256_ps(le_hi)) as u32) << 8;
+            m.count_ones()
+        })
     }
 
     /// SAFETY: the CPU has AVX2, and `check(res, src, lt, at, 4)` holds.
@@ -96,6 +127,26 @@ mod x86 {
             // `Impl::Avx512.supported()`, and `check` holds.
             unsafe { and_avx512(res, src, lt, at) }
         }
+        #[inline(always)]
+        fn descend(t: &Intervals, xs: &[u32], ranks: &mut [u32]) {
+            // SAFETY: as for `and` above: the CPU has AVX-512F.
+            unsafe { descend_avx512(t, xs, ranks) }
+        }
+    }
+
+    /// [`Intervals::descend`] counting a block with one 512-bit unsigned
+    /// compare into a mask.
+    ///
+    /// SAFETY: the CPU has AVX-512F.
+    #[target_feature(enable = "avx512f,popcnt")]
+    #[inline(never)]
+    unsafe fn descend_avx512(t: &Intervals, xs: &[u32], ranks: &mut [u32]) {
+        t.descend(xs, ranks, |b: &Block, x: u32| {
+            // SAFETY: a block is sixteen `u32`, one 64-byte load.
+            let v = unsafe { _mm512_loadu_si512(b.0.as_ptr().cast()) };
+            let m = _mm512_cmple_epu32_mask(v, _mm512_set1_epi32(x as i32));
+            (m as u32).count_ones()
+        })
     }
 
     /// SAFETY: the CPU has AVX-512F, and `check(res, src, lt, at, 8)` holds.

@@ -8,7 +8,7 @@ mod common;
 
 use common::{Gen, Rng};
 use matcher::{reference::LinearSet, Element};
-use matcher::{ErrorKind, Impl, InsertMode, Scratch, Set, SetConfig, Snapshot};
+use matcher::{ErrorKind, Impl, InsertMode, Range, Scratch, Set, SetConfig, Snapshot};
 use proptest::prelude::*;
 use std::sync::Arc;
 
@@ -67,7 +67,9 @@ fn check_snapshot(
     }
 }
 
-fn run(seed: u64, steps: usize, config: SetConfig) -> (bool, bool) {
+/// Runs random updates and checks; says whether 4-bit groups, 8-bit
+/// groups and an interval tree were seen.
+fn run(seed: u64, steps: usize, config: SetConfig) -> (bool, bool, bool) {
     let mut rng = Rng(seed);
     let gen = Gen::random(&mut rng);
     let mut set = Set::with_config(gen.decl.clone(), config);
@@ -75,7 +77,7 @@ fn run(seed: u64, steps: usize, config: SetConfig) -> (bool, bool) {
     let mut committed_model: Vec<Element> = Vec::new();
     let mut scratch = Scratch::default();
     let mut old: Option<(Arc<Snapshot>, Vec<Element>)> = None;
-    let (mut saw4, mut saw8) = (false, false);
+    let (mut saw4, mut saw8, mut saw_tree) = (false, false, false);
     for _ in 0..steps {
         match rng.below(20) {
             0..=12 => {
@@ -119,6 +121,8 @@ fn run(seed: u64, steps: usize, config: SetConfig) -> (bool, bool) {
             }
             _ => {
                 let snap = set.commit();
+                saw_tree |= snap.has_interval_tree();
+                assert!(config.interval_tree || !snap.has_interval_tree());
                 committed_model = model.clone();
                 check_snapshot(&gen, &mut rng, &snap, &model, &mut scratch);
                 // Readers of an older snapshot are never disturbed.
@@ -136,16 +140,19 @@ fn run(seed: u64, steps: usize, config: SetConfig) -> (bool, bool) {
         }
     }
     let snap = set.commit();
+    saw_tree |= snap.has_interval_tree();
     check_snapshot(&gen, &mut rng, &snap, &model, &mut scratch);
-    (saw4, saw8)
+    (saw4, saw8, saw_tree)
 }
 
-fn small_config(rng_pick: u64) -> SetConfig {
-    // Thresholds small enough that ordinary test sets cross them both ways.
+/// Thresholds small enough that ordinary test sets cross them both ways;
+/// interval trees allowed or not.
+fn small_config(rng_pick: u64, interval_tree: bool) -> SetConfig {
     let high = [1 << 12, 1 << 13, 1 << 14, 1 << 16, 2 << 20][rng_pick as usize % 5];
     SetConfig {
         lt_size_high: high,
         lt_size_low: high - high / 8,
+        interval_tree,
     }
 }
 
@@ -153,8 +160,8 @@ proptest! {
     #![proptest_config(ProptestConfig { cases: 96, ..ProptestConfig::default() })]
 
     #[test]
-    fn pipapo_agrees_with_linear_scan(seed in any::<u64>(), pick in 0u64..5, steps in 20usize..300) {
-        run(seed, steps, small_config(pick));
+    fn pipapo_agrees_with_linear_scan(seed in any::<u64>(), pick in 0u64..5, steps in 20usize..300, tree in any::<bool>()) {
+        run(seed, steps, small_config(pick, tree));
     }
 }
 
@@ -162,13 +169,20 @@ proptest! {
 /// them (checked inside `run`).
 #[test]
 fn switches_happen_both_ways_and_answers_hold() {
-    let (mut saw4, mut saw8) = (0, 0);
+    let (mut saw4, mut saw8, mut saw_tree) = (0, 0, 0);
     for seed in 0..40 {
-        let (a, b) = run(seed, 250, small_config(seed));
+        let (a, b, t) = run(seed, 250, small_config(seed, seed % 4 != 0));
         saw4 += a as usize;
         saw8 += b as usize;
+        saw_tree += t as usize;
     }
     assert!(saw4 > 5 && saw8 > 5, "4-bit seen {saw4}, 8-bit seen {saw8}");
+    // Both lookups are exercised: trees where a field allows one, bitmaps
+    // elsewhere and with trees turned off.
+    assert!(
+        (5..30).contains(&saw_tree),
+        "trees seen in {saw_tree} of 40 runs"
+    );
 }
 
 /// A field switched to 4 bits and back returns to identical tables.
@@ -180,6 +194,7 @@ fn switch_round_trip_restores_tables() {
     let config = SetConfig {
         lt_size_high: 1 << 14,
         lt_size_low: (1 << 14) - (1 << 11),
+        interval_tree: false,
     };
     let mut set = Set::with_config(decl, config);
     let mut added = Vec::new();
@@ -232,4 +247,84 @@ fn wide_windows_agree() {
         let mut scratch = Scratch::default();
         check_snapshot(&gen, &mut rng, &snap, &model, &mut scratch);
     }
+}
+
+/// A tree whose field's ranges overlap: intervals that name several
+/// candidates (resolved one key at a time after the burst), next to
+/// intervals of one and of none, at the field's extremes too; bursts,
+/// single keys and the linear scan agree, with the tree and without.
+#[test]
+fn overlapping_tree_field_agrees_with_linear_scan() {
+    let decl = matcher::SetDecl::parse("type ipv6_addr . inet_service").unwrap();
+    let mut elems = Vec::new();
+    for i in 0..200u128 {
+        // Port ranges overlap in threes; addresses tell the elements apart.
+        let lo = (i * 300) % 65_000;
+        let port = Range::new(lo, (lo + 700).min(65_535));
+        let addr = Range::new(
+            (0x2001_0db8u128 << 96) + i * 16,
+            (0x2001_0db8u128 << 96) + i * 16 + 7,
+        );
+        elems.push(Element {
+            key: vec![addr, port].into(),
+            data: None,
+        });
+    }
+    elems.push(Element {
+        key: vec![Range::single(0x2001_0db8_ffffu128 << 80), Range::new(0, 0)].into(),
+        data: None,
+    });
+    elems.push(Element {
+        key: vec![
+            Range::single(0x2001_0db8_fffeu128 << 80),
+            Range::new(65_535, 65_535),
+        ]
+        .into(),
+        data: None,
+    });
+    let linear = LinearSet::new(decl.clone(), elems.clone());
+    let mut rng = Rng(5);
+    let mut keys: Vec<Vec<u128>> = Vec::new();
+    for e in &elems {
+        for _ in 0..3 {
+            let a = e.key[0].start + rng.below(10) as u128;
+            let p = e.key[1].start + rng.below(800) as u128;
+            keys.push(vec![a, p.min(65_535)]);
+        }
+    }
+    keys.push(vec![0x2001_0db8_ffffu128 << 80, 0]);
+    keys.push(vec![0x2001_0db8_fffeu128 << 80, 65_535]);
+    let klen = decl.key_len();
+    let flat: Vec<u8> = keys.iter().flat_map(|k| decl.key_from_values(k)).collect();
+    let mut hits = 0;
+    for tree in [true, false] {
+        let config = SetConfig {
+            interval_tree: tree,
+            ..SetConfig::default()
+        };
+        let mut set = Set::with_config(decl.clone(), config);
+        for e in &elems {
+            set.insert(e.clone(), InsertMode::Create).unwrap();
+        }
+        let snap = set.commit();
+        assert_eq!(snap.has_interval_tree(), tree);
+        let mut scratch = snap.scratch();
+        for imp in Impl::available() {
+            let mut out = [None; 64];
+            for (c, chunk) in flat.chunks(64 * klen).enumerate() {
+                let n = chunk.len() / klen;
+                snap.lookup_burst_with(imp, chunk, klen, &mut out[..n], &mut scratch);
+                for j in 0..n {
+                    let i = c * 64 + j;
+                    let want = linear.lookup_values(&keys[i]);
+                    let got = out[j].and_then(|id| snap.element(id));
+                    assert_eq!(got, want, "{imp} tree {tree} key {:?}", keys[i]);
+                    let one = snap.lookup_with(imp, &chunk[j * klen..], &mut scratch);
+                    assert_eq!(one.and_then(|id| snap.element(id)), want);
+                    hits += want.is_some() as usize;
+                }
+            }
+        }
+    }
+    assert!(hits > keys.len(), "too few hits to mean anything: {hits}");
 }
