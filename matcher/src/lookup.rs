@@ -449,9 +449,9 @@ pub(crate) struct Lead {
     field: Option<usize>,
     /// The element each rule of the lead field belongs to.
     elems: Vec<u32>,
-    /// Every element's ranges, `nfields` per element id (empty ranges for
-    /// free ids).
-    ranges: Vec<(u128, u128)>,
+    /// Every field's range of every element id (empty ranges for free
+    /// ids and for the tree's `none` id, the last).
+    bounds: Vec<Bounds>,
     /// Byte offset and length of each field in a key.
     layout: Vec<(usize, usize)>,
     /// An interval tree of a (possibly other) field, when one suits: a
@@ -506,10 +506,13 @@ impl Lead {
             Some((field, elems)) => (Some(field), elems),
             None => (None, Vec::new()),
         };
+        let bounds = (0..n)
+            .map(|fi| Bounds::new(layout[fi].1, ranges.iter().skip(fi).step_by(n)))
+            .collect();
         Lead {
             field,
             elems,
-            ranges,
+            bounds,
             layout,
             tree,
         }
@@ -527,7 +530,7 @@ impl Lead {
 
     /// Bytes of the ranges, rule map and interval tree.
     pub(crate) fn memory_usage(&self) -> usize {
-        self.ranges.capacity() * std::mem::size_of::<(u128, u128)>()
+        self.bounds.iter().map(Bounds::memory_usage).sum::<usize>()
             + self.elems.capacity() * 4
             + self.tree.as_ref().map_or(0, Intervals::memory_usage)
     }
@@ -545,22 +548,25 @@ impl Lead {
         cands: &[u32],
         ok: &mut [bool],
     ) {
-        let n = self.layout.len();
-        for (fi, &(off, len)) in self.layout.iter().enumerate() {
+        for (fi, (&(off, len), bounds)) in self.layout.iter().zip(&self.bounds).enumerate() {
             if fi == skip {
                 continue;
             }
-            let ranges = &self.ranges[fi..];
             let k = &keys[off..];
-            match len {
-                1 => within(ranges, n, k, stride, cands, ok, |k| k[0] as u128),
-                2 => within(ranges, n, k, stride, cands, ok, |k| {
-                    u16::from_be_bytes([k[0], k[1]]) as u128
-                }),
-                4 => within(ranges, n, k, stride, cands, ok, |k| {
-                    u32::from_be_bytes([k[0], k[1], k[2], k[3]]) as u128
-                }),
-                _ => within(ranges, n, k, stride, cands, ok, |k| field_value(&k[..len])),
+            match bounds {
+                Bounds::U32(b) => match len {
+                    1 => within(b, k, stride, cands, ok, |k| k[0] as u32),
+                    2 => within(b, k, stride, cands, ok, |k| {
+                        u16::from_be_bytes([k[0], k[1]]) as u32
+                    }),
+                    _ => within(b, k, stride, cands, ok, |k| {
+                        u32::from_be_bytes([k[0], k[1], k[2], k[3]])
+                    }),
+                },
+                Bounds::U64(b) => {
+                    within(b, k, stride, cands, ok, |k| field_value(&k[..len]) as u64)
+                }
+                Bounds::U128(b) => within(b, k, stride, cands, ok, |k| field_value(&k[..len])),
             }
         }
     }
@@ -591,17 +597,20 @@ impl Lead {
     /// Whether element `e` holds the key in every field but the lead.
     #[inline(always)]
     fn check(&self, e: u32, key: &[u8], lead: usize) -> bool {
-        let n = self.layout.len();
-        let ranges = &self.ranges[e as usize * n..(e as usize + 1) * n];
+        let e = e as usize;
         let mut ok = true;
-        for (fi, (&(off, len), &(lo, hi))) in self.layout.iter().zip(ranges).enumerate() {
+        for (fi, (&(off, len), bounds)) in self.layout.iter().zip(&self.bounds).enumerate() {
             if fi == lead {
                 continue;
             }
             let v = field_value(&key[off..off + len]);
             // No early exit: the comparisons of every field are cheaper
             // than a mispredicted branch on keys that miss half the time.
-            ok &= (v >= lo) & (v <= hi);
+            ok &= match bounds {
+                Bounds::U32(b) => (v as u32 >= b[e][0]) & (v as u32 <= b[e][1]),
+                Bounds::U64(b) => (v as u64 >= b[e][0]) & (v as u64 <= b[e][1]),
+                Bounds::U128(b) => (v >= b[e][0]) & (v <= b[e][1]),
+            };
         }
         ok
     }
@@ -624,23 +633,50 @@ fn field_value(k: &[u8]) -> u128 {
     }
 }
 
+/// One field's range of every element id, in the narrowest integer that
+/// holds the field's values: a candidate's check reads 8 bytes per field
+/// of up to 4 bytes, not the element's whole key.
+#[derive(Clone, Debug)]
+enum Bounds {
+    U32(Vec<[u32; 2]>),
+    U64(Vec<[u64; 2]>),
+    U128(Vec<[u128; 2]>),
+}
+
+impl Bounds {
+    /// The ranges of a field of `len` bytes, one per element id.
+    fn new<'a>(len: usize, ranges: impl Iterator<Item = &'a (u128, u128)>) -> Bounds {
+        match len {
+            0..=4 => Bounds::U32(ranges.map(|&(lo, hi)| [lo as u32, hi as u32]).collect()),
+            5..=8 => Bounds::U64(ranges.map(|&(lo, hi)| [lo as u64, hi as u64]).collect()),
+            _ => Bounds::U128(ranges.map(|&(lo, hi)| [lo, hi]).collect()),
+        }
+    }
+
+    fn memory_usage(&self) -> usize {
+        match self {
+            Bounds::U32(b) => b.capacity() * 8,
+            Bounds::U64(b) => b.capacity() * 16,
+            Bounds::U128(b) => b.capacity() * 32,
+        }
+    }
+}
+
 /// `ok[j] &=` whether the value `read` takes from key `j` (at `j * stride`
 /// in `keys`, which starts at the field) lies in element `cands[j]`'s
-/// range of the field (`ranges[e * nfields]`, `ranges` starting at the
-/// field's).
+/// range `bounds[cands[j]]`.
 #[inline(always)]
-fn within(
-    ranges: &[(u128, u128)],
-    nfields: usize,
+fn within<T: PartialOrd + Copy>(
+    bounds: &[[T; 2]],
     keys: &[u8],
     stride: usize,
     cands: &[u32],
     ok: &mut [bool],
-    read: impl Fn(&[u8]) -> u128,
+    read: impl Fn(&[u8]) -> T,
 ) {
     for (j, (o, &e)) in ok.iter_mut().zip(cands).enumerate() {
         let v = read(&keys[j * stride..]);
-        let (lo, hi) = ranges[e as usize * nfields];
+        let [lo, hi] = bounds[e as usize];
         *o &= (v >= lo) & (v <= hi);
     }
 }

@@ -210,9 +210,21 @@ impl Intervals {
         count: impl Fn(&Block, u32) -> u32,
     ) {
         let ranks = &mut ranks[..xs.len()];
-        ranks.fill(0);
         let depth = self.levels.len();
-        for (l, level) in self.levels.iter().enumerate() {
+        // Every key starts at the root, one block for all of them.
+        let root = &self.levels[0][0];
+        if depth == 1 {
+            for (r, &x) in ranks.iter_mut().zip(xs) {
+                *r = count(root, x).min(self.n);
+            }
+            return;
+        }
+        for (r, &x) in ranks.iter_mut().zip(xs) {
+            *r = count(root, x)
+                .saturating_sub(1)
+                .min(self.levels[1].len() as u32 - 1);
+        }
+        for (l, level) in self.levels.iter().enumerate().skip(1) {
             if l + 1 == depth {
                 for (r, &x) in ranks.iter_mut().zip(xs) {
                     let p = *r * FANOUT as u32 + count(&level[*r as usize], x);
