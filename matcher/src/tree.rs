@@ -114,9 +114,9 @@ impl Intervals {
             };
             (lo, hi)
         };
+        let spans: Vec<(usize, usize)> = ranges.iter().map(|&(s, e, _)| span(s, e)).collect();
         let mut cover = vec![0i64; n + 2];
-        for &(s, e, _) in ranges {
-            let (lo, hi) = span(s, e);
+        for &(lo, hi) in &spans {
             cover[lo] += 1;
             cover[hi + 1] -= 1;
         }
@@ -141,8 +141,7 @@ impl Intervals {
             }
         }
         debug_assert!(lists.len() as u64 <= 2 * total + 1);
-        for &(s, e, id) in ranges {
-            let (lo, hi) = span(s, e);
+        for (&(_, _, id), &(lo, hi)) in ranges.iter().zip(&spans) {
             for r in lo..=hi {
                 let slot = slots[r];
                 if slot & LIST != 0 {
