@@ -63,6 +63,17 @@
 //! `{q1}`, and bucket 0 of the protocol's group 0 (`{q0}`) clears it: no
 //! match.
 //!
+//! ## Shortcuts at commit
+//!
+//! A committed snapshot also picks a *lead*: the field whose buckets alone
+//! leave the fewest candidates, so a single key ANDs that field only and
+//! checks its few candidates' other ranges directly; and, where a field of
+//! 1, 2 or 4 bytes has ranges that overlap little, an *interval tree* over
+//! that field's range boundaries, which bursts descend all keys at once
+//! (one vector compare per tree level) to the one candidate each key can
+//! match. Both give the answers of the full walk above, which stays the
+//! fallback; the differential tests hold all of them to a linear scan.
+//!
 //! ## Updates
 //!
 //! Insertion appends the element's rules to each field and its mappings to
