@@ -1,31 +1,60 @@
-//! Times lookups of hits and misses for one selftest case.
+//! Times lookups of hits and misses for one selftest case or set file.
 use matcher::selftest::Case;
-use matcher::{Impl, InsertMode, Set};
+use matcher::{Impl, InsertMode, Set, SetConfig};
 use std::time::Instant;
 
-fn main() {
-    let name = std::env::args().nth(1).unwrap_or("net,port".into());
-    let case = Case::from_name(&name).unwrap();
-    // PROBE_TREE=0: without the interval tree (the bitmap lead only).
-    let config = matcher::SetConfig {
-        interval_tree: std::env::var("PROBE_TREE").map_or(true, |v| v != "0"),
-        ..Default::default()
-    };
+/// The next value of a small LCG, for picking keys.
+fn lcg(x: &mut u64) -> u64 {
+    *x = x
+        .wrapping_mul(6364136223846793005)
+        .wrapping_add(1442695040888963407);
+    *x
+}
+
+/// The elements and 4,096 hit and miss keys of a set file (`*.set`):
+/// hits anywhere inside a random element, misses a hit with one field
+/// moved to a random value (most of which miss).
+fn from_file(path: &str, config: SetConfig) -> (matcher::Snapshot, Vec<u8>, Vec<u8>) {
+    let text = std::fs::read_to_string(path).unwrap();
+    let file = matcher::file::SetFile::parse(path, &text).unwrap();
+    let decl = file.decl.clone();
+    let elems: Vec<matcher::Element> = file.elements.into_iter().map(|(_, e)| e).collect();
+    let mut set = Set::with_config(decl.clone(), config);
+    for e in &elems {
+        set.insert(e.clone(), InsertMode::Add).unwrap();
+    }
+    let snap = (*set.commit()).clone();
+    let (mut hits, mut misses) = (Vec::new(), Vec::new());
+    let mut x = 1u64;
+    for _ in 0..4096 {
+        let e = &elems[lcg(&mut x) as usize % elems.len()];
+        let mut v: Vec<u128> = e
+            .key
+            .iter()
+            .map(|r| r.start + (lcg(&mut x) as u128) % (r.end - r.start + 1))
+            .collect();
+        hits.extend(decl.key_from_values(&v));
+        let f = lcg(&mut x) as usize % v.len();
+        v[f] = ((lcg(&mut x) as u128) << 64 | lcg(&mut x) as u128) & decl.fields()[f].max();
+        misses.extend(decl.key_from_values(&v));
+    }
+    (snap, hits, misses)
+}
+
+/// The selftest case's set and 4,096 hit and miss keys.
+fn from_case(case: Case, config: SetConfig) -> (matcher::Snapshot, Vec<u8>, Vec<u8>) {
     let mut set = Set::with_config(case.decl(), config);
     let ranges = case.ranges(case.perf_entries());
     for &(s, e) in &ranges {
         set.insert(case.element(s, e), InsertMode::Create).unwrap();
     }
-    let snap = set.commit();
+    let snap = (*set.commit()).clone();
     let decl = snap.decl().clone();
-    let klen = decl.key_len();
     let mut hits = Vec::new();
     let mut misses = Vec::new();
     let mut x = 1u64;
     for _ in 0..4096 {
-        x = x
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
+        lcg(&mut x);
         let (s, e) = ranges[(x >> 33) as usize % ranges.len()];
         let n = s + (x >> 20) as u128 % (e - s + 1);
         hits.extend(decl.key_from_values(&case.key_values(n)));
@@ -33,6 +62,23 @@ fn main() {
         let m = top + 1 + (x >> 40) as u128 % 1000;
         misses.extend(decl.key_from_values(&case.key_values(m)));
     }
+    (snap, hits, misses)
+}
+
+fn main() {
+    // A selftest case's name, or a set file.
+    let name = std::env::args().nth(1).unwrap_or("net,port".into());
+    // PROBE_TREE=0: without the interval tree (the bitmap lead only).
+    let config = SetConfig {
+        interval_tree: std::env::var("PROBE_TREE").map_or(true, |v| v != "0"),
+        ..Default::default()
+    };
+    let (snap, mut hits, mut misses) = match Case::from_name(&name) {
+        Some(case) => from_case(case, config),
+        None => from_file(&name, config),
+    };
+    let klen = snap.decl().key_len();
+    println!("interval tree: {}", snap.has_interval_tree());
     windows(&snap, &hits, klen);
     println!("lead field: {:?}", snap.lead_field());
     if std::env::var("PROBE_HOT").is_ok() {
