@@ -443,9 +443,13 @@ const MAX_CANDIDATES: u32 = 16;
 /// does it fall back to the full walk. In `ipv6_addr . inet_service .
 /// ether_addr . inet_proto`, for instance, the 2-group port field leads
 /// and the 32-group IPv6 field is never looked at.
+///
+/// Bursts of a set that has an interval tree ([`crate::tree`]) find their
+/// candidates with it instead, and check them against the same ranges.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Lead {
-    /// The lead field, `None` when no field is selective enough.
+    /// The bitmap lead field (single keys, and bursts without a tree),
+    /// `None` when no field is selective enough.
     field: Option<usize>,
     /// The element each rule of the lead field belongs to.
     elems: Vec<u32>,
