@@ -360,7 +360,22 @@ pub struct Options {
     pub cases: Vec<Case>,
 }
 
+/// Releases the EAL the `rte_acl` column started, and its runtime files,
+/// however the run ends (declared before the cases' structures, so it
+/// drops after their classifiers).
+#[cfg(feature = "dpdk")]
+struct EalGuard;
+
+#[cfg(feature = "dpdk")]
+impl Drop for EalGuard {
+    fn drop(&mut self) {
+        forwarder::dpdk::shutdown();
+    }
+}
+
 pub fn run(o: Options) -> Result<(), String> {
+    #[cfg(feature = "dpdk")]
+    let _eal = EalGuard;
     let mut rng = Rng(0x5eed);
     let simd: Vec<Impl> = match o.imp {
         Some(i) if !i.supported() => return Err(format!("this CPU cannot run `{i}`")),
