@@ -20,7 +20,13 @@ const VARIANTS: [(&str, bool, bool); 4] = [
 
 struct Table {
     family: Family,
+    /// The snapshot every figure uses: IPv6 ones prepared with their
+    /// range tree, as the forwarder prepares them.
     snap: std::sync::Arc<FibSnapshot>,
+    /// The same routes, not prepared (IPv6 lookups through the trie).
+    trie: std::sync::Arc<FibSnapshot>,
+    /// Time to build the IPv6 range tree (0 for IPv4).
+    prepare_ms: f64,
     routes: Vec<(u128, u32)>,
     build_s: f64,
     update_us: f64,
@@ -55,6 +61,12 @@ fn build(family: Family, n: usize) -> Table {
     }
     let snap = fib.publish();
     let build_s = t.elapsed().as_secs_f64();
+    let trie = fib.publish();
+    let t = Instant::now();
+    if family == Family::V6 {
+        snap.prepare();
+    }
+    let prepare_ms = t.elapsed().as_secs_f64() * 1e3;
     // Update latency: add, replace and delete single routes (the median
     // of many), and the publication that follows a batch of them.
     let mut rng = Rng(3);
@@ -83,6 +95,8 @@ fn build(family: Family, n: usize) -> Table {
     Table {
         family,
         snap,
+        trie,
+        prepare_ms,
         routes,
         build_s,
         update_us,
@@ -126,8 +140,7 @@ fn timed_bursts<K>(
 }
 
 /// The FIB's burst lookup alone, with no route stage around it.
-fn run_direct(t: &Table, stream: &[u128], rounds: usize) -> f64 {
-    let snap = &t.snap;
+fn run_direct(t: &Table, snap: &FibSnapshot, stream: &[u128], rounds: usize) -> f64 {
     match t.family {
         Family::V4 => {
             let dsts: Vec<u32> = stream.iter().map(|&d| d as u32).collect();
@@ -184,21 +197,38 @@ pub fn run(json: bool, quick: bool) {
         let mut rng = Rng(77);
         // Random destinations over the whole table: the FIB's own figure.
         let random = destinations(&t, stream_len, &mut rng);
-        let mut rs: Vec<f64> = (0..reps).map(|_| run_direct(&t, &random, rounds)).collect();
+        // Prepared and trie-only snapshots alternate (the same for IPv4).
+        let (mut rs, mut rt) = (Vec::new(), Vec::new());
+        for _ in 0..reps {
+            rs.push(run_direct(&t, &t.snap, &random, rounds));
+            rt.push(run_direct(&t, &t.trie, &random, rounds));
+        }
         let random_mlps = median(&mut rs);
+        let trie_mlps = median(&mut rt);
         let mem = t.snap.table(family).memory_usage();
+        let tree_mem = t.snap.v6_ranges().map_or(0, |r| r.memory_usage());
         if json {
             println!(
-                "{{\"table\":\"{name}\",\"family\":\"{}\",\"prefixes\":{},\"build_s\":{:.3},\"update_us\":{:.2},\"publish_us\":{:.1},\"memory_bytes\":{mem},\"random_mlookups_per_s\":{random_mlps:.1}}}",
+                "{{\"table\":\"{name}\",\"family\":\"{}\",\"prefixes\":{},\"build_s\":{:.3},\"update_us\":{:.2},\"publish_us\":{:.1},\"memory_bytes\":{mem},\"random_mlookups_per_s\":{random_mlps:.1},\"random_trie_mlookups_per_s\":{trie_mlps:.1},\"prepare_ms\":{:.1},\"range_tree_bytes\":{tree_mem}}}",
                 family_name(family),
                 t.routes.len(),
                 t.build_s,
                 t.update_us,
-                t.publish_us
+                t.publish_us,
+                t.prepare_ms
             );
         } else {
+            let tree = if family == Family::V6 {
+                format!(
+                    " (the trie alone: {trie_mlps:.1}; range tree built in {:.0} ms, {:.1} MiB)",
+                    t.prepare_ms,
+                    tree_mem as f64 / (1 << 20) as f64
+                )
+            } else {
+                String::new()
+            };
             println!(
-                "### {name} table, {}: {} prefixes; build {:.3} s; update {:.2} µs per add/replace/delete; publish {:.0} µs; memory {:.1} MiB; random destinations {random_mlps:.1} M lookups/s",
+                "### {name} table, {}: {} prefixes; build {:.3} s; update {:.2} µs per add/replace/delete; publish {:.0} µs; memory {:.1} MiB; random destinations {random_mlps:.1} M lookups/s{tree}",
                 family_name(family),
                 t.routes.len(),
                 t.build_s,

@@ -155,7 +155,7 @@ impl Control {
         };
         let fib = c.fib.publish();
         let t = c.assemble(1, fib);
-        c.publish(t);
+        c.publish(t).prepare();
         Ok(c)
     }
 
@@ -201,10 +201,14 @@ impl Control {
         }
     }
 
-    fn publish(&mut self, t: Tables) {
+    /// Swaps `t` in for the workers; returns its FIB, to be prepared
+    /// ([`routecache::FibSnapshot::prepare`]) once the swap is done.
+    fn publish(&mut self, t: Tables) -> Arc<routecache::FibSnapshot> {
         self.shared.status.generation.store(t.generation, Relaxed);
+        let fib = t.fib.clone();
         let old = self.shared.tables.swap(Arc::new(t));
         self.retired.push(old);
+        fib
     }
 
     /// Frees the replaced snapshots no worker holds any more; returns how
@@ -303,10 +307,14 @@ impl Control {
         };
         let generation = self.shared.status.generation.load(Relaxed) + 1;
         let t = self.assemble(generation, fib);
-        self.publish(t);
+        let fib = self.publish(t);
         rep.published = true;
         rep.generation = generation;
         rep.took = start.elapsed();
+        // The IPv6 range tree, built after the swap: the workers route
+        // with the new snapshot's trie meanwhile, with the same answers
+        // (a no-op when the FIB did not change: its tree is built).
+        fib.prepare();
         Ok(rep)
     }
 

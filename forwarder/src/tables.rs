@@ -161,10 +161,12 @@ impl Tables {
         for r in &cfg.routes {
             insert_route(&mut fib, r, route_target(r, &hops, &groups))?;
         }
+        let fib = fib.publish();
+        fib.prepare();
         Ok(Tables {
             generation,
             sets,
-            fib: fib.publish(),
+            fib,
             port_names: cfg.ports.iter().map(|p| p.name.clone()).collect(),
             route_cache: route_cache(cfg),
             flow_seed: routecache::hash::random_seed(),

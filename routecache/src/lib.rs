@@ -1,6 +1,7 @@
 //! Routes and the per-core route cache: longest-prefix match for IPv4 and
 //! IPv6 ([`lpm`]), next hops and ECMP groups behind published snapshots
-//! ([`fib`]), the route hint and the dst cache ([`cache`]), and the hash
+//! ([`fib`]), an IPv6 range tree those snapshots can be prepared with
+//! ([`ranges`]), the route hint and the dst cache ([`cache`]), and the hash
 //! functions the cache can use ([`hash`]).
 //!
 //! A packet's route: the hint (same destination as the previous packet of
@@ -15,6 +16,7 @@ pub mod gen;
 pub mod hash;
 pub mod lpm;
 pub mod pages;
+pub mod ranges;
 pub mod reference;
 
 pub use cache::{CacheKey, CacheStats, DstCache, HashKind, RouteCacheConfig, Router};

@@ -55,6 +55,9 @@ impl World {
         // a short one, which rewrites a large part of the first level.
         let len = match rng.below(48) {
             0 => rng.below(w as u64 + 1) as u32,
+            // IPv6 routes of /64 or shorter: what the range tree holds
+            // (the longer ones leave it to the trie).
+            _ if w == 128 && rng.below(2) == 0 => 16 + rng.below(49) as u32,
             1..=9 => w,
             10..=21 => w.saturating_sub(8 + rng.below(16) as u32),
             _ => w.saturating_sub(rng.below(10) as u32),
@@ -179,6 +182,12 @@ fn run(seed: u64, steps: usize) {
             }
             _ => {
                 let snap = fib.publish();
+                // Half the IPv6 snapshots get their range tree; the others
+                // answer from the trie.
+                if rng.below(2) == 0 {
+                    snap.prepare();
+                    assert!(snap.v6_ranges().is_some());
+                }
                 check(&snap, &naive, &world, &mut rng, &mut routers);
                 if let Some((s, n)) = &old {
                     // An older snapshot still answers as it did.
@@ -194,6 +203,8 @@ fn run(seed: u64, steps: usize) {
         }
     }
     let snap = fib.publish();
+    check(&snap, &naive, &world, &mut rng, &mut routers);
+    snap.prepare();
     check(&snap, &naive, &world, &mut rng, &mut routers);
     assert_eq!(fib.routes(family).len(), naive.routes().len());
     // Removing every route leaves no group behind.
@@ -258,6 +269,26 @@ fn generated_tables_agree_with_naive() {
         let snap = fib.publish();
         let mut rng = Rng(5);
         let routes = naive.routes().to_vec();
+        // Through the trie, then (IPv6) through the range tree too.
+        for round in 0..2 {
+            if round == 1 {
+                snap.prepare();
+            }
+            check_sampled(&snap, &naive, &routes, f, &mut rng);
+        }
+    }
+}
+
+/// Lookups of addresses inside random routes, and of random addresses.
+fn check_sampled(
+    snap: &FibSnapshot,
+    naive: &NaiveLpm,
+    routes: &[(Family, u128, u32, TargetId)],
+    f: Family,
+    rng: &mut Rng,
+) {
+    let mut addrs = Vec::new();
+    {
         for _ in 0..300 {
             // Addresses inside known prefixes, and random ones.
             let (_, p, l, _) = routes[rng.below(routes.len() as u64) as usize];
@@ -270,9 +301,17 @@ fn generated_tables_agree_with_naive() {
             };
             let a = p | host;
             assert_eq!(snap.lookup(f, a), naive.lookup(f, a), "{a:#x}");
+            addrs.push(a);
             let r = ((rng.next_u64() as u128) << 64 | rng.next_u64() as u128)
                 & (u128::MAX >> (128 - w));
             assert_eq!(snap.lookup(f, r), naive.lookup(f, r), "{r:#x}");
+        }
+    }
+    if f == Family::V6 {
+        let mut out = vec![None; addrs.len()];
+        snap.lookup_burst_v6(&addrs, &mut out);
+        for (a, o) in addrs.iter().zip(out) {
+            assert_eq!(o, naive.lookup(f, *a), "burst {a:#x}");
         }
     }
 }
