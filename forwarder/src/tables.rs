@@ -2,6 +2,7 @@
 //! ports' MACs, built from a checked configuration, published whole.
 
 use crate::flowcache::FlowCacheConfig;
+use crate::wire::{Parsed, L3};
 use config::{Action, Config, RouteConfig, SetConfig, Source, Via};
 use matcher::{InsertMode, Set};
 use routecache::{Family, Fib, FibSnapshot, HashKind, NextHop, RouteCacheConfig, TargetId};
@@ -19,6 +20,62 @@ pub struct RuleSet {
     pub action: Action,
     /// Bytes of a key.
     pub key_len: usize,
+    /// What a packet must have for the sources to make its key.
+    pub need: Need,
+}
+
+/// What a packet must carry for a set's sources to make its key, from
+/// the sources once, so that a burst tests each packet with a few
+/// compares instead of going through the sources.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Need {
+    /// No packet can have it all (IPv4 and IPv6 fields, or ports of two
+    /// different protocols).
+    never: bool,
+    /// The address family the address fields need.
+    l3: Option<L3>,
+    /// Ports: a complete TCP, UDP or SCTP header.
+    ports: bool,
+    /// The protocol a `tcp`/`udp`/`sctp` port field names.
+    proto: Option<u8>,
+}
+
+impl Need {
+    /// What `sources` need.
+    pub fn of(sources: &[Source]) -> Need {
+        let mut n = Need::default();
+        for s in sources {
+            let family = match s {
+                Source::IpSaddr | Source::IpDaddr => Some(L3::V4),
+                Source::Ip6Saddr | Source::Ip6Daddr => Some(L3::V6),
+                _ => None,
+            };
+            if let Some(f) = family {
+                n.never |= n.l3.is_some_and(|l| l != f);
+                n.l3 = Some(f);
+            }
+            if let Source::Sport(p) | Source::Dport(p) = *s {
+                n.ports = true;
+                if let Some(p) = p {
+                    n.never |= n.proto.is_some_and(|q| q != p);
+                    n.proto = Some(p);
+                }
+            }
+        }
+        n
+    }
+
+    /// Whether packet `p` has every field.
+    #[inline]
+    pub fn applies(&self, p: &Parsed) -> bool {
+        use crate::wire::proto::{SCTP, TCP, UDP};
+        !self.never
+            && self.l3.is_none_or(|l| l == p.l3)
+            && (!self.ports
+                || (p.l4_ok
+                    && matches!(p.proto, TCP | UDP | SCTP)
+                    && self.proto.is_none_or(|x| x == p.proto)))
+    }
 }
 
 /// Everything a burst is judged by. Immutable once published.
@@ -66,6 +123,7 @@ pub fn rule_set(s: &SetConfig, snap: Arc<matcher::Snapshot>) -> RuleSet {
         sources: s.sources.clone(),
         action: s.action,
         key_len: s.decl.key_len(),
+        need: Need::of(&s.sources),
     }
 }
 
