@@ -495,8 +495,8 @@ impl Lead {
         // last element stands for "none"; its ranges are empty.
         let none = elems.len() as u32;
         let tree = if use_tree {
+            // (`Intervals::build` refuses fields other than 1, 2 or 4 bytes.)
             (0..n)
-                .filter(|&fi| crate::tree::suits(&fields[fi]))
                 .filter_map(|fi| {
                     let r = crate::tree::field_ranges(&ranges, n, fi);
                     Intervals::build(fi, layout[fi].0, layout[fi].1, &r, none)

@@ -25,8 +25,6 @@
 //! [`MAX_COVER`] elements; other sets keep the bitmap lead of
 //! [`crate::lookup`].
 
-use crate::table::FieldTable;
-
 /// Values per block, one 64-byte cache line.
 pub(crate) const FANOUT: usize = 16;
 
@@ -298,11 +296,6 @@ pub(crate) fn field_ranges(
         .filter(|(_, r)| r[field].0 <= r[field].1)
         .map(|(id, r)| (r[field].0 as u32, r[field].1 as u32, id as u32))
         .collect()
-}
-
-/// Whether `f` is a field a tree may be built on.
-pub(crate) fn suits(f: &FieldTable) -> bool {
-    matches!(f.bits, 8 | 16 | 32)
 }
 
 #[cfg(test)]

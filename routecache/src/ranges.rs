@@ -205,13 +205,6 @@ impl RangeTree {
         }
     }
 
-    /// Looks up the top 64 bits of an address.
-    pub fn lookup(&self, x: u64) -> Answer {
-        let mut out = [Answer::Long];
-        self.lookup_burst(&[x], &mut out);
-        out[0]
-    }
-
     /// Looks up a burst of addresses' top 64 bits, with the widest
     /// vectors this CPU has.
     pub fn lookup_burst(&self, xs: &[u64], out: &mut [Answer]) {
