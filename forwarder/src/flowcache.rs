@@ -142,9 +142,36 @@ impl Slot {
 #[derive(Clone, Copy, Default)]
 #[repr(C, align(32))]
 struct Meta {
-    tags: [u16; WAYS],
+    /// The ways' tags, 16 bits each, way 0 in the low bits: one word, so
+    /// that finding the ways with a given tag is a few word operations.
+    tags: u64,
     epochs: [u16; WAYS],
     stamps: [u16; WAYS],
+}
+
+impl Meta {
+    #[inline(always)]
+    fn tag(&self, way: usize) -> u16 {
+        (self.tags >> (16 * way)) as u16
+    }
+
+    #[inline(always)]
+    fn set_tag(&mut self, way: usize, tag: u16) {
+        self.tags = self.tags & !(0xffff << (16 * way)) | (tag as u64) << (16 * way);
+    }
+
+    /// Bit `w` set for each way `w` whose tag is `tag`: the 16-bit lanes
+    /// of `tags ^ tag×4` that are zero, found without a branch or a
+    /// carry between lanes, then their top bits gathered into four by one
+    /// multiply (the product's terms land on distinct bits).
+    #[inline(always)]
+    fn ways_tagged(&self, tag: u16) -> u16 {
+        const LOW: u64 = 0x7fff_7fff_7fff_7fff;
+        let x = self.tags ^ (tag as u64 * 0x0001_0001_0001_0001);
+        let zero = !(((x & LOW) + LOW) | x | LOW);
+        const GATHER: u64 = 1 << 48 | 1 << 33 | 1 << 18 | 1 << 3;
+        ((zero >> 15).wrapping_mul(GATHER) >> 48) as u16 & 0xf
+    }
 }
 
 /// Counters of a flow cache.
@@ -382,18 +409,19 @@ impl FlowCache {
     /// `loc` (from [`FlowCache::hash`]) with the ways whose tag matches,
     /// and a prefetch of the first one's entry.
     #[inline(always)]
-    pub fn candidates(&self, mut loc: Loc) -> Loc {
+    pub fn candidates(&self, loc: Loc) -> Loc {
         let [b0, b1] = loc.buckets.map(|b| b as usize);
-        loc.ways = 0;
-        for i in 0..WAYS {
-            loc.ways |= ((self.meta[b0].tags[i] == loc.tag) as u16) << i;
-            loc.ways |= ((self.meta[b1].tags[i] == loc.tag) as u16) << (i + WAYS);
-        }
+        let (m0, m1) = (&self.meta[b0], &self.meta[b1]);
+        // Built in a register and written once with the rest: a 2-byte
+        // store into a `Loc` read back whole just after stalled the
+        // store's forwarding (about 15 % of the worker's samples).
+        let mut ways = m0.ways_tagged(loc.tag) | m1.ways_tagged(loc.tag) << WAYS;
         if b1 == b0 {
-            loc.ways &= (1 << WAYS) - 1;
+            ways &= (1 << WAYS) - 1;
         }
-        if loc.ways != 0 {
-            prefetch(&self.slots[loc.slot(loc.ways.trailing_zeros() as usize)]);
+        let loc = Loc { ways, ..loc };
+        if ways != 0 {
+            prefetch(&self.slots[loc.slot(ways.trailing_zeros() as usize)]);
         }
         loc
     }
@@ -442,11 +470,11 @@ impl FlowCache {
         let mut oldest = 0u16;
         for c in 0..choices {
             let (m, way) = (&self.meta[loc.buckets[c / WAYS] as usize], c % WAYS);
-            if m.tags[way] == loc.tag && self.slots[loc.slot(c)].holds(id) {
+            if m.tag(way) == loc.tag && self.slots[loc.slot(c)].holds(id) {
                 own = Some(c);
                 break;
             }
-            if m.tags[way] == 0 || m.epochs[way] != epoch {
+            if m.tag(way) == 0 || m.epochs[way] != epoch {
                 free.get_or_insert(c);
                 continue;
             }
@@ -468,7 +496,7 @@ impl FlowCache {
         }
         let c = own.or(free).unwrap_or(victim);
         let (m, way) = (&mut self.meta[loc.buckets[c / WAYS] as usize], c % WAYS);
-        m.tags[way] = loc.tag;
+        m.set_tag(way, loc.tag);
         m.epochs[way] = epoch;
         m.stamps[way] = tick;
         self.slots[loc.slot(c)] = Slot {
@@ -492,6 +520,48 @@ mod tests {
 
     fn forward(hop: u32) -> Decision {
         Decision::forward(0, hop)
+    }
+
+    #[test]
+    fn ways_tagged_finds_exactly_the_equal_lanes() {
+        // Lanes that differ from the tag in one bit anywhere, in the top
+        // bit only, or by a borrow's worth (0x8000 vs 0x0000, 0x0001 vs
+        // 0xffff), next to equal ones: no lane may leak into another.
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let specials = [0u16, 1, 0x7fff, 0x8000, 0xffff, 0x8001];
+        for round in 0..20_000 {
+            let r = next();
+            let tag = if round % 3 == 0 {
+                specials[(r >> 60) as usize % specials.len()]
+            } else {
+                r as u16
+            };
+            let mut m = Meta::default();
+            for w in 0..WAYS {
+                let pick = (r >> (16 + 4 * w)) & 7;
+                let lane = match pick {
+                    0 | 1 => tag,
+                    2 => tag ^ (1 << ((r >> (32 + 4 * w)) & 15)),
+                    3 => tag ^ 0x8000,
+                    4 => specials[(r >> (40 + w)) as usize % specials.len()],
+                    _ => (next() >> 7) as u16,
+                };
+                m.set_tag(w, lane);
+            }
+            let want = (0..WAYS).fold(0, |a, w| a | ((m.tag(w) == tag) as u16) << w);
+            assert_eq!(
+                m.ways_tagged(tag),
+                want,
+                "tags {:#018x} tag {tag:#06x}",
+                m.tags
+            );
+        }
     }
 
     #[test]
