@@ -306,7 +306,7 @@ pub fn run(json: bool, quick: bool, mbufs: usize, rounds: Option<usize>) -> Resu
     // Removed however the run ends (an error returns early).
     let _cleanup = RemoveOnDrop(dir.clone());
     let cfg = config::load(&examples().join("forwarder.toml")).map_err(|e| e.to_string())?;
-    let frames = SyntheticPort::new(&cfg, 0, 0)?.frames().to_vec();
+    let frames = SyntheticPort::new(&cfg, 0, 0)?.frames();
     let pcaps = [dir.join("p0.pcap"), dir.join("p1.pcap")];
     write_pcap(&pcaps[0], &frames, MAC0)?;
     write_pcap(&pcaps[1], &frames, MAC1)?;

@@ -112,27 +112,31 @@ impl Burst {
     /// Appends a frame by writing it into the next buffer (what a NIC's
     /// DMA does); frames longer than [`FRAME_CAP`] are cut. Returns false
     /// when the burst is full.
-    #[inline]
+    #[inline(always)]
     pub fn push(&mut self, frame: &[u8]) -> bool {
-        if self.len == MAX_BURST {
+        let i = self.len;
+        if i >= MAX_BURST {
             return false;
         }
         let n = frame.len().min(FRAME_CAP);
-        let at = self.len * STRIDE;
-        let dst = &mut self.data[at..at + n];
+        // One bounds check for the buffer (always inside `data`); the
+        // slot arrays are indexed below `MAX_BURST`.
+        let Some(buf) = self.data.get_mut(i * STRIDE..i * STRIDE + FRAME_CAP) else {
+            return false;
+        };
         if (32..=64).contains(&n) {
             // Two fixed 32-byte copies that overlap in the middle: inline
             // vector moves instead of a call into memmove, whose dispatch
             // cost as much as the copy for minimum-size frames.
-            dst[..32].copy_from_slice(&frame[..32]);
-            dst[n - 32..].copy_from_slice(&frame[n - 32..n]);
+            buf[..32].copy_from_slice(&frame[..32]);
+            buf[n - 32..n].copy_from_slice(&frame[n - 32..n]);
         } else {
-            dst.copy_from_slice(&frame[..n]);
+            buf[..n].copy_from_slice(&frame[..n]);
         }
-        self.ptrs[self.len] = self.own_buffer(self.len);
-        self.lens[self.len] = n as u16;
-        self.handles[self.len] = 0;
-        self.len += 1;
+        self.ptrs[i] = buf.as_mut_ptr();
+        self.lens[i] = n as u16;
+        self.handles[i] = 0;
+        self.len = i + 1;
         true
     }
 
