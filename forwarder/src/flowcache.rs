@@ -15,7 +15,11 @@
 //! 4-way buckets, hashed with a per-process random key; a flow may live
 //! in either of two buckets (two choices: at half load, 4-way buckets
 //! with one choice left 4-5 % of the flows without room, two leave
-//! almost none); least recently used replacement, and lazy invalidation: every entry carries the epoch
+//! almost none). A flow fills its first bucket before its second, so a
+//! lookup reads the second bucket's tags only when the first has no
+//! candidate, or none of its candidates is the flow: one line of
+//! bookkeeping per lookup, not two. Least recently used replacement, and
+//! lazy invalidation: every entry carries the epoch
 //! of the snapshot it was filled under, and a new snapshot starts a new
 //! epoch, so a reload makes every entry stale at once without touching it.
 //! A missed flow is stored one time in [`FlowCacheConfig::insert_one_in`],
@@ -210,10 +214,16 @@ pub struct Loc {
 }
 
 impl Loc {
+    /// The bucket of candidate `c` (0-7).
+    #[inline(always)]
+    fn bucket(&self, c: usize) -> usize {
+        self.buckets[(c / WAYS) & 1] as usize
+    }
+
     /// The entry index of candidate `c` (0-7).
     #[inline(always)]
     fn slot(&self, c: usize) -> usize {
-        self.buckets[c / WAYS] as usize * WAYS + c % WAYS
+        self.bucket(c) * WAYS + c % WAYS
     }
 }
 
@@ -382,7 +392,7 @@ impl FlowCache {
         self.candidates(self.hash(id))
     }
 
-    /// The buckets and tag of `id`, with a prefetch of the buckets'
+    /// The buckets and tag of `id`, with a prefetch of the first bucket's
     /// bookkeeping. The hash is two folded 128-bit products of the flow's
     /// words, paired and keyed at random, then xored: a handful of cycles
     /// (it was five products, a quarter of the flow cache's instructions).
@@ -399,8 +409,11 @@ impl FlowCache {
             ^ mix(w[1] ^ w[5] ^ k[2], w[3] ^ w[4] ^ k[3]);
         let b0 = h as usize & self.mask;
         let b1 = (b0 ^ ((h >> 24) as usize | 1)) & self.mask;
+        // Only the first bucket's bookkeeping: flows fill their first
+        // bucket before their second, so at the loads a cache runs at
+        // nearly every flow is found there, and the second bucket's line
+        // is read only when the first has no candidate.
         prefetch(&self.meta[b0]);
-        prefetch(&self.meta[b1]);
         Loc {
             buckets: [b0 as u32, b1 as u32],
             tag: (h >> 48) as u16 | 1,
@@ -413,13 +426,12 @@ impl FlowCache {
     #[inline(always)]
     pub fn candidates(&self, loc: Loc) -> Loc {
         let [b0, b1] = loc.buckets.map(|b| b as usize);
-        let (m0, m1) = (&self.meta[b0], &self.meta[b1]);
         // Built in a register and written once with the rest: a 2-byte
         // store into a `Loc` read back whole just after stalled the
         // store's forwarding (about 15 % of the worker's samples).
-        let mut ways = m0.ways_tagged(loc.tag) | m1.ways_tagged(loc.tag) << WAYS;
-        if b1 == b0 {
-            ways &= (1 << WAYS) - 1;
+        let mut ways = self.meta[b0].ways_tagged(loc.tag);
+        if ways == 0 && b1 != b0 {
+            ways = self.meta[b1].ways_tagged(loc.tag) << WAYS;
         }
         let loc = Loc { ways, ..loc };
         if ways != 0 {
@@ -433,23 +445,40 @@ impl FlowCache {
     #[inline]
     pub fn probe(&mut self, loc: Loc, id: &FlowId) -> Option<Decision> {
         self.tick = self.tick.wrapping_add(1);
-        let mut ways = loc.ways;
+        let mut found = self.find(loc, loc.ways, id);
+        if found.is_none() && loc.ways < 1 << WAYS && loc.buckets[0] != loc.buckets[1] {
+            // The second bucket's tags were not read, the first bucket
+            // having candidates: they may all be other flows' (tags of
+            // the same 15 bits).
+            let ways = self.meta[loc.buckets[1] as usize].ways_tagged(loc.tag) << WAYS;
+            found = self.find(loc, ways, id);
+        }
+        let Some(c) = found else {
+            self.stats.misses += 1;
+            return None;
+        };
+        let (m, way) = (&mut self.meta[loc.bucket(c)], c % WAYS);
+        if m.epochs[way] == self.epoch {
+            m.stamps[way] = self.tick;
+            self.stats.hits += 1;
+            return Some(self.slots[loc.slot(c)].decision);
+        }
+        self.stats.stale += 1;
+        self.stats.misses += 1;
+        None
+    }
+
+    /// The first of the candidate `ways` (bits as in [`Loc`]) that holds
+    /// `id`.
+    #[inline(always)]
+    fn find(&self, loc: Loc, mut ways: u16, id: &FlowId) -> Option<usize> {
         while ways != 0 {
             let c = ways.trailing_zeros() as usize;
             ways &= ways - 1;
-            let s = &self.slots[loc.slot(c)];
-            if s.holds(id) {
-                let (m, way) = (&mut self.meta[loc.buckets[c / WAYS] as usize], c % WAYS);
-                if m.epochs[way] == self.epoch {
-                    m.stamps[way] = self.tick;
-                    self.stats.hits += 1;
-                    return Some(s.decision);
-                }
-                self.stats.stale += 1;
-                break;
+            if self.slots[loc.slot(c)].holds(id) {
+                return Some(c);
             }
         }
-        self.stats.misses += 1;
         None
     }
 
@@ -471,7 +500,7 @@ impl FlowCache {
         let mut victim = 0;
         let mut oldest = 0u16;
         for c in 0..choices {
-            let (m, way) = (&self.meta[loc.buckets[c / WAYS] as usize], c % WAYS);
+            let (m, way) = (&self.meta[loc.bucket(c)], c % WAYS);
             if m.tag(way) == loc.tag && self.slots[loc.slot(c)].holds(id) {
                 own = Some(c);
                 break;
@@ -497,7 +526,7 @@ impl FlowCache {
             }
         }
         let c = own.or(free).unwrap_or(victim);
-        let (m, way) = (&mut self.meta[loc.buckets[c / WAYS] as usize], c % WAYS);
+        let (m, way) = (&mut self.meta[loc.bucket(c)], c % WAYS);
         m.set_tag(way, loc.tag);
         m.epochs[way] = epoch;
         m.stamps[way] = tick;
@@ -587,6 +616,34 @@ mod tests {
         assert_eq!(c.probe(c.locate(&f), &f), Some(forward(4)));
         let s = c.stats();
         assert_eq!((s.hits, s.misses, s.stale), (2, 2, 1));
+    }
+
+    #[test]
+    fn a_flow_in_its_second_bucket_is_found_behind_a_tag_twin_in_its_first() {
+        // Two buckets. B's first bucket is full, one of its ways holding A,
+        // another flow with B's tag: B lands in its second bucket, whose
+        // tags a lookup reads only when the first bucket has no candidate.
+        // The probe must still find B there.
+        let mut c = FlowCache::new(2 * WAYS);
+        let ids: Vec<(FlowId, Loc)> = (0..200_000).map(|n| (id(n), c.hash(&id(n)))).collect();
+        let (b, lb) = ids[0];
+        let twin = ids[1..]
+            .iter()
+            .find(|(_, l)| l.buckets[0] == lb.buckets[0] && l.tag == lb.tag)
+            .expect("some flow shares B's first bucket and tag");
+        let others: Vec<_> = ids[1..]
+            .iter()
+            .filter(|(f, l)| l.buckets[0] == lb.buckets[0] && *f != twin.0)
+            .take(WAYS - 1)
+            .collect();
+        for (k, (f, _)) in std::iter::once(twin).chain(others).enumerate() {
+            c.fill(c.locate(f), f, forward(k as u32));
+        }
+        c.fill(c.locate(&b), &b, forward(9));
+        let loc = c.locate(&b);
+        assert!(loc.ways != 0 && loc.ways < 1 << WAYS, "{loc:?}");
+        assert_eq!(c.probe(loc, &b), Some(forward(9)));
+        assert_eq!(c.probe(c.locate(&twin.0), &twin.0), Some(forward(0)));
     }
 
     #[test]
