@@ -10,6 +10,9 @@
 //!
 //! `cargo run --release -p forwarder --example turns -- [CONFIG] [TURNS] [MODE] [WARM]`
 //! (defaults: examples/forwarder.toml, 100000, full, 100000).
+//! `TURNS_ROUTES=V4,V6` replaces the config's routes with that many
+//! generated IPv4 and IPv6 routes over its next hops, as `bench forward`'s
+//! full table does (its flows then go to those routes).
 use forwarder::pipeline::{Mode, Pipeline};
 use forwarder::port::{Burst, Port};
 use forwarder::tables::Tables;
@@ -26,7 +29,29 @@ fn main() {
         .get(3)
         .and_then(|s| Mode::parse(s))
         .unwrap_or(Mode::Full);
-    let cfg = config::load(std::path::Path::new(path)).unwrap_or_else(|e| panic!("{e}"));
+    let mut cfg = config::load(std::path::Path::new(path)).unwrap_or_else(|e| panic!("{e}"));
+    if let Ok(v) = std::env::var("TURNS_ROUTES") {
+        let (v4, v6) = v.split_once(',').expect("TURNS_ROUTES=V4,V6");
+        let hops = cfg.next_hops.len().max(1);
+        cfg.routes.clear();
+        for (f, n, v6) in [
+            (routecache::Family::V4, v4, false),
+            (routecache::Family::V6, v6, true),
+        ] {
+            let n = n.parse().expect("a number of routes");
+            for (i, (prefix, len)) in routecache::gen::prefixes(f, n, 0xf00d)
+                .into_iter()
+                .enumerate()
+            {
+                cfg.routes.push(config::RouteConfig {
+                    v6,
+                    prefix,
+                    len,
+                    via: config::Via::NextHop(i % hops),
+                });
+            }
+        }
+    }
     let tables = Tables::build(&cfg, 1).unwrap_or_else(|e| panic!("{e}"));
     let mut ports = forwarder::worker::open_ports(&cfg, 0).unwrap_or_else(|e| panic!("{e}"));
     let warm: u64 = args.get(4).and_then(|s| s.parse().ok()).unwrap_or(100_000);
