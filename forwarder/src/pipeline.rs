@@ -255,7 +255,7 @@ impl Pipeline {
         self.pending[..n].fill(false);
         match self.mode {
             Mode::Rewrite => self.rewrite_only(tables, burst, n),
-            Mode::Route => self.route(tables, burst, n, true),
+            Mode::Route => self.route(tables, burst, n),
             _ => {
                 // Packets the flow cache did not decide (all of them
                 // without it): when none, the sets and the FIB have
@@ -267,8 +267,10 @@ impl Pipeline {
                 };
                 if left > 0 {
                     self.classify(tables, burst, n);
+                    self.route(tables, burst, n);
+                } else {
+                    self.send_decided(tables, burst, n);
                 }
-                self.route(tables, burst, n, left > 0);
             }
         }
     }
@@ -486,15 +488,34 @@ impl Pipeline {
         }
     }
 
-    /// Routes the burst's packets (looking up the FIB only when `lookup`:
-    /// some packet is neither dropped nor decided by the flow cache),
-    /// rewrites them and lists them by egress port.
-    fn route(&mut self, tables: &Tables, burst: &mut Burst, n: usize, lookup: bool) {
-        let fib = &tables.fib;
-        if lookup {
-            self.lookup_routes(tables, n);
+    /// Rewrites and lists by egress port a burst whose every packet the
+    /// flow cache decided or the parse dropped (most bursts, with the
+    /// cache warm): [`Pipeline::route`] without its routing and its
+    /// stores into the cache, a loop small enough to stay in registers.
+    fn send_decided(&mut self, tables: &Tables, burst: &mut Burst, n: usize) {
+        let hops = tables.fib.targets().hops();
+        for i in 0..n {
+            let hop = match self.fate[i] {
+                Fate::Dropped(d) => Err(d),
+                _ => self.decisions[i].hop(),
+            };
+            send(
+                &mut self.out,
+                &mut self.counters,
+                hops,
+                burst,
+                &self.parsed,
+                i,
+                hop,
+            );
         }
-        let hops = fib.targets().hops();
+    }
+
+    /// Routes the burst's packets that the flow cache did not decide,
+    /// rewrites them (those it decided too) and lists them by egress port.
+    fn route(&mut self, tables: &Tables, burst: &mut Burst, n: usize) {
+        self.lookup_routes(tables, n);
+        let hops = tables.fib.targets().hops();
         for i in 0..n {
             let hop = match self.fate[i] {
                 Fate::Cached => self.decisions[i].hop(),
@@ -508,30 +529,50 @@ impl Pipeline {
             if let Fate::Dropped(d) = self.fate[i] {
                 self.decided(i, Err(d));
             }
-            // One check of the hop and its port for fresh and cached
-            // decisions alike (a hop on a port we lack is unknown to us).
-            let nh = hop.and_then(|h| match hops.get(h as usize) {
-                Some(nh) if (nh.port as usize) < self.out.len() => Ok(*nh),
-                _ => Err(Drop::UnknownNextHop),
-            });
-            let nh = match nh {
-                Ok(nh) => nh,
-                Err(d) => {
-                    self.counters.drops[d.index()] += 1;
-                    continue;
-                }
-            };
-            let p = &self.parsed[i];
-            let port = nh.port as usize;
-            match wire::rewrite(burst.frame_mut(i), p, nh.dst_mac, nh.src_mac) {
-                Ok(()) => {
-                    self.out[port].push(i as u8);
-                    self.counters.tx += 1;
-                }
-                Err(d) => self.counters.drops[d.index()] += 1,
-            }
+            send(
+                &mut self.out,
+                &mut self.counters,
+                hops,
+                burst,
+                &self.parsed,
+                i,
+                hop,
+            );
         }
     }
+}
+
+/// Rewrites frame `i` of `burst` (parsed as `parsed[i]`) towards its next
+/// hop (an index in `hops`) and lists it on the hop's port in `out`, or
+/// counts why it is dropped: one check of the hop and its port for fresh
+/// and cached decisions alike (a hop on a port we lack is unknown to us).
+#[inline(always)]
+fn send(
+    out: &mut [Vec<u8>],
+    counters: &mut Counters,
+    hops: &[routecache::NextHop],
+    burst: &mut Burst,
+    parsed: &[Parsed],
+    i: usize,
+    hop: Result<u32, Drop>,
+) {
+    let d = match hop {
+        Ok(h) => match hops.get(h as usize) {
+            Some(nh) if (nh.port as usize) < out.len() => {
+                match wire::rewrite(burst.frame_mut(i), &parsed[i], nh.dst_mac, nh.src_mac) {
+                    Ok(()) => {
+                        out[nh.port as usize].push(i as u8);
+                        counters.tx += 1;
+                        return;
+                    }
+                    Err(d) => d,
+                }
+            }
+            _ => Drop::UnknownNextHop,
+        },
+        Err(d) => d,
+    };
+    counters.drops[d.index()] += 1;
 }
 
 impl Pipeline {
