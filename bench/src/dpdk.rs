@@ -174,7 +174,7 @@ fn testpmd_mpps(eal: &[String], pcap: [&Path; 2], mode: &str, secs: u64) -> Resu
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .map_err(|e| format!("dpdk-testpmd (apt-get install dpdk): {e}"))?;
+        .map_err(|e| format!("dpdk-testpmd (Debian: apt-get install dpdk-dev): {e}"))?;
     // Its output is read meanwhile (a full pipe would stall it).
     let mut so = c.stdout.take().expect("piped");
     let mut se = c.stderr.take().expect("piped");
