@@ -272,6 +272,8 @@ mac = "02:00:00:00:00:02"
         let frames = port.frames();
         assert_eq!(frames.len(), 37);
         assert!(frames.iter().all(|f| f.len() == 100));
+        // Read back from the arena where they were laid: whole frames.
+        assert!(frames.iter().all(|f| crate::wire::parse(f).is_ok()));
         let v6 = frames.iter().filter(|f| f[12..14] == [0x86, 0xdd]).count();
         assert!(v6 > 0 && v6 < 37, "{v6} IPv6 frames of 37");
         let mut burst = Burst::new();
