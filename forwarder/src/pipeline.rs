@@ -499,15 +499,7 @@ impl Pipeline {
                 Fate::Dropped(d) => Err(d),
                 _ => self.decisions[i].hop(),
             };
-            send(
-                &mut self.out,
-                &mut self.counters,
-                hops,
-                burst,
-                &self.parsed,
-                i,
-                hop,
-            );
+            self.send(hops, burst, i, hop);
         }
     }
 
@@ -529,53 +521,44 @@ impl Pipeline {
             if let Fate::Dropped(d) = self.fate[i] {
                 self.decided(i, Err(d));
             }
-            send(
-                &mut self.out,
-                &mut self.counters,
-                hops,
-                burst,
-                &self.parsed,
-                i,
-                hop,
-            );
+            self.send(hops, burst, i, hop);
         }
     }
 }
 
-/// Rewrites frame `i` of `burst` (parsed as `parsed[i]`) towards its next
-/// hop (an index in `hops`) and lists it on the hop's port in `out`, or
-/// counts why it is dropped: one check of the hop and its port for fresh
-/// and cached decisions alike (a hop on a port we lack is unknown to us).
-#[inline(always)]
-fn send(
-    out: &mut [Vec<u8>],
-    counters: &mut Counters,
-    hops: &[routecache::NextHop],
-    burst: &mut Burst,
-    parsed: &[Parsed],
-    i: usize,
-    hop: Result<u32, Drop>,
-) {
-    let d = match hop {
-        Ok(h) => match hops.get(h as usize) {
-            Some(nh) if (nh.port as usize) < out.len() => {
-                match wire::rewrite(burst.frame_mut(i), &parsed[i], nh.dst_mac, nh.src_mac) {
-                    Ok(()) => {
-                        out[nh.port as usize].push(i as u8);
-                        counters.tx += 1;
-                        return;
-                    }
-                    Err(d) => d,
-                }
-            }
-            _ => Drop::UnknownNextHop,
-        },
-        Err(d) => d,
-    };
-    counters.drops[d.index()] += 1;
-}
-
 impl Pipeline {
+    /// Rewrites frame `i` of `burst` towards its next hop (an index in
+    /// `hops`) and lists it on the hop's port, or counts why it is
+    /// dropped: one check of the hop and its port for fresh and cached
+    /// decisions alike (a hop on a port we lack is unknown to us).
+    #[inline(always)]
+    fn send(
+        &mut self,
+        hops: &[routecache::NextHop],
+        burst: &mut Burst,
+        i: usize,
+        hop: Result<u32, Drop>,
+    ) {
+        let d = match hop {
+            Ok(h) => match hops.get(h as usize) {
+                Some(nh) if (nh.port as usize) < self.out.len() => {
+                    match wire::rewrite(burst.frame_mut(i), &self.parsed[i], nh.dst_mac, nh.src_mac)
+                    {
+                        Ok(()) => {
+                            self.out[nh.port as usize].push(i as u8);
+                            self.counters.tx += 1;
+                            return;
+                        }
+                        Err(d) => d,
+                    }
+                }
+                _ => Drop::UnknownNextHop,
+            },
+            Err(d) => d,
+        };
+        self.counters.drops[d.index()] += 1;
+    }
+
     /// The next hop of a routed packet (its target resolved, an ECMP
     /// group's member picked by the flow hash), as an index in the FIB's
     /// hops, or why it has none.
