@@ -10,13 +10,11 @@
 //! published counters: steady state, not thread start or cold caches.
 
 use crate::stats::median;
-use config::{Config, RouteConfig, Via};
+use config::Config;
 use forwarder::flowcache::FlowCacheConfig;
 use forwarder::pipeline::Mode;
 use forwarder::tables::Tables;
 use forwarder::worker::{self, Shared};
-use routecache::gen::prefixes;
-use routecache::Family;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -32,18 +30,7 @@ fn example() -> Config {
 /// The example with a full table: generated IPv4 and IPv6 routes over its
 /// next hops.
 fn with_full_table(mut cfg: Config, v4: usize, v6: usize) -> Config {
-    let hops = cfg.next_hops.len().max(1);
-    cfg.routes.clear();
-    for (f, n, v6) in [(Family::V4, v4, false), (Family::V6, v6, true)] {
-        for (i, (prefix, len)) in prefixes(f, n, 0xf00d).into_iter().enumerate() {
-            cfg.routes.push(RouteConfig {
-                v6,
-                prefix,
-                len,
-                via: Via::NextHop(i % hops),
-            });
-        }
-    }
+    forwarder::synthetic::full_table(&mut cfg, v4, v6);
     cfg
 }
 

@@ -32,25 +32,8 @@ fn main() {
     let mut cfg = config::load(std::path::Path::new(path)).unwrap_or_else(|e| panic!("{e}"));
     if let Ok(v) = std::env::var("TURNS_ROUTES") {
         let (v4, v6) = v.split_once(',').expect("TURNS_ROUTES=V4,V6");
-        let hops = cfg.next_hops.len().max(1);
-        cfg.routes.clear();
-        for (f, n, v6) in [
-            (routecache::Family::V4, v4, false),
-            (routecache::Family::V6, v6, true),
-        ] {
-            let n = n.parse().expect("a number of routes");
-            for (i, (prefix, len)) in routecache::gen::prefixes(f, n, 0xf00d)
-                .into_iter()
-                .enumerate()
-            {
-                cfg.routes.push(config::RouteConfig {
-                    v6,
-                    prefix,
-                    len,
-                    via: config::Via::NextHop(i % hops),
-                });
-            }
-        }
+        let n = |s: &str| s.parse().expect("a number of routes");
+        forwarder::synthetic::full_table(&mut cfg, n(v4), n(v6));
     }
     let tables = Tables::build(&cfg, 1).unwrap_or_else(|e| panic!("{e}"));
     let mut ports = forwarder::worker::open_ports(&cfg, 0).unwrap_or_else(|e| panic!("{e}"));

@@ -73,6 +73,31 @@ impl Options {
     }
 }
 
+/// Replaces `cfg`'s routes with a full table: `v4` IPv4 and `v6` IPv6
+/// generated routes (a fixed seed: the same table every time) over its
+/// next hops, in turn. What `bench forward` and `examples/turns` route
+/// in; synthetic ports then aim their flows at these routes.
+pub fn full_table(cfg: &mut Config, v4: usize, v6: usize) {
+    let hops = cfg.next_hops.len().max(1);
+    cfg.routes.clear();
+    for (f, n, v6) in [
+        (routecache::Family::V4, v4, false),
+        (routecache::Family::V6, v6, true),
+    ] {
+        for (i, (prefix, len)) in routecache::gen::prefixes(f, n, 0xf00d)
+            .into_iter()
+            .enumerate()
+        {
+            cfg.routes.push(config::RouteConfig {
+                v6,
+                prefix,
+                len,
+                via: config::Via::NextHop(i % hops),
+            });
+        }
+    }
+}
+
 /// One queue of a synthetic port.
 pub struct SyntheticPort {
     name: String,
