@@ -107,7 +107,10 @@ pub fn run_mode(
             }
             tot.0 += rx;
             tot.1 += tx;
-            line.push_str(&format!("  core {}: {}\n", i, rates(rx, tx, &drops)));
+            // Labelled by the core the worker is pinned to, as in the
+            // summary (not by its index: `cores = [1]` is core 1).
+            let core = cfg.forwarder.cores.get(i).copied().unwrap_or(i);
+            line.push_str(&format!("  core {core}: {}\n", rates(rx, tx, &drops)));
             last[i] = cur;
         }
         line.push_str(&format!("  total: {}\n", rates(tot.0, tot.1, &tot.2)));

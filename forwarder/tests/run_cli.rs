@@ -109,6 +109,44 @@ fn the_readme_default_runs() {
     assert!(out.contains("Mpps forwarded"), "{out}");
 }
 
+/// The once-a-second lines name the core each worker is pinned to, as
+/// the summary does: a single worker on core 1 is "core 1", not "core 0"
+/// (its index).
+#[test]
+fn rate_lines_name_the_workers_core() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let dir = std::env::temp_dir().join(format!("fwd-core-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let cfg = dir.join("c.toml");
+    let text = example("forwarder.toml")
+        .replace("cores = [0]", "cores = [1]")
+        .replace("\"sets/", &format!("\"{}/examples/sets/", root.display()));
+    assert!(text.contains("cores = [1]"));
+    std::fs::write(&cfg, text).unwrap();
+    let o = forwarder()
+        .args(["run", "--duration", "1s", "--config"])
+        .arg(&cfg)
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        o.status.success(),
+        "{out}\n{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let rates: Vec<&str> = out
+        .lines()
+        .filter(|l| l.starts_with("  core ") && l.contains("Mpps  tx"))
+        .collect();
+    assert!(!rates.is_empty(), "{out}");
+    assert!(rates.iter().all(|l| l.starts_with("  core 1: rx")), "{out}");
+    assert!(
+        out.contains("  core 1: rx ") && !out.contains("  core 0:"),
+        "{out}"
+    );
+    std::fs::remove_dir_all(dir).ok();
+}
+
 /// `examples/linux.toml` loads; a port's driver errors name where the port
 /// is declared: a bad option, and an interface this namespace lacks.
 #[test]
