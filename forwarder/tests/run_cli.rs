@@ -28,6 +28,23 @@ fn refused(cfg: &std::path::Path, text: &str) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
+/// Runs `forwarder run` on `cfg` for a second, expects it to succeed,
+/// and returns what it printed.
+fn ran(cfg: &std::path::Path) -> String {
+    let o = forwarder()
+        .args(["run", "--duration", "1s", "--config"])
+        .arg(cfg)
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert!(
+        o.status.success(),
+        "{out}\n{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    out
+}
+
 #[test]
 fn runs_forwards_and_verifies() {
     let dir = std::env::temp_dir().join(format!("fwd-run-{}", std::process::id()));
@@ -59,17 +76,7 @@ mac = "02:00:00:00:00:99"
 "#,
     )
     .unwrap();
-    let o = forwarder()
-        .args(["run", "--duration", "1s", "--config"])
-        .arg(&cfg)
-        .output()
-        .unwrap();
-    let out = String::from_utf8_lossy(&o.stdout);
-    assert!(
-        o.status.success(),
-        "{out}\n{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
+    let out = ran(&cfg);
     assert!(out.contains("core 0:") && out.contains("core 1:"), "{out}");
     assert!(out.contains("frames failing the port's check 0"), "{out}");
     let total = out
@@ -123,17 +130,7 @@ fn rate_lines_name_the_workers_core() {
         .replace("\"sets/", &format!("\"{}/examples/sets/", root.display()));
     assert!(text.contains("cores = [1]"));
     std::fs::write(&cfg, text).unwrap();
-    let o = forwarder()
-        .args(["run", "--duration", "1s", "--config"])
-        .arg(&cfg)
-        .output()
-        .unwrap();
-    let out = String::from_utf8_lossy(&o.stdout);
-    assert!(
-        o.status.success(),
-        "{out}\n{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
+    let out = ran(&cfg);
     let rates: Vec<&str> = out
         .lines()
         .filter(|l| l.starts_with("  core ") && l.contains("Mpps  tx"))
