@@ -150,12 +150,12 @@ fn forwarder_mpps(bin: &Path, cfg: &Path, mode: &str, secs: u64) -> Result<f64, 
     Ok(median(&mut tx))
 }
 
-/// Median per-second Mpps (TX, both ports) of testpmd in `mode`.
 /// Seconds testpmd may take to start forwarding (measured: about 3 s
 /// without huge pages on a 2-vCPU Zen 4 guest, where `secs + 1` seconds
 /// gave no rates at all).
 const TESTPMD_START_S: u64 = 5;
 
+/// Median per-second Mpps (TX, both ports) of testpmd in `mode`.
 fn testpmd_mpps(eal: &[String], pcap: [&Path; 2], mode: &str, secs: u64) -> Result<f64, String> {
     let mut c = Command::new("dpdk-testpmd")
         .args(eal)
