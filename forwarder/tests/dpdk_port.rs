@@ -1,0 +1,164 @@
+//! The DPDK port's receive filter and send paths, in process, on a
+//! `net_ring` device (what is sent on it comes back on its receive side,
+//! in order), against a reference: a frame is taken when it holds an
+//! Ethernet header and is addressed to the port's MAC or carries ARP;
+//! the others are counted as ignored. Whatever path a send takes (the
+//! received mbufs as they are, gathered in another order, or copies of
+//! frames in our own buffers), the same bytes come back.
+//!
+//! Its own test binary: the EAL is started once per process and released
+//! at the end.
+
+#[cfg(feature = "dpdk")]
+mod ring {
+    use forwarder::dpdk::DpdkPort;
+    use forwarder::port::{Burst, Port, MAX_BURST};
+    use routecache::gen::Rng;
+
+    const MAC: [u8; 6] = [2, 0, 0, 0, 0, 2];
+
+    fn port() -> DpdkPort {
+        let dir = std::env::temp_dir();
+        let text = format!(
+            r#"
+[forwarder]
+cores = [0]
+[[port]]
+name = "r"
+driver = "dpdk"
+mac = "02:00:00:00:00:02"
+[port.options]
+device = "net_ring7"
+eal = ["--no-huge", "-m", "256", "--no-pci", "--vdev", "net_ring7", "--file-prefix", "fwdport{}", "--log-level", "lib.eal:error"]
+mbufs = 4096
+"#,
+            std::process::id()
+        );
+        let cfg = config::parse("dpdk_port.toml", &text, &dir).unwrap();
+        DpdkPort::open(&cfg, 0, 0).unwrap()
+    }
+
+    /// A random frame of one of the kinds the filter tells apart.
+    fn frame(rng: &mut Rng) -> Vec<u8> {
+        let len = match rng.below(8) {
+            0 => rng.below(14) as usize,
+            1 => 14,
+            _ => 15 + rng.below(1500) as usize,
+        };
+        let mut f: Vec<u8> = (0..len).map(|_| rng.next_u64() as u8).collect();
+        if len >= 6 {
+            match rng.below(6) {
+                // Ours.
+                0 | 1 => f[..6].copy_from_slice(&MAC),
+                // Ours but one byte.
+                2 => {
+                    f[..6].copy_from_slice(&MAC);
+                    f[rng.below(6) as usize] ^= 1 << rng.below(8);
+                }
+                // Broadcast.
+                3 => f[..6].fill(0xff),
+                // Random.
+                _ => {}
+            }
+        }
+        if len >= 14 && rng.below(4) == 0 {
+            f[12..14].copy_from_slice(&[0x08, 0x06]);
+        }
+        f
+    }
+
+    fn wanted(f: &[u8]) -> bool {
+        f.len() >= 14 && (f[..6] == MAC || f[12..14] == [0x08, 0x06])
+    }
+
+    /// Receives until the `sent` frames came back, taken or ignored (the
+    /// ring gives back what was sent at once; a few polls are allowed),
+    /// and checks that `n` were taken.
+    fn receive(p: &mut DpdkPort, b: &mut Burst, sent: usize, n: usize) {
+        let seen = |p: &DpdkPort| {
+            let s = p.stats();
+            s.rx + s.rx_ignored + s.rx_truncated
+        };
+        let until = seen(p) + sent as u64;
+        b.clear();
+        for _ in 0..100 {
+            if seen(p) >= until {
+                break;
+            }
+            p.rx_burst(b, MAX_BURST);
+        }
+        assert_eq!(seen(p), until, "frames back");
+        assert_eq!(b.len(), n, "frames taken");
+    }
+
+    fn frames(b: &Burst) -> Vec<Vec<u8>> {
+        (0..b.len()).map(|i| b.frame(i).to_vec()).collect()
+    }
+
+    #[test]
+    fn the_filter_and_every_send_path_agree_with_the_reference() {
+        let mut p = port();
+        let mut rng = Rng(7);
+        let (mut out, mut back) = (Burst::new(), Burst::new());
+        let mut ignored = 0;
+        for round in 0..300 {
+            // Frames in our buffers: sent as copies.
+            out.clear();
+            let sent: Vec<Vec<u8>> = (0..1 + rng.below(MAX_BURST as u64))
+                .map(|_| frame(&mut rng))
+                .collect();
+            for f in &sent {
+                assert!(out.push(f));
+            }
+            let all: Vec<u8> = (0..out.len() as u8).collect();
+            assert_eq!(p.tx_burst(&mut out, &all), sent.len(), "round {round}");
+            let want: Vec<Vec<u8>> = sent.iter().filter(|f| wanted(f)).cloned().collect();
+            ignored += sent.len() - want.len();
+            receive(&mut p, &mut back, sent.len(), want.len());
+            assert_eq!(frames(&back), want, "round {round}: the filter");
+            assert_eq!(p.stats().rx_ignored, ignored as u64, "round {round}");
+            let n = back.len();
+            if n == 0 {
+                continue;
+            }
+            // The received mbufs sent back: in order (handed to the
+            // device as they are), in some other order (gathered), or with
+            // one listed twice (the second a copy).
+            let which: Vec<u8> = match round % 3 {
+                0 => (0..n as u8).collect(),
+                1 => (0..n as u8).rev().collect(),
+                _ => {
+                    let mut w: Vec<u8> = (0..n as u8).collect();
+                    if n < MAX_BURST {
+                        w.push(rng.below(n as u64) as u8);
+                    }
+                    w
+                }
+            };
+            let expect: Vec<Vec<u8>> = which
+                .iter()
+                .map(|&i| back.frame(i as usize).to_vec())
+                .collect();
+            let before = p.stats();
+            assert_eq!(p.tx_burst(&mut back, &which), which.len(), "round {round}");
+            let after = p.stats();
+            assert_eq!(after.tx - before.tx, which.len() as u64);
+            assert_eq!(
+                after.tx_bytes - before.tx_bytes,
+                expect.iter().map(|f| f.len() as u64).sum::<u64>(),
+                "round {round}: bytes sent"
+            );
+            // Every mbuf went to the device: nothing is left to free.
+            assert!(back.handles().iter().all(|&h| h == 0), "round {round}");
+            p.release(&mut back);
+            let mut again = Burst::new();
+            receive(&mut p, &mut again, which.len(), which.len());
+            assert_eq!(frames(&again), expect, "round {round}: sent back");
+            p.release(&mut again);
+        }
+        assert!(ignored > 1000, "{ignored} ignored");
+        assert_eq!(p.stats().rx_truncated, 0);
+        drop(p);
+        forwarder::dpdk::shutdown();
+    }
+}
