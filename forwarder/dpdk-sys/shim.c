@@ -47,50 +47,67 @@ int fwd_errno(void)
 	return rte_errno;
 }
 
+/* Frames that need a second look: chained, short, or not for our MAC. */
+static int fwd_rx_odd(const struct rte_mbuf *m, const uint8_t *p, uint64_t *segmented,
+		      uint64_t *ignored)
+{
+	uint16_t type;
+
+	if (m->nb_segs != 1) {
+		*segmented += 1;
+		return 0;
+	}
+	if (m->data_len < 14) {
+		*ignored += 1;
+		return 0;
+	}
+	/* ARP (0x0806, big-endian on the wire) is kept for any MAC. */
+	memcpy(&type, p + 12, 2);
+	if (type != rte_cpu_to_be_16(0x0806)) {
+		*ignored += 1;
+		return 0;
+	}
+	return 1;
+}
+
 uint16_t fwd_rx_burst_for(uint16_t port, uint16_t queue, uint16_t n, const uint8_t *mac,
 			  uintptr_t *handles, uint8_t **data, uint16_t *len,
 			  uint64_t *segmented, uint64_t *ignored)
 {
 	struct rte_mbuf **pkts = (struct rte_mbuf **)handles;
 	struct rte_mbuf *drop[FWD_MAX_BURST];
-	uint32_t mac_lo;
-	uint16_t mac_hi;
-	uint16_t r, k = 0, d = 0;
+	uint64_t want = 0, mask = 0;
+	unsigned int r, i, k = 0, d = 0;
 
 	if (n > FWD_MAX_BURST)
 		n = FWD_MAX_BURST;
-	memcpy(&mac_lo, mac, 4);
-	memcpy(&mac_hi, mac + 4, 2);
+	memcpy(&want, mac, 6);
+	/* The first 6 bytes of 8, whatever the byte order. */
+	memset(&mask, 0xff, 6);
 	r = rte_eth_rx_burst(port, queue, pkts, n);
-	for (uint16_t i = 0; i < r; i++) {
+	for (i = 0; i < r; i++) {
 		struct rte_mbuf *m = pkts[i];
 		uint8_t *p = rte_pktmbuf_mtod(m, uint8_t *);
-		uint32_t lo;
-		uint16_t hi, type;
+		uint16_t dl = m->data_len;
+		uint64_t dst;
 
-		if (m->nb_segs != 1) {
-			*segmented += 1;
+		/* One test for the usual frame: one segment, an Ethernet
+		 * header, our MAC (the first 6 of 8 bytes read: a frame of
+		 * 14 bytes or more has them). */
+		if (unlikely((m->nb_segs != 1) | (dl < 14))) {
+			fwd_rx_odd(m, p, segmented, ignored);
 			drop[d++] = m;
 			continue;
 		}
-		if (m->data_len < 14) {
-			*ignored += 1;
-			drop[d++] = m;
-			continue;
-		}
-		memcpy(&lo, p, 4);
-		memcpy(&hi, p + 4, 2);
-		memcpy(&type, p + 12, 2);
-		/* Ours, or ARP (0x0806, big-endian on the wire). */
-		if (((lo ^ mac_lo) | (uint32_t)(hi ^ mac_hi)) != 0 &&
-		    type != rte_cpu_to_be_16(0x0806)) {
-			*ignored += 1;
+		memcpy(&dst, p, 8);
+		if (unlikely(((dst ^ want) & mask) != 0) &&
+		    !fwd_rx_odd(m, p, segmented, ignored)) {
 			drop[d++] = m;
 			continue;
 		}
 		pkts[k] = m;
 		data[k] = p;
-		len[k] = m->data_len;
+		len[k] = dl;
 		k++;
 	}
 	if (d > 0)
