@@ -125,6 +125,24 @@ int32_t fwd_tx_burst_handles(uint16_t port, uint16_t queue, uintptr_t *handles,
 
 	if (n > FWD_MAX_BURST)
 		return -1;
+	/* Every frame of the burst in order, each in an mbuf (io mode, or a
+	 * burst that all goes out of one port): the handle array is the
+	 * device's mbuf array as it is, no gather. */
+	if (n == count) {
+		unsigned int off = 0, zero = 0;
+		for (k = 0; k < n; k++) {
+			off |= which[k] ^ k;
+			zero |= handles[k] == 0;
+		}
+		if ((off | zero) == 0) {
+			sent = rte_eth_tx_burst(port, queue, (struct rte_mbuf **)handles, n);
+			for (k = 0; k < sent; k++)
+				b += len[k];
+			memset(handles, 0, sent * sizeof(*handles));
+			*bytes += b;
+			return sent;
+		}
+	}
 	/* Each handle is taken as it is gathered: a frame listed twice
 	 * finds 0 the second time. */
 	for (k = 0; k < n; k++) {

@@ -25,7 +25,8 @@ uint16_t fwd_rx_burst_for(uint16_t port, uint16_t queue, uint16_t n, const uint8
  * zeroed and len[which[k]] added to *bytes. Returns how many were sent,
  * or -1, sending nothing and leaving the handles as they were, when an
  * index is out of range or listed twice, a handle is 0 (a frame not in
- * an mbuf), or n is too large. */
+ * an mbuf), or n is too large. When which is 0, 1, ..., count - 1 the
+ * handle array goes to the device as it is, with no gather. */
 int32_t fwd_tx_burst_handles(uint16_t port, uint16_t queue, uintptr_t *handles,
 			     const uint16_t *len, uint16_t count, const uint8_t *which,
 			     uint16_t n, uint64_t *bytes);
