@@ -284,17 +284,31 @@ impl Pipeline {
         let mut macs = [0u8; 12];
         macs[..6].copy_from_slice(&nh.dst_mac);
         macs[6..].copy_from_slice(&nh.src_mac);
-        let out = &mut self.out[nh.port as usize];
-        for i in 0..n {
-            let f = burst.frame_mut(i);
-            if f.len() >= 14 {
-                f[..12].copy_from_slice(&macs);
-                out.push(i as u8);
-            } else {
-                self.counters.drops[Drop::Truncated.index()] += 1;
+        // The sent frames' indices gathered in a local array and the
+        // truncated ones counted in a local, both appended once: pushed
+        // one by one, the list's length and capacity were loaded and
+        // stored around every frame's write (about 30 instructions a
+        // frame for the whole loop, callgrind).
+        let (mut sent, mut k, mut short) = ([0u8; MAX_BURST], 0, 0);
+        for i in 0..n.min(MAX_BURST) {
+            match burst.frame_mut(i).get_mut(..14) {
+                Some(h) => {
+                    h[..12].copy_from_slice(&macs);
+                    sent[k] = i as u8;
+                    k += 1;
+                }
+                None => short += 1,
             }
         }
-        self.counters.tx += out.len() as u64;
+        self.counters.drops[Drop::Truncated.index()] += short;
+        match self.out.get_mut(nh.port as usize) {
+            Some(o) => {
+                o.extend_from_slice(&sent[..k]);
+                self.counters.tx += k as u64;
+            }
+            // A hop on a port this pipeline lacks: as `send` counts it.
+            None => self.counters.drops[Drop::UnknownNextHop.index()] += k as u64,
+        }
     }
 
     /// Every parsed frame rewritten towards the first next hop.
