@@ -165,4 +165,13 @@ fn mac_mode_sets_macs_and_nothing_else() {
     assert_eq!(p.counters.drops[Drop::Truncated.index()], 1);
     assert_eq!(Mode::parse("mac"), Some(Mode::Mac));
     assert_eq!(Mode::Mac.name(), "mac");
+    // A pipeline without the hop's port (one egress port, the hop on the
+    // second): counted, not a panic.
+    let mut p = Pipeline::with_mode(&t, 1, Mode::Mac);
+    let mut b = Burst::new();
+    b.push(&v4);
+    p.process(&t, &mut b);
+    assert!(p.out[0].is_empty());
+    assert_eq!(p.counters.tx, 0);
+    assert_eq!(p.counters.drops[Drop::UnknownNextHop.index()], 1);
 }
