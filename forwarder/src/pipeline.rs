@@ -316,7 +316,9 @@ impl Pipeline {
         let Some(nh) = tables.fib.targets().hops().first().copied() else {
             return;
         };
-        for i in 0..n {
+        // As in `rewrite_macs`: the sent frames gathered locally.
+        let (mut sent, mut k) = ([0u8; MAX_BURST], 0);
+        for i in 0..n.min(MAX_BURST) {
             if let Fate::Dropped(d) = self.fate[i] {
                 self.counters.drops[d.index()] += 1;
                 continue;
@@ -324,11 +326,18 @@ impl Pipeline {
             let p = &self.parsed[i];
             match wire::rewrite(burst.frame_mut(i), p, nh.dst_mac, nh.src_mac) {
                 Ok(()) => {
-                    self.out[nh.port as usize].push(i as u8);
-                    self.counters.tx += 1;
+                    sent[k] = i as u8;
+                    k += 1;
                 }
                 Err(d) => self.counters.drops[d.index()] += 1,
             }
+        }
+        match self.out.get_mut(nh.port as usize) {
+            Some(o) => {
+                o.extend_from_slice(&sent[..k]);
+                self.counters.tx += k as u64;
+            }
+            None => self.counters.drops[Drop::UnknownNextHop.index()] += k as u64,
         }
     }
 

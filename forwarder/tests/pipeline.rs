@@ -175,3 +175,46 @@ fn mac_mode_sets_macs_and_nothing_else() {
     assert_eq!(p.counters.tx, 0);
     assert_eq!(p.counters.drops[Drop::UnknownNextHop.index()], 1);
 }
+
+/// `--mode rewrite`: every frame that parses is rewritten towards the
+/// first next hop (MACs, TTL - 1, checksum) whatever its destination, no
+/// set or route consulted; what does not parse or has no TTL left is
+/// dropped for its reason. Without the hop's port: counted, no panic.
+#[test]
+fn rewrite_mode_rewrites_every_parsed_frame_towards_the_first_hop() {
+    use forwarder::pipeline::Mode;
+    let (t, _) = setup();
+    let frames = [
+        ipv4(0xc000_0201, 0xc633_6407, 64, L4::Tcp(999, 22), 0), // 0 a blocked flow: sent
+        ipv4(0xc000_0201, 0xc000_0299, 64, L4::Udp(9, 6005), 0), // 1 no route: sent
+        ipv4(0xc000_0201, 0xc633_6407, 1, L4::Udp(9, 80), 0),    // 2 ttl expired
+        ipv6(1, 0x2001_0db8_0001u128 << 80 | 2, 9, L4::Udp(5, 53), 0), // 3 sent
+        vec![0u8; 10],                                           // 4 truncated
+    ];
+    let mut p = Pipeline::with_mode(&t, 2, Mode::Rewrite);
+    let mut b = Burst::new();
+    for f in &frames {
+        assert!(b.push(f));
+    }
+    p.process(&t, &mut b);
+    assert_eq!(p.out[1], vec![0, 1, 3]);
+    assert!(p.out[0].is_empty());
+    for i in [0, 1, 3] {
+        let f = b.frame(i);
+        assert_eq!(&f[0..6], &[2, 0, 0, 0, 0x0a, 1]);
+        assert_eq!(&f[6..12], &[2, 0, 0, 0, 0, 2]);
+    }
+    assert_eq!(parse(b.frame(0)).unwrap().ttl, 63);
+    assert_eq!(checksum(&b.frame(1)[14..34]), 0);
+    assert_eq!(parse(b.frame(3)).unwrap().ttl, 8);
+    assert_eq!(p.counters.tx, 3);
+    assert_eq!(p.counters.drops[Drop::TtlExpired.index()], 1);
+    assert_eq!(p.counters.drops[Drop::Truncated.index()], 1);
+    let mut p = Pipeline::with_mode(&t, 1, Mode::Rewrite);
+    let mut b = Burst::new();
+    b.push(&frames[1]);
+    p.process(&t, &mut b);
+    assert!(p.out[0].is_empty());
+    assert_eq!(p.counters.tx, 0);
+    assert_eq!(p.counters.drops[Drop::UnknownNextHop.index()], 1);
+}
