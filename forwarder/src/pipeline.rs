@@ -301,13 +301,19 @@ impl Pipeline {
             }
         }
         self.counters.drops[Drop::Truncated.index()] += short;
-        match self.out.get_mut(nh.port as usize) {
+        self.list_sent(nh.port, &sent[..k]);
+    }
+
+    /// Lists the frames `sent` on egress port `port` and counts them as
+    /// sent, or, for a port this pipeline lacks, as dropped for want of a
+    /// next hop (as `send` counts such a hop).
+    fn list_sent(&mut self, port: u16, sent: &[u8]) {
+        match self.out.get_mut(port as usize) {
             Some(o) => {
-                o.extend_from_slice(&sent[..k]);
-                self.counters.tx += k as u64;
+                o.extend_from_slice(sent);
+                self.counters.tx += sent.len() as u64;
             }
-            // A hop on a port this pipeline lacks: as `send` counts it.
-            None => self.counters.drops[Drop::UnknownNextHop.index()] += k as u64,
+            None => self.counters.drops[Drop::UnknownNextHop.index()] += sent.len() as u64,
         }
     }
 
@@ -332,13 +338,7 @@ impl Pipeline {
                 Err(d) => self.counters.drops[d.index()] += 1,
             }
         }
-        match self.out.get_mut(nh.port as usize) {
-            Some(o) => {
-                o.extend_from_slice(&sent[..k]);
-                self.counters.tx += k as u64;
-            }
-            None => self.counters.drops[Drop::UnknownNextHop.index()] += k as u64,
-        }
+        self.list_sent(nh.port, &sent[..k]);
     }
 
     /// Looks every parsed packet's flow up in the flow cache: a hit takes
