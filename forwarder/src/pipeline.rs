@@ -284,37 +284,21 @@ impl Pipeline {
         let mut macs = [0u8; 12];
         macs[..6].copy_from_slice(&nh.dst_mac);
         macs[6..].copy_from_slice(&nh.src_mac);
-        // The sent frames' indices gathered in a local array and the
-        // truncated ones counted in a local, both appended once: pushed
-        // one by one, the list's length and capacity were loaded and
-        // stored around every frame's write (about 30 instructions a
-        // frame for the whole loop, callgrind).
-        let (mut sent, mut k, mut short) = ([0u8; MAX_BURST], 0, 0);
-        for i in 0..n.min(MAX_BURST) {
-            match burst.frame_mut(i).get_mut(..14) {
-                Some(h) => {
-                    h[..12].copy_from_slice(&macs);
-                    sent[k] = i as u8;
-                    k += 1;
-                }
-                None => short += 1,
+        let Some(out) = self.out.get_mut(nh.port as usize) else {
+            // A hop on a port this pipeline lacks: as `send` counts it.
+            self.counters.drops[Drop::UnknownNextHop.index()] += n as u64;
+            return;
+        };
+        for i in 0..n {
+            let f = burst.frame_mut(i);
+            if f.len() >= 14 {
+                f[..12].copy_from_slice(&macs);
+                out.push(i as u8);
+            } else {
+                self.counters.drops[Drop::Truncated.index()] += 1;
             }
         }
-        self.counters.drops[Drop::Truncated.index()] += short;
-        self.list_sent(nh.port, &sent[..k]);
-    }
-
-    /// Lists the frames `sent` on egress port `port` and counts them as
-    /// sent, or, for a port this pipeline lacks, as dropped for want of a
-    /// next hop (as `send` counts such a hop).
-    fn list_sent(&mut self, port: u16, sent: &[u8]) {
-        match self.out.get_mut(port as usize) {
-            Some(o) => {
-                o.extend_from_slice(sent);
-                self.counters.tx += sent.len() as u64;
-            }
-            None => self.counters.drops[Drop::UnknownNextHop.index()] += sent.len() as u64,
-        }
+        self.counters.tx += out.len() as u64;
     }
 
     /// Every parsed frame rewritten towards the first next hop.
@@ -322,9 +306,12 @@ impl Pipeline {
         let Some(nh) = tables.fib.targets().hops().first().copied() else {
             return;
         };
-        // As in `rewrite_macs`: the sent frames gathered locally.
-        let (mut sent, mut k) = ([0u8; MAX_BURST], 0);
-        for i in 0..n.min(MAX_BURST) {
+        let Some(out) = self.out.get_mut(nh.port as usize) else {
+            // As in `rewrite_macs`.
+            self.counters.drops[Drop::UnknownNextHop.index()] += n as u64;
+            return;
+        };
+        for i in 0..n {
             if let Fate::Dropped(d) = self.fate[i] {
                 self.counters.drops[d.index()] += 1;
                 continue;
@@ -332,13 +319,12 @@ impl Pipeline {
             let p = &self.parsed[i];
             match wire::rewrite(burst.frame_mut(i), p, nh.dst_mac, nh.src_mac) {
                 Ok(()) => {
-                    sent[k] = i as u8;
-                    k += 1;
+                    out.push(i as u8);
+                    self.counters.tx += 1;
                 }
                 Err(d) => self.counters.drops[d.index()] += 1,
             }
         }
-        self.list_sent(nh.port, &sent[..k]);
     }
 
     /// Looks every parsed packet's flow up in the flow cache: a hit takes
