@@ -8,8 +8,10 @@
 //! transport header was complete, and the Ethernet addresses (sets may
 //! match them). Packets equal in all of these are judged alike by every
 //! set and every route, and an ECMP group picks their member from the same
-//! 5-tuple hash, so the decision can be reused as is. TTL, checksums and
-//! lengths are not part of it: rewriting still runs on every packet.
+//! 5-tuple hash, so the decision can be reused as is. Checksums and
+//! lengths are not part of it, and the TTL only for speed (see
+//! [`FlowId::of`]): rewriting, and the TTL's check, still run on every
+//! packet.
 //!
 //! Like the dst cache it has no locks and no timers: a static table of
 //! 4-way buckets, hashed with a per-process random key; a flow may live
@@ -26,7 +28,7 @@
 //! and when too few lookups hit the cache stands aside for a while
 //! ([`FlowCache::take_burst`]): `bench forward` measured where it pays.
 
-use crate::wire::{Drop, Parsed, L3};
+use crate::wire::{Drop, Parsed};
 use routecache::pages::prefetch;
 
 /// Ways per bucket.
@@ -41,8 +43,8 @@ pub const MAX_SETS: usize = 16;
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct FlowId {
     /// Source (2 words), destination (2 words); source port, destination
-    /// port, protocol and flags (bit 0: IPv6, bit 1: transport header
-    /// complete); the first 8 bytes of the MACs.
+    /// port, protocol, transport header complete, family and TTL, a byte
+    /// or two each from the lowest; the first 8 bytes of the MACs.
     w: [u64; 6],
     /// The last 4 bytes of the MACs.
     m: u32,
@@ -50,9 +52,13 @@ pub struct FlowId {
 
 impl FlowId {
     /// The flow of a parsed frame.
+    ///
+    /// The TTL is part of the key only because it shares the word with
+    /// the ports (the word is then one load of [`Parsed`]'s fields, in
+    /// their order): no decision depends on it, so a flow whose TTL
+    /// changes takes one more entry, never a wrong decision.
     #[inline(always)]
     pub fn of(p: &Parsed, frame: &[u8]) -> FlowId {
-        let flags = (p.l3 == L3::V6) as u64 | (p.l4_ok as u64) << 1;
         let (mut a, mut b) = ([0u8; 8], [0u8; 4]);
         if let Some(m) = frame.get(..12) {
             a.copy_from_slice(&m[..8]);
@@ -64,7 +70,12 @@ impl FlowId {
                 (p.src >> 64) as u64,
                 p.dst as u64,
                 (p.dst >> 64) as u64,
-                (p.sport as u64) << 48 | (p.dport as u64) << 32 | (p.proto as u64) << 8 | flags,
+                p.sport as u64
+                    | (p.dport as u64) << 16
+                    | (p.proto as u64) << 32
+                    | (p.l4_ok as u64) << 40
+                    | (p.l3 as u64) << 48
+                    | (p.ttl as u64) << 56,
                 u64::from_ne_bytes(a),
             ],
             m: u32::from_ne_bytes(b),
@@ -217,7 +228,10 @@ impl Loc {
     /// The bucket of candidate `c` (0-7).
     #[inline(always)]
     fn bucket(&self, c: usize) -> usize {
-        self.buckets[(c / WAYS) & 1] as usize
+        // A select, not an index: indexing the pair kept the `Loc` on the
+        // stack to load from it.
+        let [b0, b1] = self.buckets;
+        (if c < WAYS { b0 } else { b1 }) as usize
     }
 
     /// The entry index of candidate `c` (0-7).
@@ -351,6 +365,7 @@ impl FlowCache {
     #[inline]
     pub fn take_burst(&mut self, n: usize) -> bool {
         if self.aside == 0 {
+            self.tick = self.tick.wrapping_add(1);
             return true;
         }
         self.aside = self.aside.saturating_sub(n as u32);
@@ -358,9 +373,13 @@ impl FlowCache {
         false
     }
 
-    /// Accounts a burst's lookups and hits to the current window.
+    /// Accounts a burst's lookups and hits (by
+    /// [`FlowCache::probe_in_burst`]) to the counters and to the current
+    /// window.
     #[inline]
     pub fn account(&mut self, lookups: u32, hits: u32) {
+        self.stats.hits += hits as u64;
+        self.stats.misses += (lookups - hits) as u64;
         let (l, h) = (self.window.0 + lookups, self.window.1 + hits);
         if l < WINDOW {
             self.window = (l, h);
@@ -441,10 +460,25 @@ impl FlowCache {
     }
 
     /// The decision stored for `id` (located at `loc`), if filled in the
-    /// current epoch.
-    #[inline]
+    /// current epoch: one lookup, counted, its own tick of the clock that
+    /// ages entries. A burst's lookups use [`FlowCache::probe_in_burst`].
     pub fn probe(&mut self, loc: Loc, id: &FlowId) -> Option<Decision> {
         self.tick = self.tick.wrapping_add(1);
+        let d = self.probe_in_burst(loc, id);
+        match d {
+            Some(_) => self.stats.hits += 1,
+            None => self.stats.misses += 1,
+        }
+        d
+    }
+
+    /// [`FlowCache::probe`] for one packet of a burst that
+    /// [`FlowCache::take_burst`] let in: the burst's lookups share one
+    /// tick (entries age by bursts), and [`FlowCache::account`] counts
+    /// its hits and misses once. Per packet, that clock and those counters
+    /// were a load and a store each, chained from one packet to the next.
+    #[inline(always)]
+    pub fn probe_in_burst(&mut self, loc: Loc, id: &FlowId) -> Option<Decision> {
         let mut found = self.find(loc, loc.ways, id);
         if found.is_none() && loc.ways < 1 << WAYS && loc.buckets[0] != loc.buckets[1] {
             // The second bucket's tags were not read, the first bucket
@@ -453,18 +487,13 @@ impl FlowCache {
             let ways = self.meta[loc.buckets[1] as usize].ways_tagged(loc.tag) << WAYS;
             found = self.find(loc, ways, id);
         }
-        let Some(c) = found else {
-            self.stats.misses += 1;
-            return None;
-        };
+        let c = found?;
         let (m, way) = (&mut self.meta[loc.bucket(c)], c % WAYS);
         if m.epochs[way] == self.epoch {
             m.stamps[way] = self.tick;
-            self.stats.hits += 1;
             return Some(self.slots[loc.slot(c)].decision);
         }
         self.stats.stale += 1;
-        self.stats.misses += 1;
         None
     }
 

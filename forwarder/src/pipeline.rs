@@ -359,7 +359,7 @@ impl Pipeline {
                 continue;
             }
             lookups += 1;
-            match flows.probe(self.flow_locs[i], &self.flow_ids[i]) {
+            match flows.probe_in_burst(self.flow_locs[i], &self.flow_ids[i]) {
                 Some(d) => {
                     hits += 1;
                     self.fate[i] = Fate::Cached;

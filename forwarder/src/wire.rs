@@ -107,6 +107,7 @@ impl Drop {
 
 /// The network layer of a parsed frame.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[repr(u8)]
 pub enum L3 {
     /// IPv4 (addresses in the low 32 bits).
     #[default]
@@ -116,30 +117,37 @@ pub enum L3 {
 }
 
 /// What the pipeline needs of one frame, read once.
+///
+/// Laid out in a fixed order (`repr(C)`): the ports, protocol, transport
+/// flag, family and TTL are the eight bytes after the addresses, so that
+/// the flow cache's key reads them as one word
+/// ([`crate::flowcache::FlowId::of`]) instead of assembling it from six
+/// loads and shifts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[repr(C)]
 pub struct Parsed {
-    /// IPv4 or IPv6.
-    pub l3: L3,
-    /// Offset of the IP header.
-    pub l3_off: u16,
-    /// Offset of the transport header (may equal the frame's length when
-    /// there is none).
-    pub l4_off: u16,
     /// Source address (IPv4 in the low 32 bits).
     pub src: u128,
     /// Destination address.
     pub dst: u128,
-    /// The transport protocol (after IPv6 extension headers).
-    pub proto: u8,
-    /// TTL or hop limit.
-    pub ttl: u8,
     /// TCP/UDP/SCTP source port; ICMP type in the high byte and code in
     /// the low one; 0 otherwise.
     pub sport: u16,
     /// TCP/UDP/SCTP destination port; 0 otherwise.
     pub dport: u16,
+    /// The transport protocol (after IPv6 extension headers).
+    pub proto: u8,
     /// Whether the transport header was complete (ports are valid).
     pub l4_ok: bool,
+    /// IPv4 or IPv6.
+    pub l3: L3,
+    /// TTL or hop limit.
+    pub ttl: u8,
+    /// Offset of the IP header.
+    pub l3_off: u16,
+    /// Offset of the transport header (may equal the frame's length when
+    /// there is none).
+    pub l4_off: u16,
 }
 
 #[inline(always)]
