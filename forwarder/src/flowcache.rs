@@ -19,11 +19,14 @@
 //! with one choice left 4-5 % of the flows without room, two leave
 //! almost none). A flow fills its first bucket before its second, so a
 //! lookup reads the second bucket's tags only when the first has no
-//! candidate, or none of its candidates is the flow: one line of
-//! bookkeeping per lookup, not two. Least recently used replacement, and
-//! lazy invalidation: every entry carries the epoch
-//! of the snapshot it was filled under, and a new snapshot starts a new
-//! epoch, so a reload makes every entry stale at once without touching it.
+//! candidate, or none of its candidates is the flow. The buckets' tags
+//! are a table of their own, eight buckets a cache line (32 KiB for
+//! 16,384 entries, about what a core's first-level cache holds); a hit
+//! reads its bucket's tags and its entry's line, nothing else. Least
+//! recently used replacement, and lazy invalidation: every entry carries
+//! the epoch of the snapshot it was filled under, and a new snapshot
+//! starts a new epoch, so a reload makes every entry stale at once without
+//! touching it.
 //! A missed flow is stored one time in [`FlowCacheConfig::insert_one_in`],
 //! and when too few lookups hit the cache stands aside for a while
 //! ([`FlowCache::take_burst`]): `bench forward` measured where it pays.
@@ -125,13 +128,18 @@ impl Decision {
     }
 }
 
-/// One entry's flow and decision: a cache line.
+/// One entry: its flow, its decision, the epoch it was filled in and the
+/// burst tick of its last use (16 bits: least recently used among the
+/// last 65,536 bursts). A cache line; a hit checks the epoch and stamps
+/// the use in the line it has just compared, instead of in a second one.
 #[derive(Clone, Copy, Default)]
 #[repr(C, align(64))]
 struct Slot {
     w: [u64; 6],
     m: u32,
     decision: Decision,
+    epoch: u16,
+    stamp: u16,
 }
 
 const _: () = assert!(std::mem::size_of::<Slot>() == 64);
@@ -148,20 +156,16 @@ impl Slot {
     }
 }
 
-/// A bucket's bookkeeping, apart from its entries: per way the tag (15
-/// bits of the flow's hash, never 0; 0: empty), the epoch it was filled
-/// in, and the probe tick of its last use (16 bits: least recently used
-/// among the last 65,536 probes). Locating a flow, picking a victim and
-/// aging read this alone (two buckets a cache line); an entry's line is
-/// touched only when its tag matches, or to be written.
+/// A bucket's tags, apart from its entries: per way 15 bits of the flow's
+/// hash, never 0 (0: empty). Locating a flow reads this alone; an entry's
+/// line is touched only when its tag matches, to pick a victim for a
+/// stored miss, or to be written.
 #[derive(Clone, Copy, Default)]
-#[repr(C, align(32))]
+#[repr(C, align(8))]
 struct Meta {
     /// The ways' tags, 16 bits each, way 0 in the low bits: one word, so
     /// that finding the ways with a given tag is a few word operations.
     tags: u64,
-    epochs: [u16; WAYS],
-    stamps: [u16; WAYS],
 }
 
 impl Meta {
@@ -488,10 +492,10 @@ impl FlowCache {
             found = self.find(loc, ways, id);
         }
         let c = found?;
-        let (m, way) = (&mut self.meta[loc.bucket(c)], c % WAYS);
-        if m.epochs[way] == self.epoch {
-            m.stamps[way] = self.tick;
-            return Some(self.slots[loc.slot(c)].decision);
+        let s = &mut self.slots[loc.slot(c)];
+        if s.epoch == self.epoch {
+            s.stamp = self.tick;
+            return Some(s.decision);
         }
         self.stats.stale += 1;
         None
@@ -518,32 +522,12 @@ impl FlowCache {
     /// one.
     #[inline]
     pub fn fill(&mut self, loc: Loc, id: &FlowId, decision: Decision) {
-        let (tick, epoch) = (self.tick, self.epoch);
-        let choices = if loc.buckets[0] == loc.buckets[1] {
-            WAYS
-        } else {
-            2 * WAYS
-        };
-        let mut own = None;
-        let mut free = None;
-        let mut victim = 0;
-        let mut oldest = 0u16;
-        for c in 0..choices {
-            let (m, way) = (&self.meta[loc.bucket(c)], c % WAYS);
-            if m.tag(way) == loc.tag && self.slots[loc.slot(c)].holds(id) {
-                own = Some(c);
-                break;
-            }
-            if m.tag(way) == 0 || m.epochs[way] != epoch {
-                free.get_or_insert(c);
-                continue;
-            }
-            let age = tick.wrapping_sub(m.stamps[way]);
-            if age >= oldest {
-                oldest = age;
-                victim = c;
-            }
-        }
+        let choices = self.choices(loc);
+        // Only the ways with the flow's tag can hold it: their lines alone
+        // are read for every miss, the others' only for a stored one.
+        let own = (0..choices).find(|&c| {
+            self.meta[loc.bucket(c)].tag(c % WAYS) == loc.tag && self.slots[loc.slot(c)].holds(id)
+        });
         if own.is_none() && self.insert_one_in > 1 {
             let mut x = self.rng;
             x ^= x << 13;
@@ -554,16 +538,44 @@ impl FlowCache {
                 return;
             }
         }
-        let c = own.or(free).unwrap_or(victim);
-        let (m, way) = (&mut self.meta[loc.bucket(c)], c % WAYS);
-        m.set_tag(way, loc.tag);
-        m.epochs[way] = epoch;
-        m.stamps[way] = tick;
+        let c = own.unwrap_or_else(|| self.victim(loc, choices));
+        self.meta[loc.bucket(c)].set_tag(c % WAYS, loc.tag);
         self.slots[loc.slot(c)] = Slot {
             w: id.w,
             m: id.m,
             decision,
+            epoch: self.epoch,
+            stamp: self.tick,
         };
+    }
+
+    /// Candidates of `loc`: the ways of both its buckets, or of its one.
+    #[inline(always)]
+    fn choices(&self, loc: Loc) -> usize {
+        if loc.buckets[0] == loc.buckets[1] {
+            WAYS
+        } else {
+            2 * WAYS
+        }
+    }
+
+    /// The way a new flow at `loc` takes: the first empty or stale one of
+    /// its `choices`, else the least recently used.
+    fn victim(&self, loc: Loc, choices: usize) -> usize {
+        let mut victim = 0;
+        let mut oldest = 0u16;
+        for c in 0..choices {
+            let s = &self.slots[loc.slot(c)];
+            if self.meta[loc.bucket(c)].tag(c % WAYS) == 0 || s.epoch != self.epoch {
+                return c;
+            }
+            let age = self.tick.wrapping_sub(s.stamp);
+            if age >= oldest {
+                oldest = age;
+                victim = c;
+            }
+        }
+        victim
     }
 }
 
