@@ -339,9 +339,10 @@ impl Pipeline {
             return n;
         }
         let (mut lookups, mut hits) = (0, 0);
-        // Hash every packet (prefetching its bucket's bookkeeping), then
-        // find its candidate entry (prefetching it), then probe: each
-        // pass's cache misses overlap.
+        // Hash every packet (prefetching its bucket's tags), then find its
+        // candidate entry (prefetching it), then probe: each pass's cache
+        // misses overlap. (One pass doing all three per packet was 1.6x
+        // slower: the misses then wait in line.)
         for i in 0..n {
             if self.fate[i] == Fate::Go {
                 let id = FlowId::of(&self.parsed[i], burst.frame(i));
