@@ -233,8 +233,9 @@ impl Port for SyntheticPort {
     fn rx_burst(&mut self, burst: &mut Burst, max: usize) -> usize {
         let mut left = max.min(MAX_BURST - burst.len());
         let mut n = 0;
-        // The mix's next frames, in at most two runs (the second from the
-        // start of the mix again).
+        // The mix's next frames, a run up to the end of the mix at a time,
+        // then from its start again (more than twice for a mix smaller
+        // than a burst).
         while left > 0 && !self.lens.is_empty() {
             let run = left.min(self.lens.len() - self.next);
             let from = self.base + self.next * self.stride;
