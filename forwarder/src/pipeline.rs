@@ -83,6 +83,16 @@ enum Fate {
     Cached,
 }
 
+/// A next hop as a forwarded frame's rewrite uses it: its two MACs in
+/// the frame's order, and its egress port. Sixteen bytes, so that finding
+/// one is a shift.
+#[derive(Clone, Copy, Default)]
+#[repr(C, align(16))]
+struct Egress {
+    macs: [u8; 12],
+    port: u16,
+}
+
 /// One worker's pipeline state: scratch, keys, routers, per-burst arrays,
 /// all allocated once.
 pub struct Pipeline {
@@ -108,6 +118,9 @@ pub struct Pipeline {
     pending: [bool; MAX_BURST],
     match_bits: [u32; MAX_BURST],
     decisions: [Decision; MAX_BURST],
+    /// The FIB's next hops, in its order, as the rewrite uses them
+    /// (rebuilt with every snapshot).
+    egress: Vec<Egress>,
     /// Frames to send, per egress port index (filled by [`Pipeline::process`]).
     pub out: Vec<Vec<u8>>,
     /// Counters.
@@ -145,6 +158,7 @@ impl Pipeline {
             pending: [false; MAX_BURST],
             match_bits: [0; MAX_BURST],
             decisions: [Decision::default(); MAX_BURST],
+            egress: Vec::new(),
             out: vec![Vec::with_capacity(MAX_BURST); ports],
             counters: Counters::default(),
             generation: u64::MAX,
@@ -180,6 +194,18 @@ impl Pipeline {
             self.router6 = tables.route_cache.router();
             self.route_cache = tables.route_cache;
         }
+        self.egress = tables
+            .fib
+            .targets()
+            .hops()
+            .iter()
+            .map(|h| {
+                let mut macs = [0; 12];
+                macs[..6].copy_from_slice(&h.dst_mac);
+                macs[6..].copy_from_slice(&h.src_mac);
+                Egress { macs, port: h.port }
+            })
+            .collect();
         // Decisions of the old snapshot are stale under the new one.
         let mut c = tables.flow_cache;
         if tables.sets.len() > crate::flowcache::MAX_SETS {
@@ -269,7 +295,7 @@ impl Pipeline {
                     self.classify(tables, burst, n);
                     self.route(tables, burst, n);
                 } else {
-                    self.send_decided(tables, burst, n);
+                    self.send_decided(burst, n);
                 }
             }
         }
@@ -502,14 +528,13 @@ impl Pipeline {
     /// flow cache decided or the parse dropped (most bursts, with the
     /// cache warm): [`Pipeline::route`] without its routing and its
     /// stores into the cache, a loop small enough to stay in registers.
-    fn send_decided(&mut self, tables: &Tables, burst: &mut Burst, n: usize) {
-        let hops = tables.fib.targets().hops();
+    fn send_decided(&mut self, burst: &mut Burst, n: usize) {
         for i in 0..n {
             let hop = match self.fate[i] {
                 Fate::Dropped(d) => Err(d),
                 _ => self.decisions[i].hop(),
             };
-            self.send(hops, burst, i, hop);
+            self.send(burst, i, hop);
         }
         self.count_sent();
     }
@@ -526,7 +551,6 @@ impl Pipeline {
     /// rewrites them (those it decided too) and lists them by egress port.
     fn route(&mut self, tables: &Tables, burst: &mut Burst, n: usize) {
         self.lookup_routes(tables, n);
-        let hops = tables.fib.targets().hops();
         for i in 0..n {
             let hop = match self.fate[i] {
                 Fate::Cached => self.decisions[i].hop(),
@@ -540,7 +564,7 @@ impl Pipeline {
             if let Fate::Dropped(d) = self.fate[i] {
                 self.decided(i, Err(d));
             }
-            self.send(hops, burst, i, hop);
+            self.send(burst, i, hop);
         }
         self.count_sent();
     }
@@ -548,26 +572,19 @@ impl Pipeline {
 
 impl Pipeline {
     /// Rewrites frame `i` of `burst` towards its next hop (an index in
-    /// `hops`) and lists it on the hop's port, or counts why it is
+    /// the FIB's hops) and lists it on the hop's port, or counts why it is
     /// dropped: one check of the hop and its port for fresh and cached
     /// decisions alike (a hop on a port we lack is unknown to us).
     #[inline(always)]
-    fn send(
-        &mut self,
-        hops: &[routecache::NextHop],
-        burst: &mut Burst,
-        i: usize,
-        hop: Result<u32, Drop>,
-    ) {
+    fn send(&mut self, burst: &mut Burst, i: usize, hop: Result<u32, Drop>) {
         let d = match hop {
-            Ok(h) => match hops.get(h as usize) {
-                Some(nh) if (nh.port as usize) < self.out.len() => {
-                    match wire::rewrite(burst.frame_mut(i), &self.parsed[i], nh.dst_mac, nh.src_mac)
-                    {
+            Ok(h) => match self.egress.get(h as usize) {
+                Some(e) if (e.port as usize) < self.out.len() => {
+                    match wire::rewrite_with(burst.frame_mut(i), &self.parsed[i], &e.macs) {
                         Ok(()) => {
                             // Counted as sent by `count_sent`, once per
                             // burst.
-                            self.out[nh.port as usize].push(i as u8);
+                            self.out[e.port as usize].push(i as u8);
                             return;
                         }
                         Err(d) => d,

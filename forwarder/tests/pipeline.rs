@@ -218,3 +218,46 @@ fn rewrite_mode_rewrites_every_parsed_frame_towards_the_first_hop() {
     assert_eq!(p.counters.tx, 0);
     assert_eq!(p.counters.drops[Drop::UnknownNextHop.index()], 1);
 }
+
+/// A new snapshot whose next hops have other MACs and ports: the next
+/// burst's frames get the new ones (the pipeline keeps its own copy of the
+/// hops, rebuilt with every snapshot), with the flow cache and without.
+#[test]
+fn a_new_snapshot_brings_its_next_hops_macs_and_ports() {
+    let moved = CONFIG
+        .replace("mac = \"02:00:00:00:0a:01\"", "mac = \"02:00:00:00:0c:01\"")
+        .replace(
+            "name = \"gw1\"\nport = \"out\"",
+            "name = \"gw1\"\nport = \"in\"",
+        );
+    assert_ne!(moved, CONFIG);
+    for entries in [0, 64] {
+        let cache = format!("[flow_cache]\nentries = {entries}\ninsert_one_in = 1\n");
+        let build = |text: &str, generation| {
+            let cfg = config::parse("t.toml", &format!("{text}{cache}"), Path::new(".")).unwrap();
+            Tables::build(&cfg, generation).unwrap()
+        };
+        let (t1, t2) = (build(CONFIG, 1), build(&moved, 2));
+        let mut p = Pipeline::new(&t1, 2);
+        let frame = ipv4(0xc000_0201, 0xc633_6407, 64, L4::Tcp(999, 80), 0);
+        for (t, port, mac) in [
+            (&t1, 1, [2, 0, 0, 0, 0x0a, 1]),
+            (&t1, 1, [2, 0, 0, 0, 0x0a, 1]),
+            (&t2, 0, [2, 0, 0, 0, 0x0c, 1]),
+            (&t2, 0, [2, 0, 0, 0, 0x0c, 1]),
+        ] {
+            let mut b = Burst::new();
+            b.push(&frame);
+            p.process(t, &mut b);
+            assert_eq!(p.out[port], vec![0], "entries {entries}");
+            assert!(p.out[1 - port].is_empty());
+            assert_eq!(&b.frame(0)[0..6], &mac, "entries {entries}");
+            let ours = if port == 0 { 1 } else { 2 };
+            assert_eq!(&b.frame(0)[6..12], &[2, 0, 0, 0, 0, ours]);
+        }
+        if entries > 0 {
+            let s = p.flow_cache_stats();
+            assert_eq!((s.hits, s.misses), (2, 2), "one hit per snapshot");
+        }
+    }
+}
