@@ -113,7 +113,6 @@ pub struct Pipeline {
     flows: Option<FlowCache>,
     /// Per packet of the burst: its flow and bucket, whether its decision
     /// is to be stored (a flow cache miss), the matches the sets found.
-    flow_ids: [FlowId; MAX_BURST],
     flow_locs: [Loc; MAX_BURST],
     pending: [bool; MAX_BURST],
     match_bits: [u32; MAX_BURST],
@@ -153,7 +152,6 @@ impl Pipeline {
             idx6: Vec::with_capacity(MAX_BURST),
             targets: [None; MAX_BURST],
             flows: None,
-            flow_ids: [FlowId::default(); MAX_BURST],
             flow_locs: [Loc::default(); MAX_BURST],
             pending: [false; MAX_BURST],
             match_bits: [0; MAX_BURST],
@@ -373,7 +371,6 @@ impl Pipeline {
             if self.fate[i] == Fate::Go {
                 let id = FlowId::of(&self.parsed[i], burst.frame(i));
                 self.flow_locs[i] = flows.hash(&id);
-                self.flow_ids[i] = id;
             }
         }
         for i in 0..n {
@@ -386,7 +383,10 @@ impl Pipeline {
                 continue;
             }
             lookups += 1;
-            match flows.probe_in_burst(self.flow_locs[i], &self.flow_ids[i]) {
+            // The flow again, from the parse (a copy kept per packet was
+            // seven stores for as many loads as this).
+            let id = FlowId::of(&self.parsed[i], burst.frame(i));
+            match flows.probe_in_burst(self.flow_locs[i], &id) {
                 Some(d) => {
                     hits += 1;
                     self.fate[i] = Fate::Cached;
@@ -409,7 +409,7 @@ impl Pipeline {
     /// Stores a missed packet's decision (the index of its next hop, or
     /// why it is dropped) in the flow cache.
     #[inline]
-    fn decided(&mut self, i: usize, hop: Result<u32, Drop>) {
+    fn decided(&mut self, burst: &Burst, i: usize, hop: Result<u32, Drop>) {
         if !self.pending[i] {
             return;
         }
@@ -419,7 +419,11 @@ impl Pipeline {
                 Ok(h) => Decision::forward(m, h),
                 Err(d) => Decision::drop(m, d),
             };
-            f.fill(self.flow_locs[i], &self.flow_ids[i], d);
+            f.fill(
+                self.flow_locs[i],
+                &FlowId::of(&self.parsed[i], burst.frame(i)),
+                d,
+            );
         }
     }
 
@@ -557,12 +561,12 @@ impl Pipeline {
                 Fate::Dropped(d) => Err(d),
                 Fate::Go | Fate::Accepted => {
                     let h = self.next_hop(tables, i);
-                    self.decided(i, h);
+                    self.decided(burst, i, h);
                     h
                 }
             };
             if let Fate::Dropped(d) = self.fate[i] {
-                self.decided(i, Err(d));
+                self.decided(burst, i, Err(d));
             }
             self.send(burst, i, hop);
         }
