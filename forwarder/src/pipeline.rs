@@ -581,20 +581,26 @@ impl Pipeline {
     /// decisions alike (a hop on a port we lack is unknown to us).
     #[inline(always)]
     fn send(&mut self, burst: &mut Burst, i: usize, hop: Result<u32, Drop>) {
+        // The hop copied and its list taken before the frame is written:
+        // otherwise the write, which might alias them for all the
+        // compiler knows, made it load and check both again.
         let d = match hop {
-            Ok(h) => match self.egress.get(h as usize) {
-                Some(e) if (e.port as usize) < self.out.len() => {
-                    match wire::rewrite_with(burst.frame_mut(i), &self.parsed[i], &e.macs) {
-                        Ok(()) => {
-                            // Counted as sent by `count_sent`, once per
-                            // burst.
-                            self.out[e.port as usize].push(i as u8);
-                            return;
+            Ok(h) => match self.egress.get(h as usize).copied() {
+                Some(e) => match self.out.get_mut(e.port as usize) {
+                    Some(out) => {
+                        match wire::rewrite_with(burst.frame_mut(i), &self.parsed[i], &e.macs) {
+                            Ok(()) => {
+                                // Counted as sent by `count_sent`, once
+                                // per burst.
+                                out.push(i as u8);
+                                return;
+                            }
+                            Err(d) => d,
                         }
-                        Err(d) => d,
                     }
-                }
-                _ => Drop::UnknownNextHop,
+                    None => Drop::UnknownNextHop,
+                },
+                None => Drop::UnknownNextHop,
             },
             Err(d) => d,
         };
