@@ -73,6 +73,17 @@ impl Burst {
         unsafe { std::slice::from_raw_parts(self.ptrs[i], self.lens[i] as usize) }
     }
 
+    /// The bytes of the frames `which` lists (one not held counts 0): what
+    /// a port sends, summed from the lengths alone.
+    #[inline]
+    pub fn bytes_of(&self, which: &[u8]) -> u64 {
+        let lens = &self.lens[..self.len.min(MAX_BURST)];
+        which
+            .iter()
+            .map(|&i| lens.get(i as usize).copied().unwrap_or(0) as u64)
+            .sum()
+    }
+
     /// Frame `i`, writable (panics if `i` is not below [`Burst::len`]).
     #[inline]
     #[allow(unsafe_code)]
@@ -442,6 +453,21 @@ mod tests {
             (1000..2900).contains(&whole_runs),
             "{whole_runs} whole runs"
         );
+    }
+
+    /// `bytes_of` sums the listed frames' lengths, repeats included, and
+    /// counts an index past the burst's frames as 0.
+    #[test]
+    fn bytes_of_sums_the_listed_frames() {
+        let mut b = Burst::new();
+        for n in [60, 64, 1500] {
+            b.push(&vec![1; n]);
+        }
+        assert_eq!(b.bytes_of(&[]), 0);
+        assert_eq!(b.bytes_of(&[0, 2]), 1560);
+        assert_eq!(b.bytes_of(&[1, 1, 3, 63, 255]), 128);
+        b.clear();
+        assert_eq!(b.bytes_of(&[0, 1, 2]), 0);
     }
 
     /// Frames written through the raw slots are the burst's next frames;
