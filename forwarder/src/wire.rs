@@ -555,10 +555,16 @@ pub fn rewrite(
     dst_mac: [u8; 6],
     src_mac: [u8; 6],
 ) -> Result<(), Drop> {
-    let mut macs = [0; 12];
-    macs[..6].copy_from_slice(&dst_mac);
-    macs[6..].copy_from_slice(&src_mac);
-    rewrite_with(frame, p, &macs)
+    rewrite_with(frame, p, &macs(dst_mac, src_mac))
+}
+
+/// The 12 bytes a frame starts with: destination MAC, then source.
+#[inline]
+pub fn macs(dst_mac: [u8; 6], src_mac: [u8; 6]) -> [u8; 12] {
+    let mut m = [0; 12];
+    m[..6].copy_from_slice(&dst_mac);
+    m[6..].copy_from_slice(&src_mac);
+    m
 }
 
 /// [`rewrite`] with the two MACs as the frame holds them (destination,
