@@ -32,7 +32,7 @@
 //! ([`FlowCache::take_burst`]): `bench forward` measured where it pays.
 
 use crate::wire::{Drop, Parsed};
-use routecache::pages::prefetch;
+use routecache::pages::prefetch_ptr;
 
 /// Ways per bucket.
 pub const WAYS: usize = 4;
@@ -436,7 +436,7 @@ impl FlowCache {
         // bucket before their second, so at the loads a cache runs at
         // nearly every flow is found there, and the second bucket's line
         // is read only when the first has no candidate.
-        prefetch(&self.meta[b0]);
+        prefetch_ptr(self.meta.as_ptr().wrapping_add(b0));
         Loc {
             buckets: [b0 as u32, b1 as u32],
             tag: (h >> 48) as u16 | 1,
@@ -458,7 +458,11 @@ impl FlowCache {
         }
         let loc = Loc { ways, ..loc };
         if ways != 0 {
-            prefetch(&self.slots[loc.slot(ways.trailing_zeros() as usize)]);
+            prefetch_ptr(
+                self.slots
+                    .as_ptr()
+                    .wrapping_add(loc.slot(ways.trailing_zeros() as usize)),
+            );
         }
         loc
     }

@@ -69,6 +69,23 @@ pub fn prefetch<T>(x: &T) {
     let _ = x;
 }
 
+/// [`prefetch`] of an address that need not be valid: a prefetch never
+/// faults, so a table's entry can be prefetched at an index computed
+/// with `wrapping_add`, without the bounds check that a reference to it
+/// costs (the load that follows checks it).
+#[inline(always)]
+pub fn prefetch_ptr<T>(p: *const T) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a prefetch is a hint: it never faults, whatever the
+    // address, and reads nothing the program sees.
+    unsafe {
+        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+        _mm_prefetch::<_MM_HINT_T0>(p.cast());
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
+}
+
 #[cfg(target_os = "linux")]
 fn advise_huge(p: *mut u8, len: usize) {
     // SAFETY: `p..p + len` is one live allocation of ours, 2 MiB aligned;
