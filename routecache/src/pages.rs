@@ -57,16 +57,7 @@ impl Page {
 /// entry before loading any, so their cache misses overlap.
 #[inline(always)]
 pub fn prefetch<T>(x: &T) {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: a prefetch is a hint; it never faults and reads nothing the
-    // program sees, and `x` is a valid reference anyway. SSE, which it
-    // needs, is part of x86-64.
-    unsafe {
-        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-        _mm_prefetch::<_MM_HINT_T0>((x as *const T).cast());
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = x;
+    prefetch_ptr(x as *const T)
 }
 
 /// [`prefetch`] of an address that need not be valid: a prefetch never
