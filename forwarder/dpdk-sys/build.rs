@@ -1,8 +1,16 @@
-//! Finds the system's DPDK with pkg-config, generates bindings for what
-//! the forwarder uses, and compiles the shim around DPDK's static-inline
-//! fast path.
+//! With the `bind` feature: finds the system's DPDK with pkg-config,
+//! generates bindings for what the forwarder uses, and compiles the shim
+//! around DPDK's static-inline fast path. Without it: nothing, so that a
+//! default `cargo build --workspace` needs no DPDK, pkg-config, libclang
+//! or C compiler.
 
 fn main() {
+    #[cfg(feature = "bind")]
+    bind();
+}
+
+#[cfg(feature = "bind")]
+fn bind() {
     println!("cargo:rerun-if-changed=wrapper.h");
     println!("cargo:rerun-if-changed=shim.h");
     println!("cargo:rerun-if-changed=shim.c");
@@ -10,10 +18,13 @@ fn main() {
         .atleast_version("22.11")
         .probe("libdpdk")
         .unwrap_or_else(|e| {
-            panic!(
-                "DPDK not found ({e}). The `dpdk` feature needs Debian's DPDK: \
-                 apt-get install dpdk libdpdk-dev pkg-config libclang-dev"
-            )
+            // A plain message and exit rather than a panic: this is the
+            // user's first line when the feature is asked for without DPDK.
+            eprintln!(
+                "error: DPDK not found. The `dpdk` feature needs Debian's DPDK 22.11: \
+                 apt-get install dpdk libdpdk-dev pkg-config libclang-dev\n\n{e}"
+            );
+            std::process::exit(1)
         });
     // pkg-config's cflags: include paths, `-include rte_config.h`, -march.
     let cflags: Vec<String> = {

@@ -337,6 +337,13 @@ fn without_the_feature_the_error_says_so() {
     std::fs::remove_dir_all(d).ok();
 }
 
+/// Without the feature the tests above and below are not built: one
+/// ignored test says so in the run's listing.
+#[cfg(not(feature = "dpdk"))]
+#[test]
+#[ignore = "needs `--features dpdk` and Debian's DPDK (dpdk, libdpdk-dev, pkg-config, libclang-dev)"]
+fn dpdk_virtual_device_tests() {}
+
 /// `rte_acl` behind our safe wrapper (the `bench matcher` column) agrees
 /// with a linear scan: IPv4 ranges and port ranges, random keys.
 #[cfg(feature = "dpdk")]

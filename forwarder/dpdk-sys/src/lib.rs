@@ -5,6 +5,9 @@
 //!
 //! Everything here is `unsafe` to call; the forwarder's `dpdk` module is
 //! the one user, and keeps the unsafe surface there.
+//!
+//! Without the `bind` feature (a plain `cargo build --workspace`) the
+//! crate is empty: nothing here is generated or linked.
 #![allow(
     non_upper_case_globals,
     non_camel_case_types,
@@ -13,4 +16,5 @@
 )]
 #![allow(clippy::all)]
 
+#[cfg(feature = "bind")]
 include!(concat!(env!("OUT_DIR"), "/bindings.rs"));
