@@ -20,7 +20,7 @@
 //! `cargo build --release -p forwarder --features dpdk`.
 
 use crate::stats::median;
-use forwarder::synthetic::SyntheticPort;
+use forwarder::port::synthetic::SyntheticPort;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
@@ -317,7 +317,7 @@ pub fn run(json: bool, quick: bool, mbufs: usize, rounds: Option<usize>) -> Resu
     // Removed however the run ends (an error returns early).
     let _cleanup = RemoveOnDrop(dir.clone());
     let cfg = config::load(&examples().join("forwarder.toml")).map_err(|e| e.to_string())?;
-    let frames = SyntheticPort::new(&cfg, 0, 0)?.frames();
+    let frames = SyntheticPort::of(&cfg, 0, 0)?.frames();
     let pcaps = [dir.join("p0.pcap"), dir.join("p1.pcap")];
     write_pcap(&pcaps[0], &frames, MAC0)?;
     write_pcap(&pcaps[1], &frames, MAC1)?;

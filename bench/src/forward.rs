@@ -11,9 +11,9 @@
 
 use crate::stats::median;
 use config::Config;
-use forwarder::flowcache::FlowCacheConfig;
+use forwarder::pipeline::flowcache::FlowCacheConfig;
 use forwarder::pipeline::Mode;
-use forwarder::tables::Tables;
+use forwarder::snapshot::Tables;
 use forwarder::worker::{self, Shared};
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
@@ -30,7 +30,7 @@ fn example() -> Config {
 /// The example with a full table: generated IPv4 and IPv6 routes over its
 /// next hops.
 fn with_full_table(mut cfg: Config, v4: usize, v6: usize) -> Config {
-    forwarder::synthetic::full_table(&mut cfg, v4, v6);
+    forwarder::port::synthetic::full_table(&mut cfg, v4, v6);
     cfg
 }
 
@@ -42,9 +42,10 @@ fn with_flow_cache(mut cfg: Config, entries: usize) -> Config {
 
 /// `cfg` with `flows` distinct flows on every synthetic port.
 fn with_flows(mut cfg: Config, flows: usize) -> Config {
-    for p in cfg.ports.iter_mut().filter(|p| p.driver == "synthetic") {
-        p.options
-            .insert("flows".into(), toml::Value::Integer(flows as i64));
+    for p in &mut cfg.ports {
+        if let config::Driver::Synthetic(o) = &mut p.driver {
+            o.flows = flows;
+        }
     }
     cfg
 }

@@ -15,10 +15,12 @@
 //! - `bench reload`: file change to serving, by set size and kind of
 //!   change; the workers' longest gap between bursts in a reload storm.
 
-#![forbid(unsafe_code)]
+#![deny(unsafe_code)]
 
 use clap::{Parser, Subcommand};
 
+#[cfg(feature = "dpdk")]
+mod acl;
 mod dpdk;
 mod forward;
 mod hash;

@@ -109,7 +109,7 @@ struct Structures {
     linear: Vec<u128>,
     nfields: usize,
     #[cfg(feature = "dpdk")]
-    acl: Option<forwarder::dpdk::acl::Classifier>,
+    acl: Option<crate::acl::Classifier>,
 }
 
 /// Results of one case.
@@ -369,7 +369,7 @@ struct EalGuard;
 #[cfg(feature = "dpdk")]
 impl Drop for EalGuard {
     fn drop(&mut self) {
-        forwarder::dpdk::shutdown();
+        forwarder::port::dpdk::shutdown();
     }
 }
 
@@ -563,7 +563,7 @@ fn print_table(results: &[CaseResult]) {
 #[cfg(feature = "dpdk")]
 mod acl {
     use super::{Extractor, Structures, BURST, REC};
-    use forwarder::dpdk::acl::{Classifier, Field, Kind, Rule};
+    use crate::acl::{Classifier, Field, Kind, Rule};
     use matcher::{Element, FieldType, Impl, SetDecl};
 
     /// The classifier of `elems`, or `None` where ACL cannot express the
@@ -584,7 +584,7 @@ mod acl {
         .iter()
         .map(|s| s.to_string())
         .collect();
-        if let Err(e) = forwarder::dpdk::init_eal(&eal) {
+        if let Err(e) = forwarder::port::dpdk::init_eal(&eal) {
             eprintln!("bench matcher: rte_acl column left out: {e}");
             return None;
         }

@@ -14,10 +14,11 @@
 
 use crate::stats::median;
 use forwarder::control::Control;
+use forwarder::control::{server as serve, stats};
 use forwarder::pipeline::Mode;
 use forwarder::port::{Burst, Port, PortStats};
 use forwarder::wire::build::{ipv4, L4};
-use forwarder::{serve, stats, worker};
+use forwarder::worker;
 use routecache::gen::prefixes;
 use routecache::Family;
 use std::fmt::Write as _;

@@ -31,13 +31,15 @@
 //! ```
 #![forbid(unsafe_code)]
 
+pub mod driver;
 mod schema;
 mod validate;
 
+pub use driver::Driver;
 pub use validate::{
     control_socket, default_socket, Action, Config, ConfigError, ControlConfig, EcmpGroup,
     FlowCache, Forwarder, NextHopConfig, PortConfig, RouteCache, RouteConfig, SetConfig, Source,
-    Via,
+    Via, MAX_SETS,
 };
 
 use std::path::Path;

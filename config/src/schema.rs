@@ -46,7 +46,7 @@ pub(crate) struct Port {
     pub driver: Option<Spanned<String>>,
     pub mac: Option<Spanned<String>>,
     #[serde(default)]
-    pub options: toml::Table,
+    pub options: crate::driver::RawOptions,
 }
 
 #[derive(Deserialize)]

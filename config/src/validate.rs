@@ -1,5 +1,6 @@
 //! From the file's shape to typed, checked values.
 
+use crate::driver::{self, Driver, DRIVERS};
 use crate::schema;
 use matcher::field::FieldType;
 use matcher::file::SetFile;
@@ -41,12 +42,22 @@ impl fmt::Display for ConfigError {
 impl std::error::Error for ConfigError {}
 
 /// Worker settings.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, Eq)]
 pub struct Forwarder {
     /// One worker per core, pinned.
     pub cores: Vec<usize>,
     /// Packets per burst (1 to 64).
     pub burst: usize,
+    /// Where `cores` is (`file:line:col`), or the file's name when the
+    /// default is taken, for errors about a core the system refuses.
+    pub cores_at: String,
+}
+
+/// Settings compare by value: where they were written is not part of it.
+impl PartialEq for Forwarder {
+    fn eq(&self, other: &Self) -> bool {
+        self.cores == other.cores && self.burst == other.burst
+    }
 }
 
 /// A port.
@@ -54,14 +65,12 @@ pub struct Forwarder {
 pub struct PortConfig {
     /// Its name, used by next hops.
     pub name: String,
-    /// `synthetic`, `af_packet`, `af_xdp` or `dpdk`.
-    pub driver: String,
+    /// Its driver and the driver's options (`[port.options]`).
+    pub driver: Driver,
     /// Our MAC on it: the source MAC of frames sent out of it.
     pub mac: [u8; 6],
-    /// Driver options, checked by the driver.
-    pub options: toml::Table,
     /// Where the port is declared (`file:line:col` of its name), for the
-    /// driver's errors about its options.
+    /// driver's errors when it opens the port.
     pub at: String,
 }
 
@@ -220,6 +229,16 @@ pub struct FlowCache {
     pub insert_one_in: Option<u32>,
 }
 
+impl FlowCache {
+    /// Rule sets whose matches a flow cache entry records (two bits each
+    /// in a 32-bit word): with more sets the cache must be off.
+    pub const MAX_SETS: usize = 16;
+}
+
+/// Rule sets a configuration may have: each worker publishes every set's
+/// match counters in an array of this size.
+pub const MAX_SETS: usize = 256;
+
 /// The control side's settings (`[control]`).
 #[derive(Clone, Debug, PartialEq, Eq, Default)]
 pub struct ControlConfig {
@@ -313,7 +332,7 @@ pub struct Config {
 }
 
 /// Positions in one text.
-struct Located<'a> {
+pub(crate) struct Located<'a> {
     file: &'a str,
     text: &'a str,
 }
@@ -331,7 +350,7 @@ impl Located<'_> {
         }
     }
 
-    fn of<T>(&self, v: &Spanned<T>, message: impl Into<String>) -> ConfigError {
+    pub(crate) fn of<T>(&self, v: &Spanned<T>, message: impl Into<String>) -> ConfigError {
         self.at(v.span(), message)
     }
 }
@@ -420,8 +439,16 @@ pub(crate) fn validate(file: &str, text: &str, dir: &Path) -> Result<Config, Con
         None => Forwarder {
             cores: vec![0],
             burst: 32,
+            cores_at: file.to_string(),
         },
         Some(f) => {
+            let cores_at = match &f.cores {
+                None => file.to_string(),
+                Some(c) => {
+                    let e = loc.of(c, "");
+                    format!("{}:{}:{}", e.file, e.line, e.col)
+                }
+            };
             let cores = match f.cores {
                 None => vec![0],
                 Some(c) => {
@@ -441,25 +468,28 @@ pub(crate) fn validate(file: &str, text: &str, dir: &Path) -> Result<Config, Con
                 Some(b) if (1..=64).contains(b.get_ref()) => b.into_inner(),
                 Some(b) => return Err(loc.of(&b, format!("burst {} is outside 1-64", b.get_ref()))),
             };
-            Forwarder { cores, burst }
+            Forwarder {
+                cores,
+                burst,
+                cores_at,
+            }
         }
     };
 
     let port_names = index(&loc, &raw.port, |p| &p.name, "port")?;
     let mut ports = Vec::new();
     for (i, p) in raw.port.iter().enumerate() {
-        let driver = match &p.driver {
-            None => "synthetic".to_string(),
-            Some(d) => match d.get_ref().as_str() {
-                "synthetic" | "af_packet" | "af_xdp" | "dpdk" => d.get_ref().clone(),
-                other => {
-                    return Err(loc.of(
-                        d,
-                        format!("unknown driver `{other}` (synthetic, af_packet, af_xdp, dpdk)"),
-                    ))
-                }
-            },
+        let kind = match &p.driver {
+            None => "synthetic",
+            Some(d) if DRIVERS.contains(&d.get_ref().as_str()) => d.get_ref().as_str(),
+            Some(d) => {
+                return Err(loc.of(
+                    d,
+                    format!("unknown driver `{}` ({})", d.get_ref(), DRIVERS.join(", ")),
+                ))
+            }
         };
+        let driver = driver::parse(&loc, kind, p.name.get_ref(), &p.options)?;
         let mac = match &p.mac {
             None => [2, 0, 0, 0, 0, (i + 1) as u8],
             Some(m) => parse_mac(m.get_ref()).map_err(|e| loc.of(m, e))?,
@@ -468,7 +498,6 @@ pub(crate) fn validate(file: &str, text: &str, dir: &Path) -> Result<Config, Con
             name: p.name.get_ref().clone(),
             driver,
             mac,
-            options: p.options.clone(),
             at: {
                 let e = loc.of(&p.name, "");
                 format!("{}:{}:{}", e.file, e.line, e.col)
@@ -477,6 +506,12 @@ pub(crate) fn validate(file: &str, text: &str, dir: &Path) -> Result<Config, Con
     }
 
     index(&loc, &raw.set, |s| &s.name, "set")?;
+    if let Some(s) = raw.set.get(MAX_SETS) {
+        return Err(loc.of(
+            &s.name,
+            format!("set `{}`: at most {MAX_SETS} rule sets", s.name.get_ref()),
+        ));
+    }
     let mut sets = Vec::new();
     for s in &raw.set {
         sets.push(validate_set(&loc, s, dir)?);
@@ -661,6 +696,19 @@ pub(crate) fn validate(file: &str, text: &str, dir: &Path) -> Result<Config, Con
             }
         }
     };
+    if let Some(s) = raw.set.get(FlowCache::MAX_SETS) {
+        if flow_cache.entries != Some(0) {
+            return Err(loc.of(
+                &s.name,
+                format!(
+                    "set `{}`: the flow cache records the matches of at most {} rule sets; \
+                     with more, turn it off (`[flow_cache] entries = 0`)",
+                    s.name.get_ref(),
+                    FlowCache::MAX_SETS
+                ),
+            ));
+        }
+    }
 
     let route_cache = match raw.route_cache {
         None => RouteCache {

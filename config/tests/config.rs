@@ -108,6 +108,32 @@ fn errors_name_line_column_and_value() {
             "[[port]]\nname = \"p\"\ndriver = \"netmap\"\n".to_string(),
             "f.toml:3:10: unknown driver `netmap` (synthetic, af_packet, af_xdp, dpdk)",
         ),
+        // Driver options are checked as the file loads, at the value or
+        // the key at fault.
+        (
+            "[[port]]\nname = \"p\"\ndriver = \"af_packet\"\n[port.options]\nring_frames = 10\n"
+                .to_string(),
+            "f.toml:5:15: port `p`: option `ring_frames` must be an integer from 64 to 1048576",
+        ),
+        (
+            "[[port]]\nname = \"p\"\n[port.options]\nflows = 1\nspeed = 3\n".to_string(),
+            "f.toml:5:1: port `p`: unknown option `speed` for the synthetic driver \
+             (flows, ipv6_percent, frame_size, set_hit_percent, seed, verify)",
+        ),
+        (
+            "[[port]]\nname = \"x\"\ndriver = \"af_xdp\"\noptions = { frames = 100 }\n"
+                .to_string(),
+            "f.toml:4:22: port `x`: option `frames` must be a power of two from 64 to 65536",
+        ),
+        (
+            "[[port]]\nname = \"x\"\ndriver = \"af_xdp\"\noptions = { xdp_mode = \"fast\" }\n"
+                .to_string(),
+            "f.toml:4:24: port `x`: option `xdp_mode` must be `native`, `skb` or `auto`",
+        ),
+        (
+            "[[port]]\nname = \"d\"\ndriver = \"dpdk\"\n[port.options]\neal = [1]\n".to_string(),
+            "f.toml:5:7: port `d`: option `eal` must be an array of strings",
+        ),
     ];
     for (text, want) in cases {
         assert_eq!(err(&text), want, "in:\n{text}");
@@ -249,4 +275,26 @@ fn cfg_missing(dir: &Path) -> String {
     )
     .unwrap_err()
     .to_string()
+}
+
+/// Driver options come out typed, defaults filled in.
+#[test]
+fn driver_options_are_typed() {
+    use config::driver::{Driver, Fanout};
+    let text =
+        "[[port]]\nname = \"wan\"\ndriver = \"af_packet\"\n[port.options]\nfanout = \"cpu\"\n\
+                [[port]]\nname = \"gen\"\n[port.options]\nverify = true\nflows = 8\n";
+    let c = config::parse("f.toml", text, std::path::Path::new(".")).unwrap();
+    match &c.ports[0].driver {
+        Driver::AfPacket(o) => {
+            assert_eq!(o.interface, "wan");
+            assert_eq!(o.fanout, Fanout::Cpu);
+            assert_eq!(o.ring_frames, 4096);
+        }
+        d => panic!("{d:?}"),
+    }
+    match &c.ports[1].driver {
+        Driver::Synthetic(o) => assert!(o.verify && o.flows == 8 && o.ipv6_percent == 20),
+        d => panic!("{d:?}"),
+    }
 }

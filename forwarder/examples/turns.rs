@@ -15,7 +15,7 @@
 //! full table does (its flows then go to those routes).
 use forwarder::pipeline::{Mode, Pipeline};
 use forwarder::port::{Burst, Port};
-use forwarder::tables::Tables;
+use forwarder::snapshot::Tables;
 use std::time::Instant;
 
 fn main() {
@@ -33,10 +33,10 @@ fn main() {
     if let Ok(v) = std::env::var("TURNS_ROUTES") {
         let (v4, v6) = v.split_once(',').expect("TURNS_ROUTES=V4,V6");
         let n = |s: &str| s.parse().expect("a number of routes");
-        forwarder::synthetic::full_table(&mut cfg, n(v4), n(v6));
+        forwarder::port::synthetic::full_table(&mut cfg, n(v4), n(v6));
     }
     let tables = Tables::build(&cfg, 1).unwrap_or_else(|e| panic!("{e}"));
-    let mut ports = forwarder::worker::open_ports(&cfg, 0).unwrap_or_else(|e| panic!("{e}"));
+    let mut ports = forwarder::port::open_all(&cfg, 0).unwrap_or_else(|e| panic!("{e}"));
     let warm: u64 = args.get(4).and_then(|s| s.parse().ok()).unwrap_or(100_000);
     let mut pipe = Pipeline::with_mode(&tables, ports.len(), mode);
     let mut burst = Burst::new();

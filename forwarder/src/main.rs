@@ -75,19 +75,21 @@ fn main() -> ExitCode {
             config,
             duration,
             mode,
-        } => forwarder::run::run_mode(&config, duration, mode, &mut std::io::stdout().lock()),
-        Cmd::Reload { config } => forwarder::client::reload(&config, &mut std::io::stdout().lock()),
+        } => forwarder::cmd::run::run_mode(&config, duration, mode, &mut std::io::stdout().lock()),
+        Cmd::Reload { config } => {
+            forwarder::cmd::client::reload(&config, &mut std::io::stdout().lock())
+        }
         Cmd::Stats {
             config,
             watch,
             count,
-        } => forwarder::client::stats(&config, watch, count, &mut std::io::stdout().lock()),
+        } => forwarder::cmd::client::stats(&config, watch, count, &mut std::io::stdout().lock()),
         Cmd::Lookup {
             set,
             keys,
             delete,
             imp,
-        } => forwarder::lookup::run(
+        } => forwarder::cmd::lookup::run(
             &set,
             &keys,
             delete.as_deref(),

@@ -3,11 +3,11 @@
 //! an `ArcSwap` once per burst, so every packet of a burst is judged by
 //! one snapshot.
 
-use crate::af_packet::AfPacketPort;
-use crate::pipeline::{Counters, Mode, Pipeline};
-use crate::port::{Burst, Port, PortStats};
-use crate::synthetic::SyntheticPort;
-use crate::tables::Tables;
+use crate::control::Status;
+use crate::pipeline::flowcache::FlowCacheStats;
+use crate::pipeline::{Counters, DropCounts, Mode, Pipeline, SetMatches};
+use crate::port::{self, Burst, Port, PortStats};
+use crate::snapshot::Tables;
 use crate::wire::Drop;
 use arc_swap::ArcSwap;
 use config::Config;
@@ -22,37 +22,43 @@ pub struct Shared {
     /// Set to stop the workers after their current burst.
     pub stop: AtomicBool,
     /// Reload outcomes and the published generation.
-    pub status: crate::control::Status,
+    pub status: Status,
 }
 
 impl Shared {
     /// Shared state around one table snapshot (tests, benchmarks).
     pub fn new(tables: Tables) -> Shared {
         Shared {
-            status: crate::control::Status::default(),
+            status: Status::default(),
             tables: ArcSwap::from_pointee(tables),
             stop: AtomicBool::new(false),
         }
     }
 }
 
-/// Rule sets whose match counts a worker publishes (the first ones of
-/// the snapshot; the final report has them all).
-pub const PUBLISHED_SETS: usize = 32;
-/// Ports whose counters a worker publishes.
-pub const PUBLISHED_PORTS: usize = 16;
+/// Atomic copies of `N` counters.
+type Atomics<const N: usize> = [AtomicU64; N];
+
+fn store<const N: usize>(to: &Atomics<N>, from: [u64; N]) {
+    for (a, v) in to.iter().zip(from) {
+        a.store(v, Relaxed);
+    }
+}
+
+fn load<const N: usize>(from: &Atomics<N>) -> [u64; N] {
+    std::array::from_fn(|i| from[i].load(Relaxed))
+}
 
 /// A worker's counters as others read them: stored by the worker every
 /// [`PUBLISH_EVERY`] turns of its loop (plain stores, one writer), read by
 /// the stats printer and the statistics server.
-#[derive(Default)]
 pub struct Published {
     /// Frames received.
     pub rx: AtomicU64,
     /// Frames sent.
     pub tx: AtomicU64,
-    /// Drops by reason.
-    pub drops: [AtomicU64; Drop::ALL.len()],
+    /// Drops by reason ([`Drop::index`]).
+    pub drops: Atomics<{ Drop::COUNT }>,
     /// Bursts processed.
     pub bursts: AtomicU64,
     /// Generation of the snapshot the worker last judged a burst by.
@@ -61,80 +67,92 @@ pub struct Published {
     /// or without traffic): once it is the published one, no burst is
     /// judged by an older snapshot any more.
     pub loaded: AtomicU64,
-    /// Matches per rule set of that snapshot (its order), by verdict:
-    /// drop, accept, continue.
-    pub matches: [[AtomicU64; 3]; PUBLISHED_SETS],
-    /// Route cache: hint hits, hits, misses, stale entries.
-    pub cache: [AtomicU64; 4],
-    /// Flow cache: hits, misses, stale entries, bypassed packets.
-    pub flow_cache: [AtomicU64; 4],
-    /// Per port (configuration order): the [`PortStats`] fields rx, tx,
-    /// tx_bytes, tx_dropped, tx_bad, rx_dropped, rx_ignored, rx_truncated.
-    pub ports: [[AtomicU64; 8]; PUBLISHED_PORTS],
+    /// Matches per rule set of that snapshot (its order), by outcome:
+    /// room for as many sets as a configuration may have.
+    pub matches: Box<[Atomics<3>; config::MAX_SETS]>,
+    /// Route cache counters ([`routecache::CacheStats::NAMES`]).
+    pub cache: Atomics<4>,
+    /// Flow cache counters ([`FlowCacheStats::NAMES`]).
+    pub flow_cache: Atomics<4>,
+    /// Per port (configuration order): [`PortStats::NAMES`].
+    pub ports: Vec<Atomics<8>>,
 }
 
-/// The [`PortStats`] fields in [`Published::ports`] order.
-pub fn port_fields(s: &PortStats) -> [u64; 8] {
-    [
-        s.rx,
-        s.tx,
-        s.tx_bytes,
-        s.tx_dropped,
-        s.tx_bad,
-        s.rx_dropped,
-        s.rx_ignored,
-        s.rx_truncated,
-    ]
+/// What a [`Published`] holds, read once.
+pub struct Reading {
+    /// Frames received.
+    pub rx: u64,
+    /// Frames sent.
+    pub tx: u64,
+    /// Drops by reason.
+    pub drops: DropCounts,
+    /// Bursts processed.
+    pub bursts: u64,
+    /// See [`Published::generation`].
+    pub generation: u64,
+    /// See [`Published::loaded`].
+    pub loaded: u64,
+    /// The route cache's counters, by [`routecache::CacheStats::NAMES`].
+    pub cache: [u64; 4],
+    /// The flow cache's counters, by [`FlowCacheStats::NAMES`].
+    pub flow_cache: [u64; 4],
+    /// Per port, by [`PortStats::NAMES`].
+    pub ports: Vec<[u64; 8]>,
 }
-
-/// Names of the [`port_fields`].
-pub const PORT_FIELDS: [&str; 8] = [
-    "rx",
-    "tx",
-    "tx_bytes",
-    "tx_dropped",
-    "tx_bad",
-    "rx_dropped",
-    "rx_ignored",
-    "rx_truncated",
-];
 
 impl Published {
+    /// Zeroed counters of a worker with `ports` ports.
+    pub fn new(ports: usize) -> Published {
+        Published {
+            rx: AtomicU64::new(0),
+            tx: AtomicU64::new(0),
+            drops: Default::default(),
+            bursts: AtomicU64::new(0),
+            generation: AtomicU64::new(0),
+            loaded: AtomicU64::new(0),
+            matches: Box::new(std::array::from_fn(|_| Default::default())),
+            cache: Default::default(),
+            flow_cache: Default::default(),
+            ports: (0..ports).map(|_| Default::default()).collect(),
+        }
+    }
+
     fn store(&self, p: &Pipeline, ports: &[Box<dyn Port>]) {
         let c = &p.counters;
         self.rx.store(c.rx, Relaxed);
         self.tx.store(c.tx, Relaxed);
         self.bursts.store(c.bursts, Relaxed);
-        for (a, &v) in self.drops.iter().zip(&c.drops) {
-            a.store(v, Relaxed);
-        }
-        for (a, v) in self.matches.iter().zip(&c.matches) {
-            for k in 0..3 {
-                a[k].store(v[k], Relaxed);
-            }
+        store(&self.drops, c.drops);
+        for (a, &v) in self.matches.iter().zip(&c.matches) {
+            store(a, v);
         }
         self.generation.store(p.generation(), Relaxed);
-        let cs = p.cache_stats();
-        for (a, v) in self
-            .cache
-            .iter()
-            .zip([cs.hint_hits, cs.hits, cs.misses, cs.stale])
-        {
-            a.store(v, Relaxed);
-        }
-        let fs = p.flow_cache_stats();
-        for (a, v) in self
-            .flow_cache
-            .iter()
-            .zip([fs.hits, fs.misses, fs.stale, fs.bypassed])
-        {
-            a.store(v, Relaxed);
-        }
+        store(&self.cache, p.cache_stats().values());
+        store(&self.flow_cache, p.flow_cache_stats().values());
         for (a, port) in self.ports.iter().zip(ports) {
-            for (x, v) in a.iter().zip(port_fields(&port.stats())) {
-                x.store(v, Relaxed);
-            }
+            store(a, port.stats().values());
         }
+    }
+
+    /// Everything but the set matches, read once.
+    pub fn read(&self) -> Reading {
+        Reading {
+            rx: self.rx.load(Relaxed),
+            tx: self.tx.load(Relaxed),
+            drops: load(&self.drops),
+            bursts: self.bursts.load(Relaxed),
+            generation: self.generation.load(Relaxed),
+            loaded: self.loaded.load(Relaxed),
+            cache: load(&self.cache),
+            flow_cache: load(&self.flow_cache),
+            ports: self.ports.iter().map(load).collect(),
+        }
+    }
+
+    /// The matches of the first `sets` rule sets of the snapshot this
+    /// worker last published for.
+    pub fn matches(&self, sets: usize) -> Vec<SetMatches> {
+        self.matches.iter().take(sets).map(load).collect()
     }
 }
 
@@ -147,39 +165,47 @@ pub struct Report {
     /// Its port queues' counters.
     pub ports: Vec<(String, PortStats)>,
     /// Its flow cache's counters.
-    pub flow_cache: crate::flowcache::FlowCacheStats,
+    pub flow_cache: FlowCacheStats,
 }
 
-/// Opens this worker's queue of every port.
-pub fn open_ports(cfg: &Config, queue: usize) -> Result<Vec<Box<dyn Port>>, String> {
-    cfg.ports
-        .iter()
-        .enumerate()
-        .map(|(i, p)| match p.driver.as_str() {
-            "synthetic" => SyntheticPort::new(cfg, i, queue).map(|p| Box::new(p) as Box<dyn Port>),
-            "af_packet" => AfPacketPort::open(cfg, i, queue).map(|p| Box::new(p) as Box<dyn Port>),
-            "af_xdp" => {
-                crate::af_xdp::AfXdpPort::open(cfg, i, queue).map(|p| Box::new(p) as Box<dyn Port>)
-            }
-            #[cfg(feature = "dpdk")]
-            "dpdk" => {
-                crate::dpdk::DpdkPort::open(cfg, i, queue).map(|p| Box::new(p) as Box<dyn Port>)
-            }
-            #[cfg(not(feature = "dpdk"))]
-            "dpdk" => Err(format!(
-                "{}: port `{}`: built without DPDK support (build with `--features dpdk`)",
-                p.at, p.name
-            )),
-            other => Err(format!(
-                "{}: port `{}`: the `{other}` driver is not available in this build",
-                p.at, p.name
-            )),
-        })
-        .collect()
+/// The cores this process may run on (its affinity mask: online cores
+/// only), ascending.
+pub fn allowed_cores() -> Vec<usize> {
+    let mut v: Vec<usize> = core_affinity::get_core_ids()
+        .unwrap_or_default()
+        .into_iter()
+        .map(|c| c.id)
+        .collect();
+    v.sort_unstable();
+    v
+}
+
+/// Whether every worker core of `cfg` can be pinned to: it exists, is
+/// online and is in this process's affinity mask. The error names
+/// `cores` in the configuration.
+pub fn check_cores(cfg: &Config) -> Result<(), String> {
+    let allowed = allowed_cores();
+    match cfg.forwarder.cores.iter().find(|c| !allowed.contains(c)) {
+        None => Ok(()),
+        Some(c) => Err(format!(
+            "{}: core {c} cannot be pinned: it does not exist, is offline or is outside this \
+             process's CPU affinity (cores it may use: {allowed:?})",
+            cfg.forwarder.cores_at
+        )),
+    }
 }
 
 /// A running worker: its published counters and its thread.
 pub type Running = (Arc<Published>, JoinHandle<Report>);
+
+/// Stops `workers` after their current burst and waits for them (their
+/// ports close as they end, so DPDK's EAL can then be released).
+pub fn stop(shared: &Shared, workers: Vec<Running>) {
+    shared.stop.store(true, Relaxed);
+    for (_, h) in workers {
+        let _ = h.join();
+    }
+}
 
 /// Turns of a worker's loop (bursts or empty polls) between two
 /// publications of its counters: about every millisecond under load,
@@ -188,7 +214,7 @@ pub const PUBLISH_EVERY: u64 = 1024;
 
 /// Starts one pinned worker per configured core on the configured ports.
 pub fn spawn(cfg: &Config, shared: Arc<Shared>, mode: Mode) -> Result<Vec<Running>, String> {
-    spawn_with(cfg, shared, mode, |q| open_ports(cfg, q))
+    spawn_with(cfg, shared, mode, |q| port::open_all(cfg, q))
 }
 
 /// Starts one pinned worker per configured core, worker `q` on the port
@@ -205,26 +231,26 @@ pub fn spawn_with(
         let mut ports = match open(q) {
             Ok(p) => p,
             Err(e) => {
-                // The workers already started stop and close their
-                // ports (DPDK's EAL can then be released).
-                shared.stop.store(true, Relaxed);
-                for (_, h) in out {
-                    let _ = h.join();
-                }
+                stop(&shared, out);
                 return Err(e);
             }
         };
         let shared = shared.clone();
-        let published = Arc::new(Published::default());
+        let published = Arc::new(Published::new(ports.len()));
         let pubd = published.clone();
         let h = std::thread::Builder::new()
             .name(format!("worker-{core}"))
             .spawn(move || {
-                // Pinning can fail (a core not in this process's set): the
-                // worker still runs, unpinned.
-                let _ = core_affinity::set_for_current(core_affinity::CoreId { id: core });
+                // `check_cores` found the core pinnable; should the
+                // system refuse now (a core taken offline since), the
+                // worker says so and runs unpinned.
+                if !core_affinity::set_for_current(core_affinity::CoreId { id: core }) {
+                    eprintln!(
+                        "forwarder: worker for core {core} could not be pinned; it runs unpinned"
+                    );
+                }
                 let first = shared.tables.load_full();
-                let mut pipe = Pipeline::with_mode(&first, ports.len(), mode);
+                let mut pipe = Pipeline::with_mode(&first, ports.len(), mode).for_worker(q);
                 drop(first);
                 let mut burst = Burst::new();
                 let mut turns = 0u64;

@@ -166,7 +166,7 @@ impl HugePages {
             before,
             mounted: None,
         };
-        if forwarder::dpdk::hugetlbfs_dirs().is_empty() {
+        if forwarder::port::dpdk::hugetlbfs_dirs().is_empty() {
             let at = dir("hugetlbfs");
             let ok = Command::new("mount")
                 .args(["-t", "hugetlbfs", "nodev"])
@@ -229,7 +229,7 @@ fn huge_pages_are_given_back() {
     assert!(ok, "{out}\n{err}");
     let null = port_line(&out, "d");
     assert!(null[1] > 10_000, "{out}");
-    for dir in forwarder::dpdk::hugetlbfs_dirs() {
+    for dir in forwarder::port::dpdk::hugetlbfs_dirs() {
         let left: Vec<String> = std::fs::read_dir(&dir)
             .unwrap()
             .flatten()
@@ -297,7 +297,7 @@ fn errors_say_what_is_wrong() {
         ),
         (
             config("net_null0", "\"--no-huge\", 5", "02:00:00:00:00:99"),
-            "e.toml:12:8: port `d`: option `eal` must be an array of strings",
+            "e.toml:17:7: port `d`: option `eal` must be an array of strings",
         ),
     ];
     for (text, want) in cases {
@@ -343,115 +343,3 @@ fn without_the_feature_the_error_says_so() {
 #[test]
 #[ignore = "needs `--features dpdk` and Debian's DPDK (dpdk, libdpdk-dev, pkg-config, libclang-dev)"]
 fn dpdk_virtual_device_tests() {}
-
-/// `rte_acl` behind our safe wrapper (the `bench matcher` column) agrees
-/// with a linear scan: IPv4 ranges and port ranges, random keys.
-#[cfg(feature = "dpdk")]
-#[test]
-fn acl_classifier_agrees_with_a_linear_scan() {
-    use forwarder::dpdk::acl::{Classifier, Field, Kind, Rule};
-    use routecache::gen::Rng;
-    forwarder::dpdk::init_eal(
-        &[
-            "--no-huge",
-            "-m",
-            "256",
-            "--no-pci",
-            "--log-level",
-            "lib.eal:error",
-        ]
-        .map(String::from),
-    )
-    .unwrap();
-    // Keys: 4-byte address, 2-byte port, 2 bytes of padding.
-    let fields = [
-        Field {
-            kind: Kind::Range,
-            size: 1,
-            offset: 0,
-            input: 0,
-        },
-        Field {
-            kind: Kind::Range,
-            size: 4,
-            offset: 0,
-            input: 1,
-        },
-        Field {
-            kind: Kind::Range,
-            size: 2,
-            offset: 4,
-            input: 2,
-        },
-        Field {
-            kind: Kind::Range,
-            size: 1,
-            offset: 6,
-            input: 2,
-        },
-        Field {
-            kind: Kind::Range,
-            size: 1,
-            offset: 7,
-            input: 2,
-        },
-    ];
-    let mut rng = Rng(3);
-    // Disjoint address blocks, random port ranges.
-    let rules: Vec<(u32, u32, u16, u16)> = (0..500u32)
-        .map(|i| {
-            let lo = i << 20 | rng.below(1 << 10) as u32;
-            let hi = lo + rng.below(1 << 12) as u32;
-            let p = rng.below(60000) as u16;
-            (lo, hi, p, p + rng.below(3000) as u16)
-        })
-        .collect();
-    let acl = Classifier::build(
-        &fields,
-        &rules
-            .iter()
-            .enumerate()
-            .map(|(i, &(lo, hi, p, q))| Rule {
-                userdata: i as u32 + 1,
-                fields: vec![
-                    (0, 255),
-                    (lo as u64, hi as u64),
-                    (p as u64, q as u64),
-                    (0, 255),
-                    (0, 255),
-                ],
-            })
-            .collect::<Vec<_>>(),
-    )
-    .unwrap();
-    let mut hits = 0;
-    for _ in 0..200 {
-        let mut keys = vec![0u8; 32 * 8];
-        let mut want = [0u32; 32];
-        for (j, w) in want.iter_mut().enumerate() {
-            let (a, port) = if rng.below(2) == 0 {
-                let r = rules[rng.below(rules.len() as u64) as usize];
-                (
-                    r.0 + rng.below((r.1 - r.0 + 1) as u64) as u32,
-                    r.2 + rng.below((r.3 - r.2 + 1) as u64) as u16,
-                )
-            } else {
-                (rng.next_u64() as u32 & 0x1fff_ffff, rng.next_u64() as u16)
-            };
-            keys[j * 8..j * 8 + 4].copy_from_slice(&a.to_be_bytes());
-            keys[j * 8 + 4..j * 8 + 6].copy_from_slice(&port.to_be_bytes());
-            *w = rules
-                .iter()
-                .position(|&(lo, hi, p, q)| (lo..=hi).contains(&a) && (p..=q).contains(&port))
-                .map_or(0, |i| i as u32 + 1);
-        }
-        let mut got = [0u32; 32];
-        acl.classify(&keys, 8, &mut got);
-        assert_eq!(got, want);
-        hits += want.iter().filter(|&&w| w != 0).count();
-    }
-    assert!(hits > 2000, "{hits} hits");
-    // The EAL this test started leaves no runtime files behind.
-    drop(acl);
-    forwarder::dpdk::shutdown();
-}

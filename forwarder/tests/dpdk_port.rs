@@ -14,7 +14,7 @@
 
 #[cfg(feature = "dpdk")]
 mod ring {
-    use forwarder::dpdk::DpdkPort;
+    use forwarder::port::dpdk::DpdkPort;
     use forwarder::port::{Burst, Port, MAX_BURST};
     use routecache::gen::Rng;
 
@@ -38,7 +38,10 @@ mbufs = 4096
             std::process::id()
         );
         let cfg = config::parse("dpdk_port.toml", &text, &dir).unwrap();
-        DpdkPort::open(&cfg, 0, 0).unwrap()
+        let config::Driver::Dpdk(o) = &cfg.ports[0].driver else {
+            panic!("a dpdk port")
+        };
+        DpdkPort::open(&cfg, 0, 0, o).unwrap()
     }
 
     /// A random frame: with `usual` percent probability the usual kind
@@ -102,7 +105,7 @@ mbufs = 4096
 
     impl Drop for Eal {
         fn drop(&mut self) {
-            forwarder::dpdk::shutdown();
+            forwarder::port::dpdk::shutdown();
         }
     }
 

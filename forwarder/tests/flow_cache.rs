@@ -5,7 +5,7 @@
 
 use forwarder::pipeline::Pipeline;
 use forwarder::port::Burst;
-use forwarder::tables::Tables;
+use forwarder::snapshot::Tables;
 use forwarder::wire::build::{ipv4, ipv6, L4};
 use proptest::prelude::*;
 use std::path::Path;

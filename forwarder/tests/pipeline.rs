@@ -3,7 +3,7 @@
 
 use forwarder::pipeline::Pipeline;
 use forwarder::port::Burst;
-use forwarder::tables::Tables;
+use forwarder::snapshot::Tables;
 use forwarder::wire::build::{ipv4, ipv6, L4};
 use forwarder::wire::{checksum, parse, Drop};
 use std::path::Path;

@@ -6,7 +6,7 @@
 use forwarder::control::Control;
 use forwarder::pipeline::Mode;
 use forwarder::port::{Burst, Port, PortStats};
-use forwarder::tables::Tables;
+use forwarder::snapshot::Tables;
 use forwarder::wire::{self, build, build::L4, Drop};
 use forwarder::worker;
 use routecache::gen::Rng;

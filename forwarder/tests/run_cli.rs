@@ -144,8 +144,9 @@ fn rate_lines_name_the_workers_core() {
     std::fs::remove_dir_all(dir).ok();
 }
 
-/// `examples/linux.toml` loads; a port's driver errors name where the port
-/// is declared: a bad option, and an interface this namespace lacks.
+/// `examples/linux.toml` loads; a bad option is refused as the file loads,
+/// naming the value's place; an interface this namespace lacks is an
+/// error naming where the port is declared.
 #[test]
 fn af_packet_ports_report_where() {
     let text = example("linux.toml");
@@ -171,8 +172,8 @@ fn af_packet_ports_report_where() {
     let err = run(&bad);
     assert!(
         err.contains(&format!(
-            "l.toml:{}:8: port `wan`: option `ring_frames` must be an integer from 64 to 1048576",
-            line("name = \"wan\"")
+            "l.toml:{}:15: port `wan`: option `ring_frames` must be an integer from 64 to 1048576",
+            line("ring_frames = 4096")
         )),
         "{err}"
     );
@@ -209,9 +210,14 @@ fn af_xdp_ports_report_where() {
         "{err}"
     );
     let bad = text.replace("frames = 4096", "frames = 3000");
+    let frames_at = text
+        .lines()
+        .position(|l| l.contains("frames = 4096"))
+        .unwrap()
+        + 1;
     assert!(
         run(&bad).contains(&format!(
-            "x.toml:{at}:8: port `wan`: option `frames` must be a power of two from 64 to 65536"
+            "x.toml:{frames_at}:10: port `wan`: option `frames` must be a power of two from 64 to 65536"
         )),
         "{}",
         run(&bad)
@@ -220,5 +226,83 @@ fn af_xdp_ports_report_where() {
     assert!(run(&bad).contains("option `xdp_mode` must be `native`, `skb` or `auto`"));
     let bad = text.replace("zero_copy = \"auto\"", "ring_frames = 1");
     assert!(run(&bad).contains("unknown option `ring_frames` for the af_xdp driver"));
+    std::fs::remove_dir_all(dir).ok();
+}
+
+/// What the configuration's syntax cannot show is checked before anything
+/// starts: a core this process cannot be pinned to, no ports, no routes,
+/// more sets than the flow cache records. Each names its place.
+#[test]
+fn unusable_configurations_are_refused_before_starting() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let dir = std::env::temp_dir().join(format!("fwd-pre-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let cfg = dir.join("p.toml");
+    let text = example("forwarder.toml")
+        .replace("\"sets/", &format!("\"{}/examples/sets/", root.display()));
+    let cores_line = text
+        .lines()
+        .position(|l| l.starts_with("cores = [0]"))
+        .unwrap()
+        + 1;
+    let err = refused(&cfg, &text.replacen("cores = [0]", "cores = [4095]", 1));
+    assert!(
+        err.contains(&format!(
+            "p.toml:{cores_line}:9: core 4095 cannot be pinned: it does not exist, is offline or is outside this process's CPU affinity"
+        )),
+        "{err}"
+    );
+    let err = refused(&cfg, "");
+    assert!(
+        err.contains("p.toml: no [[port]]: nothing to receive from or send to"),
+        "{err}"
+    );
+    let err = refused(&cfg, "[[port]]\nname = \"p0\"\n");
+    assert!(
+        err.contains("p.toml: no routes ([[route]] or route_file)"),
+        "{err}"
+    );
+    let mut many = String::from("[[port]]\nname = \"p0\"\n");
+    for i in 0..17 {
+        many.push_str(&format!(
+            "[[set]]\nname = \"s{i}\"\ntype = \"inet_service\"\nmatch = \"th dport\"\naction = \"drop\"\n"
+        ));
+    }
+    let err = refused(&cfg, &many);
+    assert!(
+        err.contains(
+            "p.toml:84:8: set `s16`: the flow cache records the matches of at most 16 rule sets"
+        ),
+        "{err}"
+    );
+    std::fs::remove_dir_all(dir).ok();
+}
+
+/// The summary says what each rule set did in words, as the rate lines
+/// name drop reasons.
+#[test]
+fn the_summary_reads_set_matches_in_words() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let dir = std::env::temp_dir().join(format!("fwd-sum-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let cfg = dir.join("s.toml");
+    std::fs::write(
+        &cfg,
+        example("forwarder.toml")
+            .replace("\"sets/", &format!("\"{}/examples/sets/", root.display())),
+    )
+    .unwrap();
+    let out = ran(&cfg);
+    let line = out
+        .lines()
+        .find(|l| l.starts_with("    set blocklist: "))
+        .unwrap_or_else(|| panic!("{out}"));
+    assert!(line.ends_with(" dropped"), "{line}");
+    let n: u64 = line["    set blocklist: ".len()..line.len() - " dropped".len()]
+        .replace(',', "")
+        .parse()
+        .unwrap();
+    assert!(n > 1000, "{line}");
+    assert!(!out.contains("set matches [["), "{out}");
     std::fs::remove_dir_all(dir).ok();
 }

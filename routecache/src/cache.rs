@@ -142,6 +142,16 @@ pub struct CacheStats {
     pub stale: u64,
 }
 
+impl CacheStats {
+    /// The counters' names, in [`CacheStats::values`] order.
+    pub const NAMES: [&'static str; 4] = ["hint_hits", "hits", "misses", "stale"];
+
+    /// The counters, in [`CacheStats::NAMES`] order.
+    pub fn values(&self) -> [u64; 4] {
+        [self.hint_hits, self.hits, self.misses, self.stale]
+    }
+}
+
 /// "No route", as a cached target.
 const NO_ROUTE: u32 = u32::MAX;
 

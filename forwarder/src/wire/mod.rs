@@ -13,6 +13,13 @@
 //! options, authentication), and TCP, UDP, SCTP, ICMP and ICMPv6.
 
 /// Ethertypes.
+mod checksum;
+mod rewrite;
+
+pub mod build;
+pub use checksum::*;
+pub use rewrite::*;
+
 pub mod ethertype {
     /// IPv4.
     pub const IPV4: u16 = 0x0800;
@@ -73,7 +80,10 @@ pub enum Drop {
 }
 
 impl Drop {
-    /// Every reason, in counter order.
+    /// How many reasons there are: the length of every per-reason count.
+    pub const COUNT: usize = Drop::ALL.len();
+
+    /// Every reason, in counter order (each at its [`Drop::index`]).
     pub const ALL: [Drop; 8] = [
         Drop::Truncated,
         Drop::Malformed,
@@ -121,7 +131,7 @@ pub enum L3 {
 /// Laid out in a fixed order (`repr(C)`): the ports, protocol, transport
 /// flag, family and TTL are the eight bytes after the addresses, so that
 /// the flow cache's key reads them as one word
-/// ([`crate::flowcache::FlowId::of`]) instead of assembling it from six
+/// ([`crate::pipeline::flowcache::FlowId::of`]) instead of assembling it from six
 /// loads and shifts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 #[repr(C)]
@@ -244,8 +254,8 @@ fn parse_plain(frame: &[u8], p: &mut Parsed) -> bool {
 
 /// The ports (or ICMP type and code) a transport header's first 4 bytes
 /// give for `proto`, and whether the protocol has them: one load from a
-/// table of masks and an `and` instead of a branch per protocol (or two
-/// masks built from a table of flags, as before: 14 instructions).
+/// table of masks and an `and` instead of a branch per protocol (two
+/// masks built from a table of flags took 14 instructions).
 #[inline(always)]
 fn ports(proto: u8, b: [u8; 4]) -> (u16, u16, bool) {
     // Per protocol: the bits of the 4 bytes, read as one big-endian word,
@@ -386,59 +396,6 @@ fn transport(frame: &[u8], p: &mut Parsed, end: usize) {
     (p.sport, p.dport, p.l4_ok) = ports(p.proto, b);
 }
 
-/// Updates a 16-bit one's complement checksum for one 16-bit field that
-/// changed from `old` to `new` (RFC 1624, eqn. 3: HC' = ~(~HC + ~m + m')).
-#[inline(always)]
-pub fn checksum_update(hc: u16, old: u16, new: u16) -> u16 {
-    let mut sum = (!hc as u32) + (!old as u32 & 0xffff) + new as u32;
-    sum = (sum & 0xffff) + (sum >> 16);
-    sum = (sum & 0xffff) + (sum >> 16);
-    !(sum as u16)
-}
-
-/// [`checksum_update`] for the TTL's decrement, the change every forwarded
-/// IPv4 packet makes: the TTL is the high byte of its 16-bit word, and
-/// with a TTL of 2 or more the word `m` becomes `m - 0x100` without a
-/// borrow, so `~m + m'` is the constant `0xfeff` and neither word need be
-/// read. The sum then fits one fold. Equal to `checksum_update(hc, m,
-/// m - 0x100)` for every `hc` and every `m` of 0x200 or more (tested).
-#[inline(always)]
-pub fn checksum_ttl_decrement(hc: u16) -> u16 {
-    let sum = (!hc as u32) + 0xfeff;
-    !(((sum & 0xffff) + (sum >> 16)) as u16)
-}
-
-/// [`checksum_ttl_decrement`] of the checksum's two bytes read in the
-/// machine's byte order, the result to be written back in it: a one's
-/// complement sum commutes with swapping the bytes of every word (RFC
-/// 1071, 2.(B)), so the swaps to and from network order (two rotates)
-/// are not needed; the constant is swapped instead. Equal to the
-/// network-order function for all 65,536 checksums (tested).
-#[inline(always)]
-pub fn checksum_ttl_decrement_ne(hc: u16) -> u16 {
-    const C: u32 = u16::from_ne_bytes(0xfeffu16.to_be_bytes()) as u32;
-    let sum = (!hc as u32) + C;
-    !(((sum & 0xffff) + (sum >> 16)) as u16)
-}
-
-/// The one's complement checksum of a header, computed in full (for
-/// tests and for building frames).
-pub fn checksum(data: &[u8]) -> u16 {
-    let mut sum = 0u32;
-    for c in data.chunks(2) {
-        let w = if c.len() == 2 {
-            u16::from_be_bytes([c[0], c[1]])
-        } else {
-            u16::from_be_bytes([c[0], 0])
-        };
-        sum += w as u32;
-    }
-    while sum >> 16 != 0 {
-        sum = (sum & 0xffff) + (sum >> 16);
-    }
-    !(sum as u16)
-}
-
 /// Whether a received frame is for the station with `mac`: addressed to
 /// it, or ARP (which the pipeline counts and does not forward). Ports in
 /// promiscuous mode pass on only these.
@@ -447,239 +404,10 @@ pub fn addressed_to(frame: &[u8], mac: [u8; 6]) -> bool {
     frame.len() >= 14 && (frame[..6] == mac || frame[12..14] == ethertype::ARP.to_be_bytes())
 }
 
-/// One's complement sum of `data` as big-endian 16-bit words (an odd
-/// last byte padded with zero), not folded.
-fn sum16(data: &[u8], mut sum: u64) -> u64 {
-    let mut c = data.chunks_exact(2);
-    for w in &mut c {
-        sum += u16::from_be_bytes([w[0], w[1]]) as u64;
-    }
-    if let [b] = c.remainder() {
-        sum += (*b as u64) << 8;
-    }
-    sum
-}
-
-fn fold(mut sum: u64) -> u16 {
-    while sum >> 16 != 0 {
-        sum = (sum & 0xffff) + (sum >> 16);
-    }
-    sum as u16
-}
-
-/// Where a frame's transport checksum lives: the segment's start and end
-/// (from the IP lengths, so Ethernet padding is not summed), the offset
-/// of the checksum field, and the pseudo-header's sum (none for ICMP).
-/// `None` for other protocols, later fragments and short segments.
-fn l4_span(frame: &[u8], p: &Parsed) -> Option<(usize, usize, usize, u64)> {
-    let l3 = p.l3_off as usize;
-    let start = p.l4_off as usize;
-    let end = match p.l3 {
-        L3::V4 => l3 + be16(frame, l3 + 2)? as usize,
-        L3::V6 => l3 + 40 + be16(frame, l3 + 4)? as usize,
-    };
-    let (field, min) = match p.proto {
-        proto::TCP => (16, 20),
-        proto::UDP => (6, 8),
-        proto::ICMP if p.l3 == L3::V4 => (2, 4),
-        proto::ICMPV6 if p.l3 == L3::V6 => (2, 4),
-        _ => return None,
-    };
-    if !p.l4_ok || end > frame.len() || start + min > end {
-        return None;
-    }
-    let len = (end - start) as u64;
-    let pseudo = match p.l3 {
-        L3::V4 if p.proto == proto::ICMP => 0,
-        L3::V4 => sum16(&frame[l3 + 12..l3 + 20], p.proto as u64 + len),
-        L3::V6 => sum16(&frame[l3 + 8..l3 + 40], p.proto as u64 + len),
-    };
-    Some((start, end, start + field, pseudo))
-}
-
-/// Computes and stores the transport checksum (TCP, UDP, ICMP, ICMPv6)
-/// of a frame in full. Returns false where the frame has none to set.
-pub fn set_l4_checksum(frame: &mut [u8]) -> bool {
-    let Ok(p) = parse(frame) else { return false };
-    let Some((start, end, field, pseudo)) = l4_span(frame, &p) else {
-        return false;
-    };
-    frame[field..field + 2].fill(0);
-    let mut c = !fold(sum16(&frame[start..end], pseudo));
-    if c == 0 && p.proto == proto::UDP {
-        c = 0xffff;
-    }
-    frame[field..field + 2].copy_from_slice(&c.to_be_bytes());
-    true
-}
-
-/// Finishes a TCP or UDP checksum that the sending host left to its NIC
-/// (Linux's CHECKSUM_PARTIAL, which a packet socket reports as
-/// `TP_STATUS_CSUMNOTREADY`): the field holds the pseudo-header's sum, the
-/// segment's sum is still to be added. Returns false where the frame has
-/// no such checksum.
-pub fn finish_partial_checksum(frame: &mut [u8]) -> bool {
-    let Ok(p) = parse(frame) else { return false };
-    if p.proto != proto::TCP && p.proto != proto::UDP {
-        return false;
-    }
-    let Some((start, end, field, _)) = l4_span(frame, &p) else {
-        return false;
-    };
-    let mut c = !fold(sum16(&frame[start..end], 0));
-    if c == 0 && p.proto == proto::UDP {
-        c = 0xffff;
-    }
-    frame[field..field + 2].copy_from_slice(&c.to_be_bytes());
-    true
-}
-
-/// Whether a frame's transport checksum is valid: `None` where it has
-/// none that can be checked (UDP over IPv4 without one counts as valid).
-pub fn l4_checksum_ok(frame: &[u8]) -> Option<bool> {
-    let p = parse(frame).ok()?;
-    let (start, end, field, pseudo) = l4_span(frame, &p)?;
-    if p.proto == proto::UDP && p.l3 == L3::V4 && frame[field..field + 2] == [0, 0] {
-        return Some(true);
-    }
-    Some(fold(sum16(&frame[start..end], pseudo)) == 0xffff)
-}
-
-/// Rewrites a parsed frame for forwarding: destination and source MAC of
-/// the next hop, TTL or hop limit decremented, the IPv4 header checksum
-/// updated incrementally. A TTL of 1 or 0 expires instead.
-#[inline]
-pub fn rewrite(
-    frame: &mut [u8],
-    p: &Parsed,
-    dst_mac: [u8; 6],
-    src_mac: [u8; 6],
-) -> Result<(), Drop> {
-    rewrite_with(frame, p, &macs(dst_mac, src_mac))
-}
-
-/// The 12 bytes a frame starts with: destination MAC, then source.
-#[inline]
-pub fn macs(dst_mac: [u8; 6], src_mac: [u8; 6]) -> [u8; 12] {
-    let mut m = [0; 12];
-    m[..6].copy_from_slice(&dst_mac);
-    m[6..].copy_from_slice(&src_mac);
-    m
-}
-
-/// [`rewrite`] with the two MACs as the frame holds them (destination,
-/// then source): one 12-byte copy, an 8-byte and a 4-byte move, where two
-/// 6-byte ones took four moves each way and the shifts between them.
-#[inline]
-pub fn rewrite_with(frame: &mut [u8], p: &Parsed, macs: &[u8; 12]) -> Result<(), Drop> {
-    if p.ttl <= 1 {
-        return Err(Drop::TtlExpired);
-    }
-    let l3 = p.l3_off as usize;
-    let (Some(_), Some(_)) = (frame.get(..12), frame.get(l3..l3 + 12)) else {
-        return Err(Drop::Truncated);
-    };
-    frame[..12].copy_from_slice(macs);
-    match p.l3 {
-        L3::V4 => {
-            // TTL is the high byte of a 16-bit word (the protocol the
-            // low one), and at least 2 here.
-            frame[l3 + 8] = p.ttl - 1;
-            let hc = u16::from_ne_bytes([frame[l3 + 10], frame[l3 + 11]]);
-            let hc = checksum_ttl_decrement_ne(hc);
-            frame[l3 + 10..l3 + 12].copy_from_slice(&hc.to_ne_bytes());
-        }
-        L3::V6 => frame[l3 + 7] = p.ttl - 1,
-    }
-    Ok(())
-}
-
-/// Builders of test frames (used by the tests, the synthetic port and the
-/// benchmarks).
-pub mod build {
-    use super::*;
-
-    /// Transport of a built frame.
-    #[derive(Clone, Copy, Debug)]
-    pub enum L4 {
-        /// TCP with ports.
-        Tcp(u16, u16),
-        /// UDP with ports.
-        Udp(u16, u16),
-        /// ICMP / ICMPv6 with type and code.
-        Icmp(u8, u8),
-    }
-
-    fn l4_bytes(l4: L4, v6: bool) -> (u8, Vec<u8>) {
-        match l4 {
-            L4::Tcp(s, d) => {
-                let mut t = vec![0u8; 20];
-                t[0..2].copy_from_slice(&s.to_be_bytes());
-                t[2..4].copy_from_slice(&d.to_be_bytes());
-                t[12] = 5 << 4;
-                (proto::TCP, t)
-            }
-            L4::Udp(s, d) => {
-                let mut u = vec![0u8; 8];
-                u[0..2].copy_from_slice(&s.to_be_bytes());
-                u[2..4].copy_from_slice(&d.to_be_bytes());
-                u[4..6].copy_from_slice(&8u16.to_be_bytes());
-                (proto::UDP, u)
-            }
-            L4::Icmp(t, c) => (
-                if v6 { proto::ICMPV6 } else { proto::ICMP },
-                vec![t, c, 0, 0, 0, 0, 0, 0],
-            ),
-        }
-    }
-
-    /// An Ethernet + IPv4 frame with valid header and transport checksums,
-    /// padded with `payload` zero bytes.
-    pub fn ipv4(src: u32, dst: u32, ttl: u8, l4: L4, payload: usize) -> Vec<u8> {
-        let (proto, t) = l4_bytes(l4, false);
-        let total = 20 + t.len() + payload;
-        let mut f = vec![0u8; 14 + total];
-        f[0..6].copy_from_slice(&[2, 0, 0, 0, 0, 1]);
-        f[6..12].copy_from_slice(&[2, 0, 0, 0, 0, 2]);
-        f[12..14].copy_from_slice(&ethertype::IPV4.to_be_bytes());
-        let h = &mut f[14..34];
-        h[0] = 0x45;
-        h[2..4].copy_from_slice(&(total as u16).to_be_bytes());
-        h[8] = ttl;
-        h[9] = proto;
-        h[12..16].copy_from_slice(&src.to_be_bytes());
-        h[16..20].copy_from_slice(&dst.to_be_bytes());
-        let c = checksum(h);
-        h[10..12].copy_from_slice(&c.to_be_bytes());
-        f[34..34 + t.len()].copy_from_slice(&t);
-        set_l4_checksum(&mut f);
-        f
-    }
-
-    /// An Ethernet + IPv6 frame with a valid transport checksum.
-    pub fn ipv6(src: u128, dst: u128, hop_limit: u8, l4: L4, payload: usize) -> Vec<u8> {
-        let (proto, t) = l4_bytes(l4, true);
-        let plen = t.len() + payload;
-        let mut f = vec![0u8; 14 + 40 + plen];
-        f[0..6].copy_from_slice(&[2, 0, 0, 0, 0, 1]);
-        f[6..12].copy_from_slice(&[2, 0, 0, 0, 0, 2]);
-        f[12..14].copy_from_slice(&ethertype::IPV6.to_be_bytes());
-        let h = &mut f[14..54];
-        h[0] = 0x60;
-        h[4..6].copy_from_slice(&(plen as u16).to_be_bytes());
-        h[6] = proto;
-        h[7] = hop_limit;
-        h[8..24].copy_from_slice(&src.to_be_bytes());
-        h[24..40].copy_from_slice(&dst.to_be_bytes());
-        f[54..54 + t.len()].copy_from_slice(&t);
-        set_l4_checksum(&mut f);
-        f
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::build::*;
+    use super::checksum::{fold, l4_span};
     use super::*;
 
     #[test]

@@ -2,13 +2,57 @@
 //! group by egress port. Every stage works on the whole burst; nothing
 //! allocates, locks or calls the system per packet.
 
-use crate::flowcache::{Decision, FlowCache, FlowCacheConfig, FlowCacheStats, FlowId, Loc};
+pub mod classify;
+pub mod flowcache;
+mod route;
+
 use crate::port::{Burst, MAX_BURST};
-use crate::tables::Tables;
-use crate::wire::{self, Drop, Parsed, L3};
-use config::{Action, Source};
-use matcher::{Data, Scratch, Verdict};
-use routecache::{FlowKey, Router, TargetId};
+use crate::snapshot::RuleSet;
+use crate::snapshot::Tables;
+use crate::wire::{self, Drop, Parsed};
+use flowcache::{Decision, FlowCache, FlowCacheConfig, FlowCacheStats, FlowId, Loc};
+use matcher::Scratch;
+use routecache::{FibSnapshot, Router, TargetId};
+use std::sync::Mutex;
+
+/// What a rule set's match did to a packet, as its match counters count
+/// it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// Dropped (the set's action, or a verdict map's `drop`).
+    Drop,
+    /// Accepted: the remaining sets are skipped, the packet is routed.
+    Accept,
+    /// On to the next set (a verdict map's `continue`, `jump`, ...: no
+    /// chains here).
+    Continue,
+}
+
+impl Outcome {
+    /// Every outcome, each at its [`Outcome::index`].
+    pub const ALL: [Outcome; 3] = [Outcome::Drop, Outcome::Accept, Outcome::Continue];
+
+    /// Its name in statistics (the `stats` JSON's key, the Prometheus
+    /// `verdict` label).
+    pub fn name(self) -> &'static str {
+        match self {
+            Outcome::Drop => "drop",
+            Outcome::Accept => "accept",
+            Outcome::Continue => "continue",
+        }
+    }
+
+    /// Its index in [`Outcome::ALL`] and in a set's [`SetMatches`].
+    pub fn index(self) -> usize {
+        self as usize
+    }
+}
+
+/// One rule set's matches, by [`Outcome`].
+pub type SetMatches = [u64; Outcome::ALL.len()];
+
+/// Per-reason drop counts, by [`Drop::index`].
+pub type DropCounts = [u64; Drop::COUNT];
 
 /// A worker's counters. Written only by the worker; read by the stats
 /// printer through [`crate::worker::Published`].
@@ -18,13 +62,11 @@ pub struct Counters {
     pub rx: u64,
     /// Frames handed to a port for sending.
     pub tx: u64,
-    /// Drops by reason ([`Drop::index`]).
-    pub drops: [u64; Drop::ALL.len()],
-    /// Matches per rule set, in the order of the current snapshot's sets,
-    /// by what they did: `[drop, accept, continue]` (a verdict map's
-    /// `continue`, `jump`, ...: the packet goes on). A reload that keeps a
-    /// set by name keeps its counts.
-    pub matches: Vec<[u64; 3]>,
+    /// Drops by reason.
+    pub drops: DropCounts,
+    /// Matches per rule set, in the order of the current snapshot's sets.
+    /// A reload that keeps a set by name keeps its counts.
+    pub matches: Vec<SetMatches>,
     /// The sets' names, as `matches` is ordered.
     pub set_names: Vec<String>,
     /// Bursts processed.
@@ -93,6 +135,90 @@ struct Egress {
     port: u16,
 }
 
+/// What a pipeline needs for one snapshot that depends on its sets and
+/// next hops: per-set lookup scratch and key buffers, the next hops as
+/// egress entries, and zeroed match counters with the sets' names.
+///
+/// The control side prepares one for each worker with every snapshot
+/// ([`Tables::assemble`], in the snapshot's [`Slot`]s). A worker that
+/// meets a new generation swaps it for its own and leaves its old one in
+/// the slot: the new state is allocated, and the old one freed (with the
+/// snapshot, once replaced), on the control thread, never on a worker.
+#[derive(Default)]
+pub struct Prepared {
+    scratch: Vec<Scratch>,
+    keys: Vec<Vec<u8>>,
+    egress: Vec<Egress>,
+    matches: Vec<SetMatches>,
+    set_names: Vec<String>,
+}
+
+impl Prepared {
+    /// The state for a snapshot of `sets` routing with `fib`.
+    pub fn new(sets: &[RuleSet], fib: &FibSnapshot) -> Prepared {
+        Prepared {
+            scratch: sets.iter().map(|s| s.snap.scratch()).collect(),
+            keys: sets
+                .iter()
+                .map(|s| vec![0; MAX_BURST * s.key_len.max(1)])
+                .collect(),
+            egress: fib
+                .targets()
+                .hops()
+                .iter()
+                .map(|h| Egress {
+                    macs: wire::macs(h.dst_mac, h.src_mac),
+                    port: h.port,
+                })
+                .collect(),
+            matches: vec![SetMatches::default(); sets.len()],
+            set_names: sets.iter().map(|s| s.name.clone()).collect(),
+        }
+    }
+}
+
+/// A worker's [`Prepared`] state in a snapshot: fresh until the worker
+/// takes it, then the worker's previous state, freed with the snapshot.
+#[derive(Default)]
+pub struct Slot(Mutex<Option<(bool, Prepared)>>);
+
+impl Slot {
+    /// A slot holding fresh state.
+    pub fn new(p: Prepared) -> Slot {
+        Slot(Mutex::new(Some((true, p))))
+    }
+
+    /// Swaps the fresh state in for `mine` (which the slot keeps), the
+    /// match counts of sets kept by name carried over: true if there was
+    /// fresh state. Never waits: the lock is only ever tried, and after
+    /// publication only its worker tries it.
+    fn swap_fresh(&self, mine: &mut Prepared) -> bool {
+        let Ok(mut g) = self.0.try_lock() else {
+            return false;
+        };
+        match g.as_mut() {
+            Some((fresh, p)) if *fresh => {
+                p.carry_matches(mine);
+                std::mem::swap(p, mine);
+                *fresh = false;
+                true
+            }
+            _ => false,
+        }
+    }
+}
+
+impl Prepared {
+    /// The counts of `old`'s sets that this state has by name.
+    fn carry_matches(&mut self, old: &Prepared) {
+        for (name, m) in self.set_names.iter().zip(&mut self.matches) {
+            if let Some(i) = old.set_names.iter().position(|n| n == name) {
+                *m = old.matches[i];
+            }
+        }
+    }
+}
+
 /// One worker's pipeline state: scratch, keys, routers, per-burst arrays,
 /// all allocated once.
 pub struct Pipeline {
@@ -127,6 +253,8 @@ pub struct Pipeline {
     generation: u64,
     route_cache: routecache::RouteCacheConfig,
     mode: Mode,
+    /// The worker's index, which picks its [`Slot`] in each snapshot.
+    worker: usize,
 }
 
 impl Pipeline {
@@ -162,29 +290,43 @@ impl Pipeline {
             generation: u64::MAX,
             route_cache: tables.route_cache,
             mode,
+            // No worker's slot while the pipeline is built: the state is
+            // built here, as is everything else of it.
+            worker: usize::MAX,
         };
         p.adopt(tables);
+        p.worker = 0;
         p
     }
 
-    /// Sizes the per-set scratch for a new snapshot (only when one is
-    /// published, never per packet).
+    /// Takes up a new snapshot: the state the control side prepared for
+    /// this worker in it, swapped for the pipeline's own (see
+    /// [`Prepared`]). Two exceptions allocate here: a pipeline that finds
+    /// no fresh state for its worker index (tests and benchmarks run
+    /// pipelines outside workers) builds it, and changed
+    /// `[route_cache]` or `[flow_cache]` settings give new caches.
     fn adopt(&mut self, tables: &Tables) {
-        self.scratch = tables.sets.iter().map(|s| s.snap.scratch()).collect();
-        self.keys = tables
-            .sets
-            .iter()
-            .map(|s| vec![0; MAX_BURST * s.key_len.max(1)])
-            .collect();
-        let old_names = std::mem::take(&mut self.counters.set_names);
-        let old = std::mem::take(&mut self.counters.matches);
-        for s in &tables.sets {
-            let kept = old_names.iter().position(|n| *n == s.name);
-            self.counters
-                .matches
-                .push(kept.map(|i| old[i]).unwrap_or_default());
-            self.counters.set_names.push(s.name.clone());
+        let mut mine = Prepared {
+            scratch: std::mem::take(&mut self.scratch),
+            keys: std::mem::take(&mut self.keys),
+            egress: std::mem::take(&mut self.egress),
+            matches: std::mem::take(&mut self.counters.matches),
+            set_names: std::mem::take(&mut self.counters.set_names),
+        };
+        let prepared = tables
+            .slots
+            .get(self.worker)
+            .is_some_and(|s| s.swap_fresh(&mut mine));
+        if !prepared {
+            let mut fresh = Prepared::new(&tables.sets, &tables.fib);
+            fresh.carry_matches(&mine);
+            mine = fresh;
         }
+        self.scratch = mine.scratch;
+        self.keys = mine.keys;
+        self.egress = mine.egress;
+        self.counters.matches = mine.matches;
+        self.counters.set_names = mine.set_names;
         if tables.route_cache != self.route_cache {
             // New route stage settings: new routers (their caches start
             // empty).
@@ -192,19 +334,12 @@ impl Pipeline {
             self.router6 = tables.route_cache.router();
             self.route_cache = tables.route_cache;
         }
-        self.egress = tables
-            .fib
-            .targets()
-            .hops()
-            .iter()
-            .map(|h| Egress {
-                macs: wire::macs(h.dst_mac, h.src_mac),
-                port: h.port,
-            })
-            .collect();
         // Decisions of the old snapshot are stale under the new one.
         let mut c = tables.flow_cache;
-        if tables.sets.len() > crate::flowcache::MAX_SETS {
+        // A checked configuration has no more sets than the cache
+        // records; a snapshot built otherwise gets no cache rather than
+        // wrong counts.
+        if tables.sets.len() > flowcache::MAX_SETS {
             c.entries = 0;
         }
         match &mut self.flows {
@@ -221,6 +356,13 @@ impl Pipeline {
             _ => self.flows = (c.entries > 0).then(|| FlowCache::with_config(c)),
         }
         self.generation = tables.generation;
+    }
+
+    /// The pipeline of worker `index` (the order of `[forwarder] cores`):
+    /// it takes up new snapshots with the state prepared for that worker.
+    pub fn for_worker(mut self, index: usize) -> Pipeline {
+        self.worker = index;
+        self
     }
 
     /// Generation of the snapshot the last burst was judged by.
@@ -300,8 +442,8 @@ impl Pipeline {
     /// Every frame's MACs set to the first next hop's, nothing parsed;
     /// frames too short for an Ethernet header are dropped.
     // Out of line, as `rewrite_only`: inlined into `process`, these
-    // benchmark modes moved the full pipeline's registers (+2.7
-    // instructions a packet).
+    // benchmark modes cost the full pipeline 2.7 instructions a packet
+    // (its registers are allocated around them).
     #[inline(never)]
     fn rewrite_macs(&mut self, burst: &mut Burst, n: usize) {
         let Some(Egress { macs, port }) = self.egress.first().copied() else {
@@ -365,7 +507,7 @@ impl Pipeline {
         let (mut lookups, mut hits) = (0, 0);
         // Hash every packet (prefetching its bucket's tags), then find its
         // candidate entry (prefetching it), then probe: each pass's cache
-        // misses overlap. (One pass doing all three per packet was 1.6x
+        // misses overlap. (One pass doing all three per packet is 1.6x
         // slower: the misses then wait in line.)
         for i in 0..n {
             if self.fate[i] == Fate::Go {
@@ -383,14 +525,15 @@ impl Pipeline {
                 continue;
             }
             lookups += 1;
-            // The flow again, from the parse (a copy kept per packet was
-            // seven stores for as many loads as this).
+            // The flow again, from the parse (a copy kept per packet would
+            // be seven stores for as many loads as this).
             let id = FlowId::of(&self.parsed[i], burst.frame(i));
             match flows.probe_in_burst(self.flow_locs[i], &id) {
                 Some(d) => {
                     hits += 1;
                     self.fate[i] = Fate::Cached;
                     self.decisions[i] = d;
+                    // Two bits a set: its outcome's index plus one.
                     let mut bits = d.matches;
                     while bits != 0 {
                         let at = bits.trailing_zeros() & !1;
@@ -427,107 +570,6 @@ impl Pipeline {
         }
     }
 
-    fn classify(&mut self, tables: &Tables, burst: &Burst, n: usize) {
-        for (si, set) in tables.sets.iter().enumerate() {
-            let klen = set.key_len;
-            let keys = &mut self.keys[si];
-            // The packets the set applies to (an IPv6 set looks nothing
-            // up for IPv4 packets), then their keys, packed, one source
-            // at a time across all of them.
-            let mut m = 0;
-            for i in 0..n {
-                if self.fate[i] == Fate::Go && set.need.applies(&self.parsed[i]) {
-                    self.which[m] = i as u8;
-                    m += 1;
-                }
-            }
-            if m == 0 {
-                continue;
-            }
-            write_keys(
-                &set.sources,
-                &self.parsed,
-                burst,
-                &self.which[..m],
-                &mut keys[..m * klen],
-                klen,
-            );
-            set.snap
-                .lookup_burst(keys, klen, &mut self.ids[..m], &mut self.scratch[si]);
-            for j in 0..m {
-                let Some(id) = self.ids[j] else { continue };
-                let i = self.which[j] as usize;
-                let fate = match set.action {
-                    Action::Drop => Fate::Dropped(Drop::Rule),
-                    Action::Accept => Fate::Accepted,
-                    Action::Verdict => match set.snap.element(id).and_then(|e| e.data.as_ref()) {
-                        Some(Data::Verdict(Verdict::Drop)) => Fate::Dropped(Drop::Rule),
-                        Some(Data::Verdict(Verdict::Accept)) => Fate::Accepted,
-                        // continue, return, jump and goto: no chains here,
-                        // the packet goes on to the next set.
-                        _ => Fate::Go,
-                    },
-                };
-                let verdict = match fate {
-                    Fate::Dropped(_) => 0,
-                    Fate::Accepted => 1,
-                    Fate::Go | Fate::Cached => 2,
-                };
-                self.counters.matches[si][verdict] += 1;
-                if si < crate::flowcache::MAX_SETS {
-                    self.match_bits[i] |= (verdict as u32 + 1) << (2 * si);
-                }
-                self.fate[i] = fate;
-            }
-        }
-    }
-
-    /// The FIB's targets of the packets still going, one batched lookup
-    /// per family.
-    fn lookup_routes(&mut self, tables: &Tables, n: usize) {
-        self.dst4.clear();
-        self.dst6.clear();
-        self.idx4.clear();
-        self.idx6.clear();
-        for i in 0..n {
-            if matches!(self.fate[i], Fate::Dropped(_) | Fate::Cached) {
-                continue;
-            }
-            let p = &self.parsed[i];
-            match p.l3 {
-                L3::V4 => {
-                    self.dst4.push(p.dst as u32);
-                    self.idx4.push(i as u8);
-                }
-                L3::V6 => {
-                    self.dst6.push(p.dst);
-                    self.idx6.push(i as u8);
-                }
-            }
-        }
-        let fib = &tables.fib;
-        let gen = fib.generation();
-        let mut found = [None; MAX_BURST];
-        self.router4.route_burst(
-            &self.dst4,
-            gen,
-            |k, o| fib.lookup_burst_v4(k, o),
-            &mut found[..self.dst4.len()],
-        );
-        for (j, &i) in self.idx4.iter().enumerate() {
-            self.targets[i as usize] = found[j];
-        }
-        self.router6.route_burst(
-            &self.dst6,
-            gen,
-            |k, o| fib.lookup_burst_v6(k, o),
-            &mut found[..self.dst6.len()],
-        );
-        for (j, &i) in self.idx6.iter().enumerate() {
-            self.targets[i as usize] = found[j];
-        }
-    }
-
     /// Rewrites and lists by egress port a burst whose every packet the
     /// flow cache decided or the parse dropped (most bursts, with the
     /// cache warm): [`Pipeline::route`] without its routing and its
@@ -544,7 +586,7 @@ impl Pipeline {
     }
 
     /// Adds the frames [`Pipeline::send`] listed to the sent count (one
-    /// addition per burst: a count kept per frame was a load and a store
+    /// addition per burst: a count kept per frame is a load and a store
     /// per packet, the pushes in between keeping it out of a register).
     #[inline]
     fn count_sent(&mut self) {
@@ -606,246 +648,76 @@ impl Pipeline {
         };
         self.counters.drops[d.index()] += 1;
     }
-
-    /// The next hop of a routed packet (its target resolved, an ECMP
-    /// group's member picked by the flow hash), as an index in the FIB's
-    /// hops, or why it has none.
-    #[inline]
-    fn next_hop(&self, tables: &Tables, i: usize) -> Result<u32, Drop> {
-        let p = &self.parsed[i];
-        let t = self.targets[i].ok_or(Drop::NoRoute)?;
-        let flow = FlowKey {
-            src: p.src,
-            dst: p.dst,
-            sport: p.sport,
-            dport: p.dport,
-            proto: p.proto,
-        };
-        tables
-            .fib
-            .targets()
-            .resolve_index(t, flow.hash(tables.flow_seed))
-            .ok_or(Drop::UnknownNextHop)
-    }
-}
-
-/// Writes the keys of the packets `which` (each has every field the
-/// sources need: see [`crate::tables::Need`]) into `keys`, `klen` bytes
-/// apart: source after source, each across all the packets, so that
-/// which field a source reads is decided once per burst, not per packet.
-#[inline]
-fn write_keys(
-    sources: &[Source],
-    parsed: &[Parsed],
-    burst: &Burst,
-    which: &[u8],
-    keys: &mut [u8],
-    klen: usize,
-) {
-    let mut off = 0;
-    for s in sources {
-        let packets = which
-            .iter()
-            .map(|&i| i as usize)
-            .zip(keys.chunks_exact_mut(klen));
-        match *s {
-            Source::IpSaddr | Source::IpDaddr => {
-                let src = *s == Source::IpSaddr;
-                for (i, k) in packets {
-                    let p = &parsed[i];
-                    let a = if src { p.src } else { p.dst } as u32;
-                    k[off..off + 4].copy_from_slice(&a.to_be_bytes());
-                }
-                off += 4;
-            }
-            Source::Ip6Saddr | Source::Ip6Daddr => {
-                let src = *s == Source::Ip6Saddr;
-                for (i, k) in packets {
-                    let p = &parsed[i];
-                    let a = if src { p.src } else { p.dst };
-                    k[off..off + 16].copy_from_slice(&a.to_be_bytes());
-                }
-                off += 16;
-            }
-            Source::Sport(_) | Source::Dport(_) => {
-                let sport = matches!(s, Source::Sport(_));
-                for (i, k) in packets {
-                    let p = &parsed[i];
-                    let v = if sport { p.sport } else { p.dport };
-                    k[off..off + 2].copy_from_slice(&v.to_be_bytes());
-                }
-                off += 2;
-            }
-            Source::L4proto => {
-                for (i, k) in packets {
-                    k[off] = parsed[i].proto;
-                }
-                off += 1;
-            }
-            Source::EtherSaddr | Source::EtherDaddr => {
-                let at = if *s == Source::EtherSaddr { 6 } else { 0 };
-                for (i, k) in packets {
-                    k[off..off + 6].copy_from_slice(&burst.frame(i)[at..at + 6]);
-                }
-                off += 6;
-            }
-            Source::Mark => {
-                // Frames from ports carry no mark.
-                for (_, k) in packets {
-                    k[off..off + 4].fill(0);
-                }
-                off += 4;
-            }
-        }
-    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tables::Need;
+    use crate::wire::build::{ipv4, L4};
 
-    /// The reference: one packet's key, source by source; false when the
-    /// packet lacks one of the fields (an IPv4 field of an IPv6 packet, a TCP
-    /// port of a UDP one).
-    fn extract(sources: &[Source], p: &Parsed, frame: &[u8], key: &mut [u8]) -> bool {
-        let mut off = 0;
-        for s in sources {
-            let ok = match *s {
-                Source::IpSaddr | Source::IpDaddr if p.l3 == L3::V4 => {
-                    let a = if *s == Source::IpSaddr { p.src } else { p.dst } as u32;
-                    key[off..off + 4].copy_from_slice(&a.to_be_bytes());
-                    off += 4;
-                    true
-                }
-                Source::Ip6Saddr | Source::Ip6Daddr if p.l3 == L3::V6 => {
-                    let a = if *s == Source::Ip6Saddr { p.src } else { p.dst };
-                    key[off..off + 16].copy_from_slice(&a.to_be_bytes());
-                    off += 16;
-                    true
-                }
-                Source::Sport(proto) | Source::Dport(proto)
-                    if p.l4_ok
-                        && matches!(
-                            p.proto,
-                            wire::proto::TCP | wire::proto::UDP | wire::proto::SCTP
-                        )
-                        && proto.is_none_or(|x| x == p.proto) =>
-                {
-                    let v = if matches!(s, Source::Sport(_)) {
-                        p.sport
-                    } else {
-                        p.dport
-                    };
-                    key[off..off + 2].copy_from_slice(&v.to_be_bytes());
-                    off += 2;
-                    true
-                }
-                Source::L4proto => {
-                    key[off] = p.proto;
-                    off += 1;
-                    true
-                }
-                Source::EtherSaddr | Source::EtherDaddr => {
-                    let at = if *s == Source::EtherSaddr { 6 } else { 0 };
-                    key[off..off + 6].copy_from_slice(&frame[at..at + 6]);
-                    off += 6;
-                    true
-                }
-                Source::Mark => {
-                    // Frames from ports carry no mark.
-                    key[off..off + 4].fill(0);
-                    off += 4;
-                    true
-                }
-                _ => false,
-            };
-            if !ok {
-                return false;
-            }
+    fn tables(generation: u64, extra_set: bool) -> Tables {
+        let mut text = String::from(
+            r#"
+route = [{ prefix = "0.0.0.0/0", via = "gw" }]
+[forwarder]
+cores = [0, 1]
+[[port]]
+name = "p"
+[[set]]
+name = "deny"
+type = "inet_service"
+match = "udp dport"
+action = "drop"
+elements = ["53"]
+[[next_hop]]
+name = "gw"
+port = "p"
+mac = "02:00:00:00:00:fe"
+"#,
+        );
+        if extra_set {
+            text.push_str(
+                "[[set]]\nname = \"more\"\ntype = \"inet_service\"\nmatch = \"tcp dport\"\naction = \"drop\"\nelements = [\"22\"]\n",
+            );
         }
-        true
+        let cfg = config::parse("t.toml", &text, std::path::Path::new(".")).unwrap();
+        Tables::build(&cfg, generation).unwrap()
     }
 
-    /// The burst's keys and the packets they are written for agree with
-    /// the per-packet reference, for random packets and source lists.
+    fn state(slot: &Slot) -> Option<(bool, Vec<String>)> {
+        let g = slot.0.lock().unwrap();
+        g.as_ref().map(|(fresh, p)| (*fresh, p.set_names.clone()))
+    }
+
+    /// A worker meeting a new generation takes the state prepared for it
+    /// (its own slot, no other) and leaves its previous state there, to
+    /// be freed with the snapshot off the worker; counts of a set kept by
+    /// name carry over.
     #[test]
-    fn burst_keys_agree_with_the_reference() {
-        let all = [
-            Source::IpSaddr,
-            Source::IpDaddr,
-            Source::Ip6Saddr,
-            Source::Ip6Daddr,
-            Source::Sport(None),
-            Source::Dport(None),
-            Source::Sport(Some(wire::proto::TCP)),
-            Source::Dport(Some(wire::proto::UDP)),
-            Source::Sport(Some(wire::proto::SCTP)),
-            Source::L4proto,
-            Source::EtherSaddr,
-            Source::EtherDaddr,
-            Source::Mark,
-        ];
-        let mut x = 0x9e37_79b9_7f4a_7c15u64;
-        let mut next = move || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x
-        };
+    fn new_generations_take_the_state_prepared_for_the_worker() {
+        let (t1, t2) = (tables(1, false), tables(2, true));
+        assert_eq!(t2.slots.len(), 2);
+        let mut pipe = Pipeline::new(&t1, 1).for_worker(1);
+        // Built without touching a slot.
+        assert!(state(&t1.slots[0]).unwrap().0);
+        assert!(state(&t1.slots[1]).unwrap().0);
+        let dns = ipv4(0x0a00_0001, 0xc000_0201, 64, L4::Udp(1000, 53), 0);
         let mut burst = Burst::new();
-        for _ in 0..32 {
-            let f: Vec<u8> = (0..64).map(|_| next() as u8).collect();
-            burst.push(&f);
-        }
-        let protos = [
-            wire::proto::TCP,
-            wire::proto::UDP,
-            wire::proto::SCTP,
-            wire::proto::ICMP,
-            47,
-        ];
-        for _ in 0..2000 {
-            let sources: Vec<Source> = (0..1 + next() % 4)
-                .map(|_| all[next() as usize % all.len()])
-                .collect();
-            let klen: usize = sources
-                .iter()
-                .map(|s| match s {
-                    Source::IpSaddr | Source::IpDaddr | Source::Mark => 4,
-                    Source::Ip6Saddr | Source::Ip6Daddr => 16,
-                    Source::Sport(_) | Source::Dport(_) => 2,
-                    Source::L4proto => 1,
-                    Source::EtherSaddr | Source::EtherDaddr => 6,
-                })
-                .sum();
-            let parsed: Vec<Parsed> = (0..32)
-                .map(|_| Parsed {
-                    l3: if next() % 2 == 0 { L3::V4 } else { L3::V6 },
-                    src: (next() as u128) << 64 | next() as u128,
-                    dst: (next() as u128) << 64 | next() as u128,
-                    proto: protos[next() as usize % protos.len()],
-                    sport: next() as u16,
-                    dport: next() as u16,
-                    l4_ok: next() % 4 != 0,
-                    ..Parsed::default()
-                })
-                .collect();
-            let need = Need::of(&sources);
-            let mut want = vec![0u8; 32 * klen];
-            let mut which = Vec::new();
-            for (i, p) in parsed.iter().enumerate() {
-                let mut k = vec![0u8; klen];
-                let ok = extract(&sources, p, burst.frame(i), &mut k);
-                assert_eq!(need.applies(p), ok, "{sources:?} {p:?}");
-                if ok {
-                    want[which.len() * klen..(which.len() + 1) * klen].copy_from_slice(&k);
-                    which.push(i as u8);
-                }
-            }
-            let mut got = vec![0u8; which.len() * klen];
-            write_keys(&sources, &parsed, &burst, &which, &mut got, klen);
-            assert_eq!(got, want[..which.len() * klen], "{sources:?}");
-        }
+        burst.push(&dns);
+        pipe.process(&t1, &mut burst);
+        assert_eq!(pipe.counters.matches, vec![[1, 0, 0]]);
+        pipe.process(&t2, &mut burst);
+        assert_eq!(
+            state(&t2.slots[1]),
+            Some((false, vec!["deny".to_string()])),
+            "the old state is left in the worker's slot"
+        );
+        assert!(state(&t2.slots[0]).unwrap().0, "not another worker's");
+        assert_eq!(pipe.counters.set_names, ["deny", "more"]);
+        assert_eq!(pipe.counters.matches, vec![[2, 0, 0], [0, 0, 0]]);
+        // Without a slot for its index, a pipeline builds the state itself.
+        let mut alone = Pipeline::new(&t1, 1).for_worker(7);
+        alone.process(&t2, &mut burst);
+        assert_eq!(alone.counters.set_names, ["deny", "more"]);
     }
 }

@@ -8,15 +8,15 @@
 //! The control socket speaks one line each way: the client sends
 //! `reload` or `stats`, the server answers one line of JSON.
 
-use crate::control::Control;
-use crate::stats::Source;
-use notify::Watcher;
+use super::stats::Source;
+use super::watch::watch;
+use super::Control;
 use serde_json::json;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
-use std::sync::{mpsc, Arc};
+use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -82,15 +82,19 @@ pub fn start(
         let stats = stats.clone();
         std::thread::Builder::new()
             .name("prometheus".into())
-            .spawn(move || serve_http(l, &stats))
+            .spawn(move || super::prometheus::serve(l, &stats))
             .map_err(|e| e.to_string())?;
     }
-    let free: Vec<usize> = core_affinity::get_core_ids()
-        .unwrap_or_default()
+    let free: Vec<usize> = crate::worker::allowed_cores()
         .into_iter()
-        .map(|c| c.id)
         .filter(|c| !worker_cores.contains(c))
         .collect();
+    if free.is_empty() {
+        log(
+            "every core this process may use runs a worker: the control thread runs unpinned, \
+             beside them (give the workers fewer cores than the process has to keep it apart)",
+        );
+    }
     let watch = cfg.watch;
     let thread = std::thread::Builder::new()
         .name("control".into())
@@ -102,51 +106,6 @@ pub fn start(
         })
         .map_err(|e| e.to_string())?;
     Ok(Server { thread, socket })
-}
-
-/// Watches the directories of `files` (editors replace files by
-/// renaming) and reports changes of those files.
-struct Watch {
-    _watcher: notify::RecommendedWatcher,
-    events: mpsc::Receiver<()>,
-}
-
-fn watch(files: &[PathBuf]) -> Result<Watch, String> {
-    let wanted: Vec<PathBuf> = files
-        .iter()
-        .filter_map(|f| {
-            let dir = f
-                .parent()
-                .filter(|d| !d.as_os_str().is_empty())
-                .unwrap_or(Path::new("."));
-            Some(std::fs::canonicalize(dir).ok()?.join(f.file_name()?))
-        })
-        .collect();
-    let (tx, rx) = mpsc::channel();
-    let w = wanted.clone();
-    let mut watcher = notify::recommended_watcher(move |ev: notify::Result<notify::Event>| {
-        if let Ok(ev) = ev {
-            if ev.kind.is_access() {
-                return;
-            }
-            if ev.paths.iter().any(|p| w.contains(p)) {
-                let _ = tx.send(());
-            }
-        }
-    })
-    .map_err(|e| format!("file watch: {e}"))?;
-    let mut dirs: Vec<&Path> = wanted.iter().filter_map(|p| p.parent()).collect();
-    dirs.sort();
-    dirs.dedup();
-    for d in dirs {
-        watcher
-            .watch(d, notify::RecursiveMode::NonRecursive)
-            .map_err(|e| format!("file watch on {}: {e}", d.display()))?;
-    }
-    Ok(Watch {
-        _watcher: watcher,
-        events: rx,
-    })
 }
 
 fn reload(control: &mut Control, why: &str) -> serde_json::Value {
@@ -289,26 +248,4 @@ pub fn request(socket: &Path, request: &str) -> Result<String, String> {
         return Err(format!("no answer from {}", socket.display()));
     }
     Ok(line.trim_end().to_string())
-}
-
-/// A minimal HTTP/1.0 server for `GET /metrics`.
-fn serve_http(l: std::net::TcpListener, stats: &Source) {
-    for conn in l.incoming() {
-        let Ok(mut c) = conn else { continue };
-        let _ = c.set_read_timeout(Some(Duration::from_secs(2)));
-        let mut buf = [0u8; 1024];
-        let n = c.read(&mut buf).unwrap_or(0);
-        let req = String::from_utf8_lossy(&buf[..n]);
-        let path = req.split_whitespace().nth(1).unwrap_or("");
-        let (status, body) = if req.starts_with("GET ") && (path == "/metrics" || path == "/") {
-            ("200 OK", stats.prometheus())
-        } else {
-            ("404 Not Found", "GET /metrics\n".to_string())
-        };
-        let _ = write!(
-            c,
-            "HTTP/1.0 {status}\r\nContent-Type: text/plain; version=0.0.4\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-            body.len()
-        );
-    }
 }

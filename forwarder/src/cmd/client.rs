@@ -2,7 +2,7 @@
 //! forwarder through its control socket (found from its configuration
 //! file, as the forwarder derived it).
 
-use crate::serve::request;
+use crate::control::server::request;
 use serde_json::Value;
 use std::io::Write;
 use std::path::Path;

@@ -4,74 +4,14 @@
 //! counts what comes out and checks it (TTL decremented once, source MAC
 //! the egress port's own).
 
-use crate::port::{Burst, Port, PortStats, MAX_BURST};
+use super::{Burst, Port, PortStats, MAX_BURST};
 use crate::wire::build::{ipv4, ipv6, L4};
-use config::{Config, PortConfig, Source};
+use config::driver::SyntheticOptions;
+use config::{Config, Source};
 use routecache::gen::Rng;
 
 /// TTL / hop limit of every generated frame.
 pub const TTL: u8 = 64;
-
-/// Options of a synthetic port (`[port.options]`).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Options {
-    /// Distinct flows.
-    pub flows: usize,
-    /// Share of IPv6 frames, in percent.
-    pub ipv6_percent: u32,
-    /// Bytes per frame (at least the headers).
-    pub frame_size: usize,
-    /// Share of flows aimed at the first rule set's elements, in percent.
-    pub set_hit_percent: u32,
-    /// Seed of the flow mix.
-    pub seed: u64,
-    /// Check every transmitted frame (TTL, source MAC); off by default,
-    /// since it parses each frame again.
-    pub verify: bool,
-}
-
-impl Options {
-    /// Reads `[port.options]`; unknown keys and bad values are errors.
-    pub fn parse(p: &PortConfig) -> Result<Options, String> {
-        let mut o = Options {
-            flows: 1024,
-            ipv6_percent: 20,
-            frame_size: 64,
-            set_hit_percent: 10,
-            seed: 1,
-            verify: false,
-        };
-        for (k, v) in &p.options {
-            let n = v.as_integer().filter(|&n| n >= 0).ok_or_else(|| {
-                format!(
-                    "{}: port `{}`: option `{k}` must be a non-negative integer",
-                    p.at, p.name
-                )
-            })? as u64;
-            match k.as_str() {
-                "flows" if (1..=1 << 20).contains(&n) => o.flows = n as usize,
-                "ipv6_percent" if n <= 100 => o.ipv6_percent = n as u32,
-                "frame_size" if (64..=1518).contains(&n) => o.frame_size = n as usize,
-                "set_hit_percent" if n <= 100 => o.set_hit_percent = n as u32,
-                "seed" => o.seed = n,
-                "verify" if n <= 1 => o.verify = n == 1,
-                "flows" | "ipv6_percent" | "frame_size" | "set_hit_percent" | "verify" => {
-                    return Err(format!(
-                        "{}: port `{}`: option `{k}` = {n} is out of range",
-                        p.at, p.name
-                    ))
-                }
-                _ => {
-                    return Err(format!(
-                        "{}: port `{}`: unknown option `{k}` for the synthetic driver",
-                        p.at, p.name
-                    ))
-                }
-            }
-        }
-        Ok(o)
-    }
-}
 
 /// Replaces `cfg`'s routes with a full table: `v4` IPv4 and `v6` IPv6
 /// generated routes (a fixed seed: the same table every time) over its
@@ -132,13 +72,32 @@ fn host_in(rng: &mut Rng, routes: &[&config::RouteConfig], v6: bool) -> Option<u
 }
 
 impl SyntheticPort {
+    /// Queue `queue` of port `index` of `cfg`, which must be a synthetic
+    /// port (what the benchmarks replay elsewhere).
+    pub fn of(cfg: &Config, index: usize, queue: usize) -> Result<SyntheticPort, String> {
+        let p = &cfg.ports[index];
+        match &p.driver {
+            config::Driver::Synthetic(o) => SyntheticPort::new(cfg, index, queue, o),
+            d => Err(format!(
+                "{}: port `{}` has the `{}` driver, not the synthetic one",
+                p.at,
+                p.name,
+                d.name()
+            )),
+        }
+    }
+
     /// A queue of port `index` of `cfg`, generating its flow mix. Flows
     /// go to addresses inside the configured routes; `set_hit_percent` of
     /// them take the destination and port of an element of the first set
     /// fed by a destination address and a destination port.
-    pub fn new(cfg: &Config, index: usize, queue: usize) -> Result<SyntheticPort, String> {
+    pub fn new(
+        cfg: &Config,
+        index: usize,
+        queue: usize,
+        o: &SyntheticOptions,
+    ) -> Result<SyntheticPort, String> {
         let p = &cfg.ports[index];
-        let o = Options::parse(p)?;
         let mut rng = Rng(o.seed ^ ((index as u64) << 32) ^ queue as u64);
         let hit_set = cfg.sets.iter().find(|s| {
             s.sources.len() == 2
@@ -259,8 +218,8 @@ impl Port for SyntheticPort {
     }
 
     fn tx_burst(&mut self, burst: &mut Burst, which: &[u8]) -> usize {
-        // Summed in a register from the lengths (added to the counter
-        // frame by frame, it was a store each).
+        // Summed in a register from the lengths: added to the counter
+        // frame by frame, it is a store each.
         self.stats.tx_bytes += burst.bytes_of(which);
         if self.verify {
             for &i in which {
@@ -309,7 +268,7 @@ port = "p"
 mac = "02:00:00:00:00:02"
 "#;
         let cfg = config::parse("t.toml", text, std::path::Path::new(".")).unwrap();
-        let mut port = SyntheticPort::new(&cfg, 0, 0).unwrap();
+        let mut port = SyntheticPort::of(&cfg, 0, 0).unwrap();
         let frames = port.frames();
         assert_eq!(frames.len(), 37);
         assert!(frames.iter().all(|f| f.len() == 100));

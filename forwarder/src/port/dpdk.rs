@@ -27,8 +27,8 @@
 //! (pool size, default 8191 per queue), `promiscuous` (default true).
 #![allow(unsafe_code)]
 
-use crate::port::{Burst, Port, PortStats, MAX_BURST};
-use config::{Config, PortConfig};
+use super::{Burst, Port, PortStats, MAX_BURST};
+use config::{Config, Driver};
 use dpdk_sys as sys;
 use std::cell::Cell;
 use std::collections::HashMap;
@@ -36,89 +36,7 @@ use std::ffi::{CStr, CString};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-/// Options of a `dpdk` port.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Options {
-    /// EAL arguments (only the first `dpdk` port's are used).
-    pub eal: Option<Vec<String>>,
-    /// The ethdev's name.
-    pub device: String,
-    /// RX descriptors per queue.
-    pub rx_descriptors: u16,
-    /// TX descriptors per queue.
-    pub tx_descriptors: u16,
-    /// Mbufs in the device's pool (0: 8191 per queue).
-    pub mbufs: u32,
-    /// Promiscuous mode.
-    pub promiscuous: bool,
-}
-
-impl Options {
-    /// Reads `[port.options]`; unknown keys and bad values are errors.
-    pub fn parse(p: &PortConfig) -> Result<Options, String> {
-        let mut o = Options {
-            eal: None,
-            device: p.name.clone(),
-            rx_descriptors: 1024,
-            tx_descriptors: 1024,
-            mbufs: 0,
-            promiscuous: true,
-        };
-        let bad = |k: &str, want: &str| {
-            format!("{}: port `{}`: option `{k}` must be {want}", p.at, p.name)
-        };
-        for (k, v) in &p.options {
-            match k.as_str() {
-                "eal" => {
-                    let a = v.as_array().ok_or_else(|| bad(k, "an array of strings"))?;
-                    o.eal = Some(
-                        a.iter()
-                            .map(|s| s.as_str().map(String::from))
-                            .collect::<Option<Vec<_>>>()
-                            .ok_or_else(|| bad(k, "an array of strings"))?,
-                    );
-                }
-                "device" => {
-                    o.device = v
-                        .as_str()
-                        .filter(|s| !s.is_empty())
-                        .ok_or_else(|| bad(k, "a device name"))?
-                        .to_string()
-                }
-                "rx_descriptors" | "tx_descriptors" => {
-                    let n = v
-                        .as_integer()
-                        .filter(|n| (32..=16384).contains(n))
-                        .ok_or_else(|| bad(k, "an integer from 32 to 16384"))?
-                        as u16;
-                    if k == "rx_descriptors" {
-                        o.rx_descriptors = n;
-                    } else {
-                        o.tx_descriptors = n;
-                    }
-                }
-                "mbufs" => {
-                    o.mbufs = v
-                        .as_integer()
-                        .filter(|n| (1024..=1 << 24).contains(n))
-                        .ok_or_else(|| bad(k, "an integer from 1024 to 16777216"))?
-                        as u32
-                }
-                "promiscuous" => {
-                    o.promiscuous = v.as_bool().ok_or_else(|| bad(k, "true or false"))?
-                }
-                _ => {
-                    return Err(format!(
-                        "{}: port `{}`: unknown option `{k}` for the dpdk driver \
-                         (eal, device, rx_descriptors, tx_descriptors, mbufs, promiscuous)",
-                        p.at, p.name
-                    ))
-                }
-            }
-        }
-        Ok(o)
-    }
-}
+pub use config::driver::DpdkOptions as Options;
 
 /// A configured device and its open queues.
 struct Device {
@@ -139,13 +57,15 @@ unsafe impl Send for Eal {}
 
 static EAL: Mutex<Option<Eal>> = Mutex::new(None);
 
-fn last_error(what: &str) -> String {
+/// `what: ` and DPDK's message for `rte_errno`.
+pub fn last_error(what: &str) -> String {
     // SAFETY: rte_strerror returns a static, NUL-terminated string.
     let msg = unsafe { CStr::from_ptr(sys::rte_strerror(sys::fwd_errno())) };
     format!("{what}: {}", msg.to_string_lossy())
 }
 
-fn errno_msg(what: &str, ret: i32) -> String {
+/// `what: ` and DPDK's message for the negative error `ret`.
+pub fn errno_msg(what: &str, ret: i32) -> String {
     // SAFETY: as above.
     let msg = unsafe { CStr::from_ptr(sys::rte_strerror(-ret)) };
     format!("{what}: {}", msg.to_string_lossy())
@@ -318,9 +238,8 @@ fn register_thread() {
 impl DpdkPort {
     /// Opens queue `queue` of port `index` of `cfg`, initialising the EAL
     /// and configuring the device on first use.
-    pub fn open(cfg: &Config, index: usize, queue: usize) -> Result<DpdkPort, String> {
+    pub fn open(cfg: &Config, index: usize, queue: usize, o: &Options) -> Result<DpdkPort, String> {
         let p = &cfg.ports[index];
-        let o = Options::parse(p)?;
         let ctx = |e: String| {
             format!(
                 "{}: port `{}` (DPDK device `{}`): {e}",
@@ -333,8 +252,10 @@ impl DpdkPort {
             let args = cfg
                 .ports
                 .iter()
-                .filter(|q| q.driver == "dpdk")
-                .find_map(|q| Options::parse(q).ok().and_then(|o| o.eal))
+                .find_map(|q| match &q.driver {
+                    Driver::Dpdk(o) => o.eal.clone(),
+                    _ => None,
+                })
                 .unwrap_or_default();
             let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
             *g = Some(eal_init(&args, cores).map_err(ctx)?);
@@ -361,7 +282,7 @@ impl DpdkPort {
                 d.pool
             }
             None => {
-                let pool = configure(port, &o, queues).map_err(ctx)?;
+                let pool = configure(port, o, queues).map_err(ctx)?;
                 eal.devices.insert(port, Device { pool, open: 1 });
                 pool
             }
@@ -663,175 +584,4 @@ pub fn init_eal(args: &[String]) -> Result<(), String> {
         *g = Some(eal_init(args, cores)?);
     }
     Ok(())
-}
-
-/// DPDK's packet classifier, `rte_acl`, behind a safe interface: rules of
-/// fields read from keys at fixed offsets, each rule a value and a prefix
-/// length (mask fields) or an inclusive range (range fields).
-pub mod acl {
-    use super::sys;
-    use std::ffi::CString;
-    use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
-
-    /// How a field matches.
-    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-    pub enum Kind {
-        /// `value/prefix_len`.
-        Mask,
-        /// `low..=high`.
-        Range,
-    }
-
-    /// A field of the rules: its size (1, 2 or 4 bytes), where it is in
-    /// a key, and the 4-byte input word it belongs to (DPDK reads keys in
-    /// 4-byte words; the first field must be one byte, alone in word 0).
-    #[derive(Clone, Copy, Debug)]
-    pub struct Field {
-        /// How it matches.
-        pub kind: Kind,
-        /// 1, 2 or 4 bytes.
-        pub size: u8,
-        /// Offset in the key.
-        pub offset: u32,
-        /// The input word.
-        pub input: u8,
-    }
-
-    /// A rule: per field, (value, prefix length) or (low, high) in host
-    /// order; a match returns `userdata` (not 0).
-    #[derive(Clone, Debug)]
-    pub struct Rule {
-        /// What a match returns (not 0: 0 is "no match").
-        pub userdata: u32,
-        /// Per field.
-        pub fields: Vec<(u64, u64)>,
-    }
-
-    /// A built classifier.
-    pub struct Classifier {
-        ctx: *mut sys::rte_acl_ctx,
-        /// Bytes read past a key's start (the last field's end).
-        reach: usize,
-    }
-
-    // SAFETY: a built context is read-only for classification.
-    unsafe impl Send for Classifier {}
-    unsafe impl Sync for Classifier {}
-
-    static SEQ: AtomicU32 = AtomicU32::new(0);
-
-    impl Classifier {
-        /// Creates and builds a classifier (the EAL must run).
-        pub fn build(fields: &[Field], rules: &[Rule]) -> Result<Classifier, String> {
-            if fields.is_empty() || fields.len() > sys::RTE_ACL_MAX_FIELDS as usize {
-                return Err(format!("{} fields", fields.len()));
-            }
-            let head = std::mem::offset_of!(sys::rte_acl_rule, field);
-            let fsz = std::mem::size_of::<sys::rte_acl_field>();
-            let rule_size = head + fsz * fields.len();
-            let name =
-                CString::new(format!("fwd_acl_{}", SEQ.fetch_add(1, Relaxed))).expect("no NUL");
-            let param = sys::rte_acl_param {
-                name: name.as_ptr(),
-                socket_id: -1,
-                rule_size: rule_size as u32,
-                max_rule_num: rules.len().max(1) as u32,
-            };
-            // SAFETY: a valid parameter block; the name outlives the call
-            // (DPDK copies it).
-            let ctx = unsafe { sys::rte_acl_create(&param) };
-            if ctx.is_null() {
-                return Err(super::last_error("rte_acl_create"));
-            }
-            let c = Classifier {
-                ctx,
-                reach: fields
-                    .iter()
-                    .map(|f| f.offset as usize + f.size as usize)
-                    .max()
-                    .unwrap_or(0),
-            };
-            // Rules as DPDK lays them out: rte_acl_rule_data, then one
-            // rte_acl_field (value, mask_range: 8 bytes each) per field.
-            let mut buf = vec![0u8; rule_size * rules.len()];
-            for (r, out) in rules.iter().zip(buf.chunks_exact_mut(rule_size)) {
-                if r.fields.len() != fields.len() || r.userdata == 0 {
-                    return Err("a rule's fields do not match, or its userdata is 0".into());
-                }
-                out[0..4].copy_from_slice(&1u32.to_ne_bytes()); // category mask
-                out[4..8].copy_from_slice(&1i32.to_ne_bytes()); // priority
-                out[8..12].copy_from_slice(&r.userdata.to_ne_bytes());
-                for (k, &(v, m)) in r.fields.iter().enumerate() {
-                    let at = head + k * fsz;
-                    out[at..at + 8].copy_from_slice(&v.to_ne_bytes());
-                    out[at + 8..at + 16].copy_from_slice(&m.to_ne_bytes());
-                }
-            }
-            // SAFETY: `rules.len()` rules of `rule_size` bytes each, laid
-            // out as the context was created for; DPDK copies them.
-            let ret = unsafe {
-                sys::rte_acl_add_rules(
-                    c.ctx,
-                    buf.as_ptr() as *const sys::rte_acl_rule,
-                    rules.len() as u32,
-                )
-            };
-            if ret != 0 {
-                return Err(super::errno_msg("rte_acl_add_rules", ret));
-            }
-            let mut cfg = sys::rte_acl_config {
-                num_categories: 1,
-                num_fields: fields.len() as u32,
-                ..Default::default()
-            };
-            for (k, f) in fields.iter().enumerate() {
-                cfg.defs[k] = sys::rte_acl_field_def {
-                    type_: match f.kind {
-                        Kind::Mask => sys::RTE_ACL_FIELD_TYPE_MASK as u8,
-                        Kind::Range => sys::RTE_ACL_FIELD_TYPE_RANGE as u8,
-                    },
-                    size: f.size,
-                    field_index: k as u8,
-                    input_index: f.input,
-                    offset: f.offset,
-                };
-            }
-            // SAFETY: a context with its rules; `cfg` describes them.
-            let ret = unsafe { sys::rte_acl_build(c.ctx, &cfg) };
-            if ret != 0 {
-                return Err(super::errno_msg("rte_acl_build", ret));
-            }
-            Ok(c)
-        }
-
-        /// Classifies `n` keys laid `stride` bytes apart in `keys`: `out[i]`
-        /// is the matching rule's userdata, or 0.
-        pub fn classify(&self, keys: &[u8], stride: usize, out: &mut [u32]) {
-            let n = out.len().min(super::MAX_BURST);
-            if n == 0 {
-                return;
-            }
-            // Every field of every key must lie inside `keys`.
-            assert!(
-                (n - 1) * stride + self.reach <= keys.len(),
-                "keys too short"
-            );
-            let mut ptrs = [std::ptr::null::<u8>(); super::MAX_BURST];
-            for (i, p) in ptrs.iter_mut().enumerate().take(n) {
-                *p = keys[i * stride..].as_ptr();
-            }
-            // SAFETY: `n` pointers to keys whose fields lie inside `keys`
-            // (checked above); `out` holds `n` results.
-            unsafe {
-                sys::rte_acl_classify(self.ctx, ptrs.as_mut_ptr(), out.as_mut_ptr(), n as u32, 1)
-            };
-        }
-    }
-
-    impl Drop for Classifier {
-        fn drop(&mut self) {
-            // SAFETY: our context, freed once.
-            unsafe { sys::rte_acl_free(self.ctx) };
-        }
-    }
 }

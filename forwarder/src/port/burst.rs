@@ -1,5 +1,5 @@
-//! Ports: `rx_burst` / `tx_burst` over frame buffers, and the burst that
-//! carries frames through the pipeline in place.
+//! The burst: up to [`MAX_BURST`] frames carried through the pipeline in
+//! place, in the burst's own buffers or (zero copy) in a port's.
 
 /// Bytes each frame buffer holds.
 pub const FRAME_CAP: usize = 2048;
@@ -55,7 +55,7 @@ impl Burst {
     }
 
     /// Empties the burst (keeping its buffers). Frames held outside it
-    /// must have been released by their port ([`Port::release`]).
+    /// must have been released by their port ([`Port::release`](super::Port::release)).
     #[inline]
     pub fn clear(&mut self) {
         self.len = 0;
@@ -197,10 +197,9 @@ impl Burst {
     /// [`FRAME_CAP`] and `stride` long and wholly inside `src` (its first
     /// 64 bytes too), as a generator's arena holds them, and room for
     /// all. Those bounds are checked once for the run, then each frame is
-    /// one copy and three stores (the general loop's cuts and checks were
-    /// a dozen more instructions a frame: io mode's 54.3 instructions a
-    /// packet became 44.8). `None`, having done nothing, for any other
-    /// run.
+    /// one copy and three stores (the general loop's cuts and checks
+    /// cost a dozen more instructions a frame, a fifth of io mode's).
+    /// `None`, having done nothing, for any other run.
     #[inline(always)]
     #[allow(unsafe_code)]
     fn push_strided_whole(&mut self, src: &[u8], stride: usize, lens: &[u16]) -> Option<usize> {
@@ -237,9 +236,9 @@ impl Burst {
                 if l <= 64 {
                     // Minimum-size frames, the generator's usual: one
                     // fixed copy of 64 bytes, inline, whatever the length
-                    // (the bytes past the frame are the buffer's own; an
-                    // exact 64-byte copy was merged with the other branch
-                    // into a call of memcpy).
+                    // (the bytes past the frame are the buffer's own; the
+                    // compiler merges an exact 64-byte copy with the other
+                    // branch into a call of memcpy).
                     let f = std::ptr::read_unaligned(from as *const [u8; 64]);
                     std::ptr::write_unaligned(to as *mut [u8; 64], f);
                 } else {
@@ -305,7 +304,7 @@ impl Burst {
     /// non-zero handle, and a pointer to as many writable bytes as its
     /// length says, which nothing else reads or writes until the frame is
     /// released (its handle taken, or the burst handed to
-    /// [`Port::release`]) and the burst cleared.
+    /// [`Port::release`](super::Port::release)) and the burst cleared.
     #[inline]
     #[allow(unsafe_code)]
     pub unsafe fn commit_slots(&mut self, n: usize) {
@@ -332,49 +331,6 @@ pub struct Slots {
     pub handles: *mut usize,
     /// How many slots are free.
     pub room: usize,
-}
-
-/// A port's counters.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct PortStats {
-    /// Frames received and passed on.
-    pub rx: u64,
-    /// Frames the kernel dropped before we could read them (ring full).
-    pub rx_dropped: u64,
-    /// Frames received but not for us (another station's, a group's
-    /// other than ARP, our own going out), not passed on.
-    pub rx_ignored: u64,
-    /// Frames longer than a ring slot (receive offloads such as GRO
-    /// merging segments on the interface), not passed on.
-    pub rx_truncated: u64,
-    /// Frames sent.
-    pub tx: u64,
-    /// Bytes sent.
-    pub tx_bytes: u64,
-    /// Frames the port could not send.
-    pub tx_dropped: u64,
-    /// Frames that failed the port's own check of what came out (the
-    /// synthetic port checks TTL and MACs).
-    pub tx_bad: u64,
-}
-
-/// One queue of a port, owned by one worker.
-pub trait Port: Send {
-    /// The port's name.
-    fn name(&self) -> &str;
-    /// Receives up to `max` frames into `burst` (appending); returns how
-    /// many.
-    fn rx_burst(&mut self, burst: &mut Burst, max: usize) -> usize;
-    /// Sends the frames of `burst` at indices `which`; returns how many
-    /// went out. A port that sends an external frame as it is (zero copy)
-    /// takes its handle.
-    fn tx_burst(&mut self, burst: &mut Burst, which: &[u8]) -> usize;
-    /// Gives back what a burst this port received still holds of it
-    /// (external frames whose handle no port took). Called once per
-    /// received burst, after transmission.
-    fn release(&mut self, _burst: &mut Burst) {}
-    /// Counters.
-    fn stats(&self) -> PortStats;
 }
 
 #[cfg(test)]

@@ -28,12 +28,12 @@
 //! default: the kernel decides; `false` forces copy mode).
 #![allow(unsafe_code)]
 
-use crate::af_packet::{interface_name, os_err, setsockopt};
-use crate::port::{Burst, Port, PortStats};
+use super::linux::{self, os_err, setsockopt, Mapping, Throttled};
+use super::{Burst, Port, PortStats};
 use crate::wire;
-use config::{Config, PortConfig};
+use config::driver::{AfXdpOptions, XdpMode};
+use config::Config;
 use std::collections::HashMap;
-use std::ffi::CString;
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::sync::atomic::{
@@ -44,84 +44,6 @@ use std::sync::{Arc, Mutex, Weak};
 
 /// Bytes per UMEM frame.
 const FRAME: usize = 2048;
-
-/// How XDP is attached.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum XdpMode {
-    /// In the driver (`XDP_FLAGS_DRV_MODE`).
-    Native,
-    /// Generic, on socket buffers (`XDP_FLAGS_SKB_MODE`): every driver.
-    Skb,
-    /// Native, falling back to generic.
-    Auto,
-}
-
-/// Options of an `af_xdp` port.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Options {
-    /// The Linux interface.
-    pub interface: String,
-    /// UMEM frames per socket.
-    pub frames: usize,
-    /// How the program is attached.
-    pub mode: XdpMode,
-    /// Whether zero copy may be used (the kernel's choice) or copy mode
-    /// is forced.
-    pub zero_copy: bool,
-}
-
-impl Options {
-    /// Reads `[port.options]`; unknown keys and bad values are errors.
-    pub fn parse(p: &PortConfig) -> Result<Options, String> {
-        let mut o = Options {
-            interface: p.name.clone(),
-            frames: 4096,
-            mode: XdpMode::Auto,
-            zero_copy: true,
-        };
-        let bad = |k: &str, want: &str| {
-            format!("{}: port `{}`: option `{k}` must be {want}", p.at, p.name)
-        };
-        for (k, v) in &p.options {
-            match k.as_str() {
-                "interface" => {
-                    o.interface = interface_name(v.as_str())
-                        .ok_or_else(|| bad(k, "an interface name (1-15 bytes)"))?
-                }
-                "frames" => {
-                    let n = v
-                        .as_integer()
-                        .filter(|n| (64..=65536).contains(n) && (*n as u64).is_power_of_two())
-                        .ok_or_else(|| bad(k, "a power of two from 64 to 65536"))?;
-                    o.frames = n as usize;
-                }
-                "xdp_mode" => {
-                    o.mode = match v.as_str() {
-                        Some("native") => XdpMode::Native,
-                        Some("skb") => XdpMode::Skb,
-                        Some("auto") => XdpMode::Auto,
-                        _ => return Err(bad(k, "`native`, `skb` or `auto`")),
-                    }
-                }
-                "zero_copy" => {
-                    o.zero_copy = match (v.as_str(), v.as_bool()) {
-                        (Some("auto"), _) | (_, Some(true)) => true,
-                        (_, Some(false)) => false,
-                        _ => return Err(bad(k, "`auto` or false")),
-                    }
-                }
-                _ => {
-                    return Err(format!(
-                        "{}: port `{}`: unknown option `{k}` for the af_xdp driver \
-                         (interface, frames, xdp_mode, zero_copy)",
-                        p.at, p.name
-                    ))
-                }
-            }
-        }
-        Ok(o)
-    }
-}
 
 /// The `bpf(2)` system call on a 128-byte attribute block, for a command
 /// that returns a descriptor.
@@ -286,28 +208,25 @@ fn attach(ifindex: u32, mode: XdpMode, promisc: bool) -> Result<Arc<Attachment>,
 /// A packet socket whose membership keeps the interface promiscuous until
 /// it is closed.
 fn promiscuous(ifindex: u32) -> Result<OwnedFd, String> {
-    // SAFETY: plain system call.
-    let raw = unsafe { libc::socket(libc::AF_PACKET, libc::SOCK_RAW | libc::SOCK_CLOEXEC, 0) };
-    if raw < 0 {
-        return Err(os_err("packet socket for promiscuous mode"));
-    }
-    // SAFETY: a socket we just opened and own.
-    let fd = unsafe { OwnedFd::from_raw_fd(raw) };
-    crate::af_packet::add_promiscuous(&fd, ifindex)
-        .map_err(|e| format!("promiscuous mode: {e}"))?;
+    let fd = linux::socket(
+        libc::AF_PACKET,
+        libc::SOCK_RAW,
+        "packet socket for promiscuous mode",
+    )?;
+    linux::add_promiscuous(&fd, ifindex).map_err(|e| format!("promiscuous mode: {e}"))?;
     Ok(fd)
 }
 
 /// One of the four rings shared with the kernel: a producer index, a
 /// consumer index, flags and `size` descriptors of type `T`.
 struct Ring<T> {
-    map: *mut u8,
-    map_len: usize,
     producer: *const AtomicU32,
     consumer: *const AtomicU32,
     flags: *const AtomicU32,
     desc: *mut T,
     mask: u32,
+    /// The pointers above point into it.
+    _map: Mapping,
 }
 
 impl<T> Ring<T> {
@@ -318,36 +237,19 @@ impl<T> Ring<T> {
         size: u32,
         pgoff: u64,
     ) -> Result<Ring<T>, String> {
-        let map_len = off.desc as usize + size as usize * std::mem::size_of::<T>();
-        // SAFETY: maps the ring the socket set up for this offset, as the
-        // AF_XDP interface defines.
-        let map = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                map_len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_SHARED | libc::MAP_POPULATE,
-                fd.as_raw_fd(),
-                pgoff as libc::off_t,
-            )
-        };
-        if map == libc::MAP_FAILED {
-            return Err(os_err("mmap of a ring"));
-        }
-        let map = map as *mut u8;
-        // SAFETY: the offsets the kernel gave lie inside the mapping, and
-        // the indices and flags are aligned 32-bit words.
-        unsafe {
-            Ok(Ring {
-                map,
-                map_len,
-                producer: map.add(off.producer as usize) as *const AtomicU32,
-                consumer: map.add(off.consumer as usize) as *const AtomicU32,
-                flags: map.add(off.flags as usize) as *const AtomicU32,
-                desc: map.add(off.desc as usize) as *mut T,
-                mask: size - 1,
-            })
-        }
+        let len = off.desc as usize + size as usize * std::mem::size_of::<T>();
+        let map = Mapping::new(Some(fd), len, pgoff).map_err(|e| format!("a ring: {e}"))?;
+        let at = |o: u64| map.ptr().wrapping_add(o as usize);
+        // The offsets the kernel gave lie inside the mapping, and the
+        // indices and flags are aligned 32-bit words.
+        Ok(Ring {
+            producer: at(off.producer) as *const AtomicU32,
+            consumer: at(off.consumer) as *const AtomicU32,
+            flags: at(off.flags) as *const AtomicU32,
+            desc: at(off.desc) as *mut T,
+            mask: size - 1,
+            _map: map,
+        })
     }
 
     fn producer(&self) -> &AtomicU32 {
@@ -377,13 +279,6 @@ impl<T> Ring<T> {
     }
 }
 
-impl<T> Drop for Ring<T> {
-    fn drop(&mut self) {
-        // SAFETY: the mapping made in `map`, unmapped once.
-        unsafe { libc::munmap(self.map as *mut libc::c_void, self.map_len) };
-    }
-}
-
 /// One worker's queue of a Linux interface.
 pub struct AfXdpPort {
     name: String,
@@ -396,11 +291,12 @@ pub struct AfXdpPort {
     free_tx: Vec<u64>,
     /// Transmitted frames the kernel may still hold.
     tx_outstanding: u32,
-    umem: *mut u8,
-    umem_len: usize,
+    umem: Mapping,
     fd: OwnedFd,
     _attached: Arc<Attachment>,
     stats: PortStats,
+    /// The kernel's receive drops (`XDP_STATISTICS`).
+    kernel_drops: Throttled,
 }
 
 // SAFETY: the raw pointers point into the port's own mappings, which move
@@ -409,9 +305,13 @@ unsafe impl Send for AfXdpPort {}
 
 impl AfXdpPort {
     /// Opens queue `queue` of port `index` of `cfg` on its interface.
-    pub fn open(cfg: &Config, index: usize, queue: usize) -> Result<AfXdpPort, String> {
+    pub fn open(
+        cfg: &Config,
+        index: usize,
+        queue: usize,
+        o: &AfXdpOptions,
+    ) -> Result<AfXdpPort, String> {
         let p = &cfg.ports[index];
-        let o = Options::parse(p)?;
         let ctx = |e: String| {
             format!(
                 "{}: port `{}` on interface `{}` (af_xdp, queue {queue}): {e}",
@@ -421,107 +321,20 @@ impl AfXdpPort {
         if queue as u32 >= MAX_QUEUES {
             return Err(ctx(format!("at most {MAX_QUEUES} queues")));
         }
-        let ifname = CString::new(o.interface.clone()).map_err(|e| ctx(e.to_string()))?;
-        // SAFETY: `ifname` is a NUL-terminated string.
-        let ifindex = unsafe { libc::if_nametoindex(ifname.as_ptr()) };
-        if ifindex == 0 {
-            return Err(ctx("no such interface in this network namespace".into()));
-        }
-        // SAFETY: plain system call.
-        let raw = unsafe { libc::socket(libc::AF_XDP, libc::SOCK_RAW | libc::SOCK_CLOEXEC, 0) };
-        if raw < 0 {
-            return Err(ctx(os_err("AF_XDP socket (needs root and XDP sockets)")));
-        }
-        // SAFETY: a socket we just opened and own.
-        let fd = unsafe { OwnedFd::from_raw_fd(raw) };
-
-        let umem_len = o.frames * FRAME;
-        // SAFETY: an anonymous private mapping we own until `drop`.
-        let umem = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                umem_len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_POPULATE,
-                -1,
-                0,
-            )
-        };
-        if umem == libc::MAP_FAILED {
-            return Err(ctx(os_err("mmap of the UMEM")));
-        }
-        let umem = umem as *mut u8;
-        // From here on the port owns the mappings (dropped on error).
+        let ifindex = linux::ifindex(&o.interface).map_err(ctx)?;
+        let fd = linux::socket(
+            libc::AF_XDP,
+            libc::SOCK_RAW,
+            "AF_XDP socket (needs root and XDP sockets)",
+        )
+        .map_err(ctx)?;
+        let umem =
+            Mapping::new(None, o.frames * FRAME, 0).map_err(|e| ctx(format!("the UMEM: {e}")))?;
         let half = (o.frames / 2) as u32;
-        let reg = libc::xdp_umem_reg {
-            addr: umem as u64,
-            len: umem_len as u64,
-            chunk_size: FRAME as u32,
-            headroom: 0,
-            flags: 0,
-            tx_metadata_len: 0,
-        };
-        let r = setsockopt(&fd, libc::SOL_XDP, libc::XDP_UMEM_REG, &reg)
-            .map_err(|e| format!("XDP_UMEM_REG: {e}"))
-            .and_then(|()| {
-                for (opt, what) in [
-                    (libc::XDP_UMEM_FILL_RING, "XDP_UMEM_FILL_RING"),
-                    (libc::XDP_UMEM_COMPLETION_RING, "XDP_UMEM_COMPLETION_RING"),
-                    (libc::XDP_RX_RING, "XDP_RX_RING"),
-                    (libc::XDP_TX_RING, "XDP_TX_RING"),
-                ] {
-                    setsockopt(&fd, libc::SOL_XDP, opt, &half)
-                        .map_err(|e| format!("{what} ({half} entries): {e}"))?;
-                }
-                Ok(())
-            });
-        if let Err(e) = r {
-            // SAFETY: the UMEM mapping made above, not yet owned by a port.
-            unsafe { libc::munmap(umem as *mut libc::c_void, umem_len) };
-            return Err(ctx(e));
-        }
-        // SAFETY: an all-zero `xdp_mmap_offsets` is a valid value.
-        let mut off: libc::xdp_mmap_offsets = unsafe { std::mem::zeroed() };
-        let mut len = std::mem::size_of::<libc::xdp_mmap_offsets>() as libc::socklen_t;
-        // SAFETY: XDP_MMAP_OFFSETS writes an `xdp_mmap_offsets` of the
-        // size passed.
-        let r = unsafe {
-            libc::getsockopt(
-                fd.as_raw_fd(),
-                libc::SOL_XDP,
-                libc::XDP_MMAP_OFFSETS,
-                &mut off as *mut libc::xdp_mmap_offsets as *mut libc::c_void,
-                &mut len,
-            )
-        };
-        let rings = (|| -> Result<_, String> {
-            if r != 0 {
-                return Err(os_err("XDP_MMAP_OFFSETS"));
-            }
-            Ok((
-                Ring::map(&fd, &off.rx, half, libc::XDP_PGOFF_RX_RING as u64)?,
-                Ring::map(&fd, &off.tx, half, libc::XDP_PGOFF_TX_RING as u64)?,
-                Ring::map(&fd, &off.fr, half, libc::XDP_UMEM_PGOFF_FILL_RING)?,
-                Ring::map(&fd, &off.cr, half, libc::XDP_UMEM_PGOFF_COMPLETION_RING)?,
-            ))
-        })();
-        let (rx, tx, fill, comp) = match rings {
-            Ok(r) => r,
-            Err(e) => {
-                // SAFETY: as above.
-                unsafe { libc::munmap(umem as *mut libc::c_void, umem_len) };
-                return Err(ctx(e));
-            }
-        };
-        let attached =
-            match interface_mac(&ifname).and_then(|m| attach(ifindex, o.mode, m != p.mac)) {
-                Ok(a) => a,
-                Err(e) => {
-                    // SAFETY: as above.
-                    unsafe { libc::munmap(umem as *mut libc::c_void, umem_len) };
-                    return Err(ctx(e));
-                }
-            };
+        let (rx, tx, fill, comp) = umem_rings(&fd, &umem, half).map_err(ctx)?;
+        let attached = linux::interface_mac(&o.interface)
+            .and_then(|m| attach(ifindex, o.mode, m != p.mac))
+            .map_err(ctx)?;
         let port = AfXdpPort {
             name: p.name.clone(),
             mac: p.mac,
@@ -532,10 +345,10 @@ impl AfXdpPort {
             free_tx: (half..2 * half).map(|f| f as u64 * FRAME as u64).collect(),
             tx_outstanding: 0,
             umem,
-            umem_len,
             fd,
             _attached: attached,
             stats: PortStats::default(),
+            kernel_drops: Throttled::default(),
         };
         // The first half of the frames on the fill ring.
         for f in 0..half {
@@ -555,17 +368,8 @@ impl AfXdpPort {
             sxdp_queue_id: queue as u32,
             sxdp_shared_umem_fd: 0,
         };
-        // SAFETY: `sxdp` is a valid address of the size passed.
-        let r = unsafe {
-            libc::bind(
-                port.fd.as_raw_fd(),
-                &sxdp as *const libc::sockaddr_xdp as *const libc::sockaddr,
-                std::mem::size_of::<libc::sockaddr_xdp>() as libc::socklen_t,
-            )
-        };
-        if r != 0 {
-            return Err(ctx(os_err("bind (does the interface have this queue?)")));
-        }
+        linux::bind(&port.fd, &sxdp)
+            .map_err(|e| ctx(format!("bind (does the interface have this queue?): {e}")))?;
         // Register the socket for its queue: from now on the program
         // redirects the queue's frames to it.
         let (key, value) = (queue as u32, port.fd.as_raw_fd() as u32);
@@ -585,7 +389,7 @@ impl AfXdpPort {
     /// for transmission), and `addr + len` within the UMEM.
     unsafe fn frame(&mut self, addr: u64, len: usize) -> &mut [u8] {
         // SAFETY: the caller's promises.
-        unsafe { std::slice::from_raw_parts_mut(self.umem.add(addr as usize), len) }
+        unsafe { std::slice::from_raw_parts_mut(self.umem.ptr().add(addr as usize), len) }
     }
 
     /// Takes back the frames the kernel has transmitted.
@@ -605,40 +409,54 @@ impl AfXdpPort {
     /// Kicks the kernel to send what the transmit ring holds (copy mode
     /// sends only then; zero copy when it asks).
     fn kick(&self) {
-        // SAFETY: a zero-length send on our socket: the documented way to
-        // make the kernel walk the transmit ring.
-        unsafe {
-            libc::sendto(
-                self.fd.as_raw_fd(),
-                std::ptr::null(),
-                0,
-                libc::MSG_DONTWAIT,
-                std::ptr::null(),
-                0,
-            )
-        };
+        linux::kick(&self.fd);
     }
 }
 
-/// The interface's MAC address.
-fn interface_mac(name: &CString) -> Result<[u8; 6], String> {
-    // SAFETY: plain system call.
-    let raw = unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) };
-    if raw < 0 {
-        return Err(os_err("socket for SIOCGIFHWADDR"));
+/// Registers `umem` (`2 * half` frames) with the AF_XDP socket `fd` and
+/// maps its four rings of `half` entries: receive, transmit, fill,
+/// completion.
+#[allow(clippy::type_complexity)]
+fn umem_rings(
+    fd: &OwnedFd,
+    umem: &Mapping,
+    half: u32,
+) -> Result<
+    (
+        Ring<libc::xdp_desc>,
+        Ring<libc::xdp_desc>,
+        Ring<u64>,
+        Ring<u64>,
+    ),
+    String,
+> {
+    let reg = libc::xdp_umem_reg {
+        addr: umem.ptr() as u64,
+        len: umem.len() as u64,
+        chunk_size: FRAME as u32,
+        headroom: 0,
+        flags: 0,
+        tx_metadata_len: 0,
+    };
+    setsockopt(fd, libc::SOL_XDP, libc::XDP_UMEM_REG, &reg)
+        .map_err(|e| format!("XDP_UMEM_REG: {e}"))?;
+    for (opt, what) in [
+        (libc::XDP_UMEM_FILL_RING, "XDP_UMEM_FILL_RING"),
+        (libc::XDP_UMEM_COMPLETION_RING, "XDP_UMEM_COMPLETION_RING"),
+        (libc::XDP_RX_RING, "XDP_RX_RING"),
+        (libc::XDP_TX_RING, "XDP_TX_RING"),
+    ] {
+        setsockopt(fd, libc::SOL_XDP, opt, &half)
+            .map_err(|e| format!("{what} ({half} entries): {e}"))?;
     }
-    // SAFETY: a socket we just opened and own.
-    let fd = unsafe { OwnedFd::from_raw_fd(raw) };
-    crate::af_packet::interface_mac(&fd, name)
-}
-
-impl Drop for AfXdpPort {
-    fn drop(&mut self) {
-        // SAFETY: the UMEM mapping made in `open`, unmapped once and not
-        // touched after; the kernel pinned its pages at registration and
-        // lets go of them when the socket (dropped right after) closes.
-        unsafe { libc::munmap(self.umem as *mut libc::c_void, self.umem_len) };
-    }
+    let off: libc::xdp_mmap_offsets = linux::getsockopt(fd, libc::SOL_XDP, libc::XDP_MMAP_OFFSETS)
+        .ok_or_else(|| os_err("XDP_MMAP_OFFSETS"))?;
+    Ok((
+        Ring::map(fd, &off.rx, half, libc::XDP_PGOFF_RX_RING as u64)?,
+        Ring::map(fd, &off.tx, half, libc::XDP_PGOFF_TX_RING as u64)?,
+        Ring::map(fd, &off.fr, half, libc::XDP_UMEM_PGOFF_FILL_RING)?,
+        Ring::map(fd, &off.cr, half, libc::XDP_UMEM_PGOFF_COMPLETION_RING)?,
+    ))
 }
 
 impl Port for AfXdpPort {
@@ -661,7 +479,7 @@ impl Port for AfXdpPort {
             let d = unsafe { std::ptr::read(self.rx.at(cons)) };
             cons = cons.wrapping_add(1);
             let (addr, len) = (d.addr, d.len as usize);
-            if addr as usize + len > self.umem_len || len > buf.len() {
+            if addr as usize + len > self.umem.len() || len > buf.len() {
                 self.stats.rx_truncated += 1;
             } else {
                 // SAFETY: a received frame, ours until it goes back on the
@@ -745,27 +563,13 @@ impl Port for AfXdpPort {
     }
 
     fn stats(&self) -> PortStats {
-        // SAFETY: an all-zero `xdp_statistics` is a valid value.
-        let mut st: libc::xdp_statistics = unsafe { std::mem::zeroed() };
-        let mut len = std::mem::size_of::<libc::xdp_statistics>() as libc::socklen_t;
-        // SAFETY: XDP_STATISTICS writes an `xdp_statistics` of at most
-        // the size passed.
-        let r = unsafe {
-            libc::getsockopt(
-                self.fd.as_raw_fd(),
-                libc::SOL_XDP,
-                libc::XDP_STATISTICS,
-                &mut st as *mut libc::xdp_statistics as *mut libc::c_void,
-                &mut len,
-            )
-        };
-        let dropped = if r == 0 {
-            st.rx_dropped + st.rx_ring_full + st.rx_fill_ring_empty_descs
-        } else {
-            0
-        };
+        let rx_dropped = self.kernel_drops.get(|_| {
+            let st: libc::xdp_statistics =
+                linux::getsockopt(&self.fd, libc::SOL_XDP, libc::XDP_STATISTICS)?;
+            Some(st.rx_dropped + st.rx_ring_full + st.rx_fill_ring_empty_descs)
+        });
         PortStats {
-            rx_dropped: dropped,
+            rx_dropped,
             ..self.stats
         }
     }

@@ -1,28 +1,14 @@
-//! The control side: it owns the working copies of every table (one
+//! The reload engine: it owns the working copies of every table (one
 //! pipapo [`Set`] per rule set, the [`Fib`]), applies a new configuration
 //! to them incrementally, and publishes the result as one new [`Tables`]
 //! snapshot with a single atomic swap.
-//!
-//! A reload never touches what workers read until the swap: a bad file
-//! (syntax, overlap, unknown next hop) is refused with its
-//! `file:line:col`, the working copies are rolled back and the running
-//! snapshot stays. Workers load the snapshot once per burst, so every
-//! burst is judged wholly by one generation; the snapshot a worker still
-//! holds is freed when its burst ends.
-//!
-//! What is incremental: a rule set whose name, type, packet fields and
-//! action stay gets only its added and removed elements (the rest of its
-//! tables stay as they are); routes whose next hops and ECMP groups stay
-//! get only their changes, in the FIB's copy-on-write pages. Anything
-//! else (a new set, a changed type, changed next hops) is rebuilt. The
-//! ports and `[forwarder]` need a restart.
 
-use crate::tables::{self, RuleSet, Tables};
+use crate::snapshot::{self as tables, Tables, Working};
 use crate::worker::Shared;
 use arc_swap::ArcSwap;
 use config::{Config, RouteConfig, Via};
 use matcher::{Element, InsertMode, Set};
-use routecache::{Fib, TargetId};
+use routecache::Fib;
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
@@ -87,10 +73,8 @@ pub struct Reload {
 pub struct Control {
     path: PathBuf,
     cfg: Config,
-    sets: Vec<Set>,
-    fib: Fib,
-    hops: Vec<TargetId>,
-    groups: Vec<TargetId>,
+    /// The working copies; `sets` in the order of `cfg.sets`.
+    w: Working,
     flow_seed: u32,
     shared: Arc<Shared>,
     /// Replaced snapshots, kept until no worker holds them, so that the
@@ -129,22 +113,10 @@ impl Control {
     /// As [`Control::start`], from a configuration already loaded from
     /// `path`.
     pub fn with_config(path: &Path, cfg: Config) -> Result<Control, String> {
-        let mut sets = Vec::new();
-        for s in &cfg.sets {
-            sets.push(tables::build_set(s)?);
-        }
-        let mut fib = Fib::new();
-        let (hops, groups) = tables::fib_targets(&cfg, &mut fib)?;
-        for r in &cfg.routes {
-            tables::insert_route(&mut fib, r, tables::route_target(r, &hops, &groups))?;
-        }
         let mut c = Control {
             path: path.to_path_buf(),
+            w: Working::build(&cfg)?,
             cfg,
-            sets,
-            fib,
-            hops,
-            groups,
             flow_seed: routecache::hash::random_seed(),
             retired: Vec::new(),
             shared: Arc::new(Shared {
@@ -153,7 +125,7 @@ impl Control {
                 status: Status::default(),
             }),
         };
-        let fib = c.fib.publish();
+        let fib = c.w.fib.publish();
         let t = c.assemble(1, fib);
         c.publish(t).prepare();
         Ok(c)
@@ -184,21 +156,7 @@ impl Control {
     }
 
     fn assemble(&mut self, generation: u64, fib: Arc<routecache::FibSnapshot>) -> Tables {
-        Tables {
-            generation,
-            sets: self
-                .cfg
-                .sets
-                .iter()
-                .zip(&mut self.sets)
-                .map(|(s, set)| tables::rule_set(s, set.commit()))
-                .collect::<Vec<RuleSet>>(),
-            fib,
-            port_names: self.cfg.ports.iter().map(|p| p.name.clone()).collect(),
-            route_cache: tables::route_cache(&self.cfg),
-            flow_seed: self.flow_seed,
-            flow_cache: tables::flow_cache(&self.cfg),
-        }
+        Tables::assemble(&self.cfg, &mut self.w, fib, generation, self.flow_seed)
     }
 
     /// Swaps `t` in for the workers; returns its FIB, to be prepared
@@ -257,7 +215,7 @@ impl Control {
             Ok(v) => v,
             Err(e) => {
                 for &j in &touched {
-                    self.sets[j].abort();
+                    self.w.sets[j].abort();
                 }
                 return Err(e);
             }
@@ -267,7 +225,7 @@ impl Control {
             Ok(c) => c,
             Err(e) => {
                 for &j in &touched {
-                    self.sets[j].abort();
+                    self.w.sets[j].abort();
                 }
                 return Err(e);
             }
@@ -275,7 +233,7 @@ impl Control {
         // Nothing to publish when nothing changed (a file saved as it
         // was): the generation, and every core's dst cache, stay.
         let same_order =
-            plan.iter().enumerate().all(|(i, p)| *p == Some(i)) && plan.len() == self.sets.len();
+            plan.iter().enumerate().all(|(i, p)| *p == Some(i)) && plan.len() == self.w.sets.len();
         if same_order
             && !fib_changed
             && rep.elements_added + rep.elements_removed == 0
@@ -288,11 +246,11 @@ impl Control {
             return Ok(rep);
         }
         // Nothing can fail from here on.
-        let mut old: Vec<Option<Set>> = std::mem::take(&mut self.sets)
+        let mut old: Vec<Option<Set>> = std::mem::take(&mut self.w.sets)
             .into_iter()
             .map(Some)
             .collect();
-        self.sets = plan
+        self.w.sets = plan
             .iter()
             .zip(fresh.iter_mut())
             .map(|(p, f)| match p {
@@ -301,9 +259,9 @@ impl Control {
             })
             .collect();
         self.cfg = new;
-        let fib = match (fib_changed, self.fib.published()) {
+        let fib = match (fib_changed, self.w.fib.published()) {
             (false, Some(f)) => f,
-            _ => self.fib.publish(),
+            _ => self.w.fib.publish(),
         };
         let generation = self.shared.status.generation.load(Relaxed) + 1;
         let t = self.assemble(generation, fib);
@@ -332,7 +290,7 @@ impl Control {
             ));
         }
         let same = |a: &config::PortConfig, b: &config::PortConfig| {
-            a.name == b.name && a.driver == b.driver && a.mac == b.mac && a.options == b.options
+            a.name == b.name && a.driver == b.driver && a.mac == b.mac
         };
         if new.ports.len() != self.cfg.ports.len()
             || new
@@ -399,7 +357,7 @@ impl Control {
                 continue;
             }
             touched.push(j);
-            let set = &mut self.sets[j];
+            let set = &mut self.w.sets[j];
             let err = |e: matcher::SetError| format!("set `{}`: {e}", ns.name);
             for e in self.cfg.sets[j]
                 .elements
@@ -429,14 +387,14 @@ impl Control {
                 .map(|p| p.mac)
                 .eq(self.cfg.ports.iter().map(|p| p.mac));
         if !targets_kept {
-            let mut fib = Fib::succeeding(&self.fib);
+            let mut fib = Fib::succeeding(&self.w.fib);
             let (hops, groups) = tables::fib_targets(new, &mut fib)?;
             for r in &new.routes {
                 tables::insert_route(&mut fib, r, tables::route_target(r, &hops, &groups))?;
             }
-            self.fib = fib;
-            self.hops = hops;
-            self.groups = groups;
+            self.w.fib = fib;
+            self.w.hops = hops;
+            self.w.groups = groups;
             rep.fib_rebuilt = true;
             return Ok(true);
         }
@@ -458,7 +416,7 @@ impl Control {
         for r in &self.cfg.routes {
             if !now.contains_key(&route_key(r)) {
                 let f = tables::family(r);
-                if let Err(e) = self.fib.remove(f, r.prefix, r.len) {
+                if let Err(e) = self.w.fib.remove(f, r.prefix, r.len) {
                     result = Err(format!("route {:#x}/{}: {e}", r.prefix, r.len));
                     break;
                 }
@@ -470,8 +428,8 @@ impl Control {
                 if old.get(&route_key(r)) == Some(&r.via) {
                     continue;
                 }
-                let t = tables::route_target(r, &self.hops, &self.groups);
-                if let Err(e) = tables::insert_route(&mut self.fib, r, t) {
+                let t = tables::route_target(r, &self.w.hops, &self.w.groups);
+                if let Err(e) = tables::insert_route(&mut self.w.fib, r, t) {
                     result = Err(e);
                     break;
                 }
@@ -484,11 +442,11 @@ impl Control {
                 match before {
                     Some(via) => {
                         let r = RouteConfig { via, ..r };
-                        let t = tables::route_target(&r, &self.hops, &self.groups);
-                        let _ = tables::insert_route(&mut self.fib, &r, t);
+                        let t = tables::route_target(&r, &self.w.hops, &self.w.groups);
+                        let _ = tables::insert_route(&mut self.w.fib, &r, t);
                     }
                     None => {
-                        let _ = self.fib.remove(tables::family(&r), r.prefix, r.len);
+                        let _ = self.w.fib.remove(tables::family(&r), r.prefix, r.len);
                     }
                 }
             }

@@ -1,8 +1,10 @@
-//! The snapshot of tables the workers read: rule sets, the FIB and the
-//! ports' MACs, built from a checked configuration, published whole.
+//! The snapshot a worker judges a burst by: rule sets, the FIB and the
+//! settings of the route and flow caches, built from a checked
+//! configuration by the control side and published whole.
 
-use crate::flowcache::FlowCacheConfig;
-use crate::wire::{Parsed, L3};
+use crate::pipeline::classify::Need;
+use crate::pipeline::flowcache::FlowCacheConfig;
+use crate::pipeline::{Prepared, Slot};
 use config::{Action, Config, RouteConfig, SetConfig, Source, Via};
 use matcher::{InsertMode, Set};
 use routecache::{Family, Fib, FibSnapshot, HashKind, NextHop, RouteCacheConfig, TargetId};
@@ -24,60 +26,6 @@ pub struct RuleSet {
     pub need: Need,
 }
 
-/// What a packet must carry for a set's sources to make its key, from
-/// the sources once, so that a burst tests each packet with a few
-/// compares instead of going through the sources.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Need {
-    /// No packet can have it all (IPv4 and IPv6 fields, or ports of two
-    /// different protocols).
-    never: bool,
-    /// The address family the address fields need.
-    l3: Option<L3>,
-    /// Ports: a complete TCP, UDP or SCTP header.
-    ports: bool,
-    /// The protocol a `tcp`/`udp`/`sctp` port field names.
-    proto: Option<u8>,
-}
-
-impl Need {
-    /// What `sources` need.
-    pub fn of(sources: &[Source]) -> Need {
-        let mut n = Need::default();
-        for s in sources {
-            let family = match s {
-                Source::IpSaddr | Source::IpDaddr => Some(L3::V4),
-                Source::Ip6Saddr | Source::Ip6Daddr => Some(L3::V6),
-                _ => None,
-            };
-            if let Some(f) = family {
-                n.never |= n.l3.is_some_and(|l| l != f);
-                n.l3 = Some(f);
-            }
-            if let Source::Sport(p) | Source::Dport(p) = *s {
-                n.ports = true;
-                if let Some(p) = p {
-                    n.never |= n.proto.is_some_and(|q| q != p);
-                    n.proto = Some(p);
-                }
-            }
-        }
-        n
-    }
-
-    /// Whether packet `p` has every field.
-    #[inline]
-    pub fn applies(&self, p: &Parsed) -> bool {
-        use crate::wire::proto::{SCTP, TCP, UDP};
-        !self.never
-            && self.l3.is_none_or(|l| l == p.l3)
-            && (!self.ports
-                || (p.l4_ok
-                    && matches!(p.proto, TCP | UDP | SCTP)
-                    && self.proto.is_none_or(|x| x == p.proto)))
-    }
-}
-
 /// Everything a burst is judged by. Immutable once published.
 pub struct Tables {
     /// Increases with every published snapshot.
@@ -94,6 +42,9 @@ pub struct Tables {
     pub flow_seed: u32,
     /// Each core's flow cache.
     pub flow_cache: FlowCacheConfig,
+    /// Per worker, the pipeline state this snapshot needs, prepared off
+    /// the fast path (see [`Prepared`]).
+    pub slots: Vec<Slot>,
 }
 
 /// The flow cache settings of `cfg` (defaults where not given).
@@ -191,6 +142,40 @@ pub fn route_cache(cfg: &Config) -> RouteCacheConfig {
     }
 }
 
+/// The control side's working copies of a configuration's tables: one
+/// pipapo set per rule set and the FIB with its next hops (their target
+/// ids by configuration index), ECMP groups and routes. What the reload
+/// engine keeps and changes incrementally, and what every snapshot is
+/// assembled from ([`Tables::assemble`]).
+pub struct Working {
+    /// One working copy per rule set, in configuration order.
+    pub sets: Vec<Set>,
+    /// The FIB.
+    pub fib: Fib,
+    /// The next hops' targets, by configuration index.
+    pub hops: Vec<TargetId>,
+    /// The ECMP groups' targets, by configuration index.
+    pub groups: Vec<TargetId>,
+}
+
+impl Working {
+    /// Builds every table of `cfg`.
+    pub fn build(cfg: &Config) -> Result<Working, String> {
+        let sets = cfg.sets.iter().map(build_set).collect::<Result<_, _>>()?;
+        let mut fib = Fib::new();
+        let (hops, groups) = fib_targets(cfg, &mut fib)?;
+        for r in &cfg.routes {
+            insert_route(&mut fib, r, route_target(r, &hops, &groups))?;
+        }
+        Ok(Working {
+            sets,
+            fib,
+            hops,
+            groups,
+        })
+    }
+}
+
 impl Tables {
     /// No sets, no routes: a placeholder before the first publication.
     pub fn empty() -> Tables {
@@ -205,30 +190,51 @@ impl Tables {
                 entries: 0,
                 insert_one_in: 1,
             },
+            slots: Vec::new(),
         }
     }
 
-    /// Builds the tables of a configuration.
-    pub fn build(cfg: &Config, generation: u64) -> Result<Tables, String> {
-        let mut sets = Vec::new();
-        for s in &cfg.sets {
-            sets.push(rule_set(s, build_set(s)?.commit()));
-        }
-        let mut fib = Fib::new();
-        let (hops, groups) = fib_targets(cfg, &mut fib)?;
-        for r in &cfg.routes {
-            insert_route(&mut fib, r, route_target(r, &hops, &groups))?;
-        }
-        let fib = fib.publish();
-        fib.prepare();
-        Ok(Tables {
+    /// The snapshot of `cfg`'s tables: the working copies' sets
+    /// committed, with `fib` (a snapshot of the working FIB) and the ECMP
+    /// hash seeded with `flow_seed`. The one way a snapshot is made.
+    pub fn assemble(
+        cfg: &Config,
+        working: &mut Working,
+        fib: Arc<FibSnapshot>,
+        generation: u64,
+        flow_seed: u32,
+    ) -> Tables {
+        let sets: Vec<RuleSet> = cfg
+            .sets
+            .iter()
+            .zip(&mut working.sets)
+            .map(|(s, set)| rule_set(s, set.commit()))
+            .collect();
+        let slots = cfg
+            .forwarder
+            .cores
+            .iter()
+            .map(|_| Slot::new(Prepared::new(&sets, &fib)))
+            .collect();
+        Tables {
             generation,
             sets,
             fib,
             port_names: cfg.ports.iter().map(|p| p.name.clone()).collect(),
             route_cache: route_cache(cfg),
-            flow_seed: routecache::hash::random_seed(),
+            flow_seed,
             flow_cache: flow_cache(cfg),
-        })
+            slots,
+        }
+    }
+
+    /// Builds the tables of a configuration, as the control side's first
+    /// publication does (tests, benchmarks, examples).
+    pub fn build(cfg: &Config, generation: u64) -> Result<Tables, String> {
+        let mut working = Working::build(cfg)?;
+        let fib = working.fib.publish();
+        fib.prepare();
+        let seed = routecache::hash::random_seed();
+        Ok(Tables::assemble(cfg, &mut working, fib, generation, seed))
     }
 }

@@ -37,9 +37,9 @@ use routecache::pages::prefetch_ptr;
 /// Ways per bucket.
 pub const WAYS: usize = 4;
 
-/// Sets whose matches an entry can record (2 bits each in a `u32`); with
-/// more sets the cache is not used.
-pub const MAX_SETS: usize = 16;
+/// Sets whose matches an entry can record (2 bits each in a `u32`); the
+/// configuration refuses the cache with more.
+pub const MAX_SETS: usize = config::FlowCache::MAX_SETS;
 
 /// What decides a packet's fate (see the module's documentation), in
 /// words: source, destination, ports, protocol and flags, MACs.
@@ -205,6 +205,17 @@ pub struct FlowCacheStats {
     /// Packets that went past the cache while it stood aside (see
     /// [`FlowCache::take_burst`]).
     pub bypassed: u64,
+}
+
+impl FlowCacheStats {
+    /// The counters' names, in [`FlowCacheStats::values`] order (the
+    /// `stats` JSON's keys and the Prometheus `result` label).
+    pub const NAMES: [&'static str; 4] = ["hits", "misses", "stale", "bypassed"];
+
+    /// The counters, in [`FlowCacheStats::NAMES`] order.
+    pub fn values(&self) -> [u64; 4] {
+        [self.hits, self.misses, self.stale, self.bypassed]
+    }
 }
 
 /// Lookups over which the hit rate is judged.
@@ -418,7 +429,7 @@ impl FlowCache {
     /// The buckets and tag of `id`, with a prefetch of the first bucket's
     /// bookkeeping. The hash is two folded 128-bit products of the flow's
     /// words, paired and keyed at random, then xored: a handful of cycles
-    /// (it was five products, a quarter of the flow cache's instructions).
+    /// (five products took a quarter of the flow cache's instructions).
     /// The pairs keep fields that sweep together apart: the addresses' low
     /// words (all of IPv4's) multiply each other, with the last MAC bytes
     /// above IPv4's destination; the high words (zero for IPv4) take the
@@ -484,7 +495,7 @@ impl FlowCache {
     /// [`FlowCache::take_burst`] let in: the burst's lookups share one
     /// tick (entries age by bursts), and [`FlowCache::account`] counts
     /// its hits and misses once. Per packet, that clock and those counters
-    /// were a load and a store each, chained from one packet to the next.
+    /// would be a load and a store each, chained from one packet to the next.
     #[inline(always)]
     pub fn probe_in_burst(&mut self, loc: Loc, id: &FlowId) -> Option<Decision> {
         let mut found = self.find(loc, loc.ways, id);

@@ -1,0 +1,175 @@
+//! The Prometheus text exposition (format 0.0.4) of the workers'
+//! counters and the reload status, and the minimal HTTP/1.0 server that
+//! answers `GET /metrics` with it (`[control] prometheus`).
+
+use super::stats::{Read, Source};
+use crate::pipeline::flowcache::FlowCacheStats;
+use crate::pipeline::Outcome;
+use crate::port::PortStats;
+use crate::wire::Drop;
+use routecache::CacheStats;
+use std::fmt::Write as _;
+use std::io::{Read as _, Write as _};
+use std::sync::atomic::Ordering::Relaxed;
+use std::time::Duration;
+
+/// Samples of one metric family: (labels, value).
+type Samples = Vec<(String, u64)>;
+
+/// `,{label}="{name}"` samples of `values` by `names`.
+fn labelled(label: &str, names: &[&str], values: &[u64]) -> Samples {
+    names
+        .iter()
+        .zip(values)
+        .map(|(k, v)| (format!(",{label}=\"{k}\""), *v))
+        .collect()
+}
+
+impl Source {
+    /// The Prometheus text exposition (format 0.0.4).
+    pub fn prometheus(&self) -> String {
+        let st = &self.shared.status;
+        let reads = self.read();
+        let mut o = String::new();
+        // One family: its header, then one sample per (labels, value).
+        let mut family = |name: &str, kind: &str, help: &str, samples: Samples| {
+            let _ = writeln!(
+                o,
+                "# HELP forwarder_{name} {help}\n# TYPE forwarder_{name} {kind}"
+            );
+            for (labels, v) in samples {
+                let labels = if labels.is_empty() {
+                    labels
+                } else {
+                    format!("{{{labels}}}")
+                };
+                let _ = writeln!(o, "forwarder_{name}{labels} {v}");
+            }
+        };
+        let per_core = |f: &dyn Fn(&Read) -> Samples| -> Samples {
+            reads
+                .iter()
+                .flat_map(|r| {
+                    f(r).into_iter()
+                        .map(move |(l, v)| (format!("core=\"{}\"{l}", r.core), v))
+                })
+                .collect()
+        };
+        let drop_names: Vec<&str> = Drop::ALL.iter().map(|d| d.name()).collect();
+        let outcomes: Vec<&str> = Outcome::ALL.iter().map(|o| o.name()).collect();
+        family(
+            "rx_packets_total",
+            "counter",
+            "Frames received, per worker core.",
+            per_core(&|r| vec![(String::new(), r.counters.rx)]),
+        );
+        family(
+            "tx_packets_total",
+            "counter",
+            "Frames sent, per worker core.",
+            per_core(&|r| vec![(String::new(), r.counters.tx)]),
+        );
+        family(
+            "drops_total",
+            "counter",
+            "Frames dropped, per core and reason.",
+            per_core(&|r| labelled("reason", &drop_names, &r.counters.drops)),
+        );
+        family(
+            "port_packets_total",
+            "counter",
+            "Port counters, per core, port and counter.",
+            per_core(&|r| {
+                self.ports
+                    .iter()
+                    .zip(&r.counters.ports)
+                    .flat_map(|(name, v)| {
+                        let port = format!(",port=\"{}\"", escape(name));
+                        labelled("counter", &PortStats::NAMES, v)
+                            .into_iter()
+                            .map(move |(l, x)| (format!("{port}{l}"), x))
+                    })
+                    .collect()
+            }),
+        );
+        family(
+            "set_matches_total",
+            "counter",
+            "Rule set matches, per set and verdict.",
+            per_core(&|r| {
+                r.sets
+                    .iter()
+                    .flat_map(|(name, m)| {
+                        let set = format!(",set=\"{}\"", escape(name));
+                        labelled("verdict", &outcomes, m)
+                            .into_iter()
+                            .map(move |(l, x)| (format!("{set}{l}"), x))
+                    })
+                    .collect()
+            }),
+        );
+        family(
+            "route_cache_total",
+            "counter",
+            "Route stage lookups, per result.",
+            per_core(&|r| labelled("result", &CacheStats::NAMES, &r.counters.cache)),
+        );
+        family(
+            "flow_cache_total",
+            "counter",
+            "Flow cache lookups, per result.",
+            per_core(&|r| labelled("result", &FlowCacheStats::NAMES, &r.counters.flow_cache)),
+        );
+        family(
+            "generation",
+            "gauge",
+            "Generation of the published table snapshot.",
+            vec![(String::new(), st.generation.load(Relaxed))],
+        );
+        family(
+            "reloads_total",
+            "counter",
+            "Reloads, applied and refused.",
+            vec![
+                ("result=\"ok\"".into(), st.reloads.load(Relaxed)),
+                ("result=\"failed\"".into(), st.failed.load(Relaxed)),
+            ],
+        );
+        family(
+            "last_reload_ok",
+            "gauge",
+            "1 if the last reload was applied (or none was tried).",
+            vec![(String::new(), u64::from(st.last_reload() == "ok"))],
+        );
+        o
+    }
+}
+
+/// A label value with `\`, `"` and newlines escaped.
+fn escape(s: &str) -> String {
+    s.replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
+}
+
+/// Serves `GET /metrics` (and `/`) on `l` until the process ends.
+pub(crate) fn serve(l: std::net::TcpListener, stats: &Source) {
+    for conn in l.incoming() {
+        let Ok(mut c) = conn else { continue };
+        let _ = c.set_read_timeout(Some(Duration::from_secs(2)));
+        let mut buf = [0u8; 1024];
+        let n = c.read(&mut buf).unwrap_or(0);
+        let req = String::from_utf8_lossy(&buf[..n]);
+        let path = req.split_whitespace().nth(1).unwrap_or("");
+        let (status, body) = if req.starts_with("GET ") && (path == "/metrics" || path == "/") {
+            ("200 OK", stats.prometheus())
+        } else {
+            ("404 Not Found", "GET /metrics\n".to_string())
+        };
+        let _ = write!(
+            c,
+            "HTTP/1.0 {status}\r\nContent-Type: text/plain; version=0.0.4\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        );
+    }
+}

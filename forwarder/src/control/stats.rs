@@ -1,0 +1,159 @@
+//! Statistics for operators: the workers' published counters, the reload
+//! status and the snapshot's generation, as JSON (the control socket's
+//! `stats`); [`super::prometheus`] renders the same reading as
+//! Prometheus text.
+//!
+//! Counters are read from what each worker last published (about every
+//! millisecond under load); a rule set's counts are attributed by name
+//! through the snapshot the worker published them for.
+
+use crate::pipeline::flowcache::FlowCacheStats;
+use crate::pipeline::{DropCounts, Outcome, SetMatches};
+use crate::port::PortStats;
+use crate::wire::Drop;
+use crate::worker::{Published, Reading, Shared};
+use routecache::CacheStats;
+use serde_json::{json, Map, Value};
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::Arc;
+
+/// Where statistics come from.
+pub struct Source {
+    /// The tables and the reload status.
+    pub shared: Arc<Shared>,
+    /// Each worker's core and published counters.
+    pub workers: Vec<(usize, Arc<Published>)>,
+    /// The ports' names, in configuration order.
+    pub ports: Vec<String>,
+}
+
+/// One worker's counters, read once.
+pub(crate) struct Read {
+    /// The core it is pinned to.
+    pub core: usize,
+    /// Everything but the set matches.
+    pub counters: Reading,
+    /// (set name, matches by outcome), for the snapshot in force.
+    pub sets: Vec<(String, SetMatches)>,
+}
+
+/// `names[i]: values[i]`, as a JSON object.
+pub(crate) fn object(names: &[&str], values: &[u64]) -> Map<String, Value> {
+    names
+        .iter()
+        .zip(values)
+        .map(|(k, v)| (k.to_string(), json!(v)))
+        .collect()
+}
+
+fn drops(d: &DropCounts) -> Map<String, Value> {
+    Drop::ALL
+        .iter()
+        .map(|r| (r.name().to_string(), json!(d[r.index()])))
+        .collect()
+}
+
+fn add<const N: usize>(to: &mut [u64; N], from: &[u64; N]) {
+    for (a, b) in to.iter_mut().zip(from) {
+        *a += b;
+    }
+}
+
+impl Source {
+    pub(crate) fn read(&self) -> Vec<Read> {
+        let tables = self.shared.tables.load();
+        self.workers
+            .iter()
+            .map(|(core, p)| {
+                let counters = p.read();
+                // Counts are attributed to names only when the worker
+                // published them for the snapshot now in force (right
+                // after a reload a worker may lag by a millisecond).
+                let sets = if counters.generation == tables.generation {
+                    tables
+                        .sets
+                        .iter()
+                        .map(|s| s.name.clone())
+                        .zip(p.matches(tables.sets.len()))
+                        .collect()
+                } else {
+                    Vec::new()
+                };
+                Read {
+                    core: *core,
+                    counters,
+                    sets,
+                }
+            })
+            .collect()
+    }
+
+    /// The ports' counters of one worker, by port name.
+    fn ports(&self, per_port: &[[u64; 8]]) -> Map<String, Value> {
+        self.ports
+            .iter()
+            .zip(per_port)
+            .map(|(n, v)| (n.clone(), Value::Object(object(&PortStats::NAMES, v))))
+            .collect()
+    }
+
+    /// Everything as one JSON object: `generation`, `last_reload`,
+    /// `reloads`, `reloads_failed`, `last_reload_us`, `total`, `cores`,
+    /// `ports`, `sets`, `route_cache`, `flow_cache`.
+    pub fn json(&self) -> Value {
+        let st = &self.shared.status;
+        let reads = self.read();
+        let (mut rx, mut tx, mut bursts) = (0, 0, 0);
+        let mut total_drops = [0; Drop::COUNT];
+        let mut cache = [0; 4];
+        let mut flow_cache = [0; 4];
+        let mut ports = vec![[0; 8]; self.ports.len()];
+        let mut sets: Vec<(String, SetMatches)> = Vec::new();
+        let mut cores = Vec::new();
+        for r in &reads {
+            let c = &r.counters;
+            rx += c.rx;
+            tx += c.tx;
+            bursts += c.bursts;
+            add(&mut total_drops, &c.drops);
+            add(&mut cache, &c.cache);
+            add(&mut flow_cache, &c.flow_cache);
+            for (a, b) in ports.iter_mut().zip(&c.ports) {
+                add(a, b);
+            }
+            for (name, m) in &r.sets {
+                match sets.iter_mut().find(|(n, _)| n == name) {
+                    Some((_, t)) => add(t, m),
+                    None => sets.push((name.clone(), *m)),
+                }
+            }
+            cores.push(json!({
+                "core": r.core,
+                "rx": c.rx,
+                "tx": c.tx,
+                "bursts": c.bursts,
+                "loaded_generation": c.loaded,
+                "drops": drops(&c.drops),
+                "ports": self.ports(&c.ports),
+            }));
+        }
+        let verdicts: Vec<&str> = Outcome::ALL.iter().map(|o| o.name()).collect();
+        let sets: Map<String, Value> = sets
+            .iter()
+            .map(|(n, m)| (n.clone(), Value::Object(object(&verdicts, m))))
+            .collect();
+        json!({
+            "generation": st.generation.load(Relaxed),
+            "last_reload": st.last_reload(),
+            "reloads": st.reloads.load(Relaxed),
+            "reloads_failed": st.failed.load(Relaxed),
+            "last_reload_us": st.last_reload_us.load(Relaxed),
+            "total": { "rx": rx, "tx": tx, "bursts": bursts, "drops": drops(&total_drops) },
+            "cores": cores,
+            "ports": self.ports(&ports),
+            "sets": sets,
+            "route_cache": object(&CacheStats::NAMES, &cache),
+            "flow_cache": object(&FlowCacheStats::NAMES, &flow_cache),
+        })
+    }
+}

@@ -1,0 +1,346 @@
+//! The classify stage: each rule set in turn looks up the keys of the
+//! packets it applies to, one burst lookup a set, and decides their fate
+//! (dropped, accepted, or on to the next set).
+
+use super::flowcache::MAX_SETS;
+use super::{Fate, Outcome, Pipeline};
+use crate::port::Burst;
+use crate::snapshot::Tables;
+use crate::wire::proto::{SCTP, TCP, UDP};
+use crate::wire::{Drop, Parsed, L3};
+use config::{Action, Source};
+use matcher::{Data, Verdict};
+
+impl Pipeline {
+    pub(super) fn classify(&mut self, tables: &Tables, burst: &Burst, n: usize) {
+        for (si, set) in tables.sets.iter().enumerate() {
+            let klen = set.key_len;
+            let keys = &mut self.keys[si];
+            // The packets the set applies to (an IPv6 set looks nothing
+            // up for IPv4 packets), then their keys, packed, one source
+            // at a time across all of them.
+            let mut m = 0;
+            for i in 0..n {
+                if self.fate[i] == Fate::Go && set.need.applies(&self.parsed[i]) {
+                    self.which[m] = i as u8;
+                    m += 1;
+                }
+            }
+            if m == 0 {
+                continue;
+            }
+            write_keys(
+                &set.sources,
+                &self.parsed,
+                burst,
+                &self.which[..m],
+                &mut keys[..m * klen],
+                klen,
+            );
+            set.snap
+                .lookup_burst(keys, klen, &mut self.ids[..m], &mut self.scratch[si]);
+            for j in 0..m {
+                let Some(id) = self.ids[j] else { continue };
+                let i = self.which[j] as usize;
+                let fate = match set.action {
+                    Action::Drop => Fate::Dropped(Drop::Rule),
+                    Action::Accept => Fate::Accepted,
+                    Action::Verdict => match set.snap.element(id).and_then(|e| e.data.as_ref()) {
+                        Some(Data::Verdict(Verdict::Drop)) => Fate::Dropped(Drop::Rule),
+                        Some(Data::Verdict(Verdict::Accept)) => Fate::Accepted,
+                        // continue, return, jump and goto: no chains here,
+                        // the packet goes on to the next set.
+                        _ => Fate::Go,
+                    },
+                };
+                let outcome = match fate {
+                    Fate::Dropped(_) => Outcome::Drop,
+                    Fate::Accepted => Outcome::Accept,
+                    Fate::Go | Fate::Cached => Outcome::Continue,
+                } as usize;
+                self.counters.matches[si][outcome] += 1;
+                // What the flow cache stores of it: two bits a set, the
+                // outcome's index plus one (0: no match). The
+                // configuration allows the cache with at most `MAX_SETS`
+                // sets.
+                if si < MAX_SETS {
+                    self.match_bits[i] |= (outcome as u32 + 1) << (2 * si);
+                }
+                self.fate[i] = fate;
+            }
+        }
+    }
+}
+
+/// What a packet must carry for a set's sources to make its key, from
+/// the sources once, so that a burst tests each packet with a few
+/// compares instead of going through the sources.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Need {
+    /// No packet can have it all (IPv4 and IPv6 fields, or ports of two
+    /// different protocols).
+    never: bool,
+    /// The address family the address fields need.
+    l3: Option<L3>,
+    /// Ports: a complete TCP, UDP or SCTP header.
+    ports: bool,
+    /// The protocol a `tcp`/`udp`/`sctp` port field names.
+    proto: Option<u8>,
+}
+
+impl Need {
+    /// What `sources` need.
+    pub fn of(sources: &[Source]) -> Need {
+        let mut n = Need::default();
+        for s in sources {
+            let family = match s {
+                Source::IpSaddr | Source::IpDaddr => Some(L3::V4),
+                Source::Ip6Saddr | Source::Ip6Daddr => Some(L3::V6),
+                _ => None,
+            };
+            if let Some(f) = family {
+                n.never |= n.l3.is_some_and(|l| l != f);
+                n.l3 = Some(f);
+            }
+            if let Source::Sport(p) | Source::Dport(p) = *s {
+                n.ports = true;
+                if let Some(p) = p {
+                    n.never |= n.proto.is_some_and(|q| q != p);
+                    n.proto = Some(p);
+                }
+            }
+        }
+        n
+    }
+
+    /// Whether packet `p` has every field.
+    #[inline]
+    pub fn applies(&self, p: &Parsed) -> bool {
+        !self.never
+            && self.l3.is_none_or(|l| l == p.l3)
+            && (!self.ports
+                || (p.l4_ok
+                    && matches!(p.proto, TCP | UDP | SCTP)
+                    && self.proto.is_none_or(|x| x == p.proto)))
+    }
+}
+/// Writes the keys of the packets `which` (each has every field the
+/// sources need: see [`Need`]) into `keys`, `klen` bytes
+/// apart: source after source, each across all the packets, so that
+/// which field a source reads is decided once per burst, not per packet.
+#[inline]
+fn write_keys(
+    sources: &[Source],
+    parsed: &[Parsed],
+    burst: &Burst,
+    which: &[u8],
+    keys: &mut [u8],
+    klen: usize,
+) {
+    let mut off = 0;
+    for s in sources {
+        let packets = which
+            .iter()
+            .map(|&i| i as usize)
+            .zip(keys.chunks_exact_mut(klen));
+        match *s {
+            Source::IpSaddr | Source::IpDaddr => {
+                let src = *s == Source::IpSaddr;
+                for (i, k) in packets {
+                    let p = &parsed[i];
+                    let a = if src { p.src } else { p.dst } as u32;
+                    k[off..off + 4].copy_from_slice(&a.to_be_bytes());
+                }
+                off += 4;
+            }
+            Source::Ip6Saddr | Source::Ip6Daddr => {
+                let src = *s == Source::Ip6Saddr;
+                for (i, k) in packets {
+                    let p = &parsed[i];
+                    let a = if src { p.src } else { p.dst };
+                    k[off..off + 16].copy_from_slice(&a.to_be_bytes());
+                }
+                off += 16;
+            }
+            Source::Sport(_) | Source::Dport(_) => {
+                let sport = matches!(s, Source::Sport(_));
+                for (i, k) in packets {
+                    let p = &parsed[i];
+                    let v = if sport { p.sport } else { p.dport };
+                    k[off..off + 2].copy_from_slice(&v.to_be_bytes());
+                }
+                off += 2;
+            }
+            Source::L4proto => {
+                for (i, k) in packets {
+                    k[off] = parsed[i].proto;
+                }
+                off += 1;
+            }
+            Source::EtherSaddr | Source::EtherDaddr => {
+                let at = if *s == Source::EtherSaddr { 6 } else { 0 };
+                for (i, k) in packets {
+                    k[off..off + 6].copy_from_slice(&burst.frame(i)[at..at + 6]);
+                }
+                off += 6;
+            }
+            Source::Mark => {
+                // Frames from ports carry no mark.
+                for (_, k) in packets {
+                    k[off..off + 4].fill(0);
+                }
+                off += 4;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::wire;
+
+    /// The reference: one packet's key, source by source; false when the
+    /// packet lacks one of the fields (an IPv4 field of an IPv6 packet, a TCP
+    /// port of a UDP one).
+    fn extract(sources: &[Source], p: &Parsed, frame: &[u8], key: &mut [u8]) -> bool {
+        let mut off = 0;
+        for s in sources {
+            let ok = match *s {
+                Source::IpSaddr | Source::IpDaddr if p.l3 == L3::V4 => {
+                    let a = if *s == Source::IpSaddr { p.src } else { p.dst } as u32;
+                    key[off..off + 4].copy_from_slice(&a.to_be_bytes());
+                    off += 4;
+                    true
+                }
+                Source::Ip6Saddr | Source::Ip6Daddr if p.l3 == L3::V6 => {
+                    let a = if *s == Source::Ip6Saddr { p.src } else { p.dst };
+                    key[off..off + 16].copy_from_slice(&a.to_be_bytes());
+                    off += 16;
+                    true
+                }
+                Source::Sport(proto) | Source::Dport(proto)
+                    if p.l4_ok
+                        && matches!(
+                            p.proto,
+                            wire::proto::TCP | wire::proto::UDP | wire::proto::SCTP
+                        )
+                        && proto.is_none_or(|x| x == p.proto) =>
+                {
+                    let v = if matches!(s, Source::Sport(_)) {
+                        p.sport
+                    } else {
+                        p.dport
+                    };
+                    key[off..off + 2].copy_from_slice(&v.to_be_bytes());
+                    off += 2;
+                    true
+                }
+                Source::L4proto => {
+                    key[off] = p.proto;
+                    off += 1;
+                    true
+                }
+                Source::EtherSaddr | Source::EtherDaddr => {
+                    let at = if *s == Source::EtherSaddr { 6 } else { 0 };
+                    key[off..off + 6].copy_from_slice(&frame[at..at + 6]);
+                    off += 6;
+                    true
+                }
+                Source::Mark => {
+                    // Frames from ports carry no mark.
+                    key[off..off + 4].fill(0);
+                    off += 4;
+                    true
+                }
+                _ => false,
+            };
+            if !ok {
+                return false;
+            }
+        }
+        true
+    }
+
+    /// The burst's keys and the packets they are written for agree with
+    /// the per-packet reference, for random packets and source lists.
+    #[test]
+    fn burst_keys_agree_with_the_reference() {
+        let all = [
+            Source::IpSaddr,
+            Source::IpDaddr,
+            Source::Ip6Saddr,
+            Source::Ip6Daddr,
+            Source::Sport(None),
+            Source::Dport(None),
+            Source::Sport(Some(wire::proto::TCP)),
+            Source::Dport(Some(wire::proto::UDP)),
+            Source::Sport(Some(wire::proto::SCTP)),
+            Source::L4proto,
+            Source::EtherSaddr,
+            Source::EtherDaddr,
+            Source::Mark,
+        ];
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let mut burst = Burst::new();
+        for _ in 0..32 {
+            let f: Vec<u8> = (0..64).map(|_| next() as u8).collect();
+            burst.push(&f);
+        }
+        let protos = [
+            wire::proto::TCP,
+            wire::proto::UDP,
+            wire::proto::SCTP,
+            wire::proto::ICMP,
+            47,
+        ];
+        for _ in 0..2000 {
+            let sources: Vec<Source> = (0..1 + next() % 4)
+                .map(|_| all[next() as usize % all.len()])
+                .collect();
+            let klen: usize = sources
+                .iter()
+                .map(|s| match s {
+                    Source::IpSaddr | Source::IpDaddr | Source::Mark => 4,
+                    Source::Ip6Saddr | Source::Ip6Daddr => 16,
+                    Source::Sport(_) | Source::Dport(_) => 2,
+                    Source::L4proto => 1,
+                    Source::EtherSaddr | Source::EtherDaddr => 6,
+                })
+                .sum();
+            let parsed: Vec<Parsed> = (0..32)
+                .map(|_| Parsed {
+                    l3: if next() % 2 == 0 { L3::V4 } else { L3::V6 },
+                    src: (next() as u128) << 64 | next() as u128,
+                    dst: (next() as u128) << 64 | next() as u128,
+                    proto: protos[next() as usize % protos.len()],
+                    sport: next() as u16,
+                    dport: next() as u16,
+                    l4_ok: next() % 4 != 0,
+                    ..Parsed::default()
+                })
+                .collect();
+            let need = Need::of(&sources);
+            let mut want = vec![0u8; 32 * klen];
+            let mut which = Vec::new();
+            for (i, p) in parsed.iter().enumerate() {
+                let mut k = vec![0u8; klen];
+                let ok = extract(&sources, p, burst.frame(i), &mut k);
+                assert_eq!(need.applies(p), ok, "{sources:?} {p:?}");
+                if ok {
+                    want[which.len() * klen..(which.len() + 1) * klen].copy_from_slice(&k);
+                    which.push(i as u8);
+                }
+            }
+            let mut got = vec![0u8; which.len() * klen];
+            write_keys(&sources, &parsed, &burst, &which, &mut got, klen);
+            assert_eq!(got, want[..which.len() * klen], "{sources:?}");
+        }
+    }
+}
