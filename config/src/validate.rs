@@ -5,7 +5,7 @@ use crate::schema;
 use matcher::field::FieldType;
 use matcher::file::SetFile;
 use matcher::{DataType, Element, InsertMode, SetDecl};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::ops::Range;
 use std::path::Path;
@@ -353,6 +353,13 @@ impl Located<'_> {
     pub(crate) fn of<T>(&self, v: &Spanned<T>, message: impl Into<String>) -> ConfigError {
         self.at(v.span(), message)
     }
+
+    /// `file:line:col` of `v`, for errors found later (by a driver, by
+    /// the system).
+    fn place<T>(&self, v: &Spanned<T>) -> String {
+        let e = self.of(v, "");
+        format!("{}:{}:{}", e.file, e.line, e.col)
+    }
 }
 
 fn parse_mac(s: &str) -> Result<[u8; 6], String> {
@@ -434,51 +441,77 @@ pub(crate) fn validate(file: &str, text: &str, dir: &Path) -> Result<Config, Con
         let span = e.span().unwrap_or(0..0);
         loc.at(span, e.message().trim().to_string())
     })?;
+    let forwarder = forwarder(&loc, raw.forwarder)?;
+    let port_names = index(&loc, &raw.port, |p| &p.name, "port")?;
+    let ports = ports(&loc, &raw.port)?;
+    let sets = sets(&loc, &raw.set, dir)?;
+    let hop_names = index(&loc, &raw.next_hop, |h| &h.name, "next hop")?;
+    let next_hops = next_hops(&loc, &raw.next_hop, &port_names)?;
+    let group_names = index(&loc, &raw.ecmp, |g| &g.name, "ECMP group")?;
+    let ecmp = ecmp_groups(&loc, &raw.ecmp, &hop_names)?;
+    let targets = Targets {
+        hops: &hop_names,
+        groups: &group_names,
+    };
+    let mut seen = HashSet::new();
+    let mut routes = inline_routes(&loc, &raw.route, &targets, &mut seen)?;
+    let route_file = match &raw.route_file {
+        Some(f) => Some(route_file(&loc, f, dir, &targets, &mut seen, &mut routes)?),
+        None => None,
+    };
+    let flow_cache = flow_cache(&loc, raw.flow_cache, &raw.set)?;
+    Ok(Config {
+        forwarder,
+        ports,
+        sets,
+        next_hops,
+        ecmp,
+        routes,
+        route_cache: route_cache(&loc, raw.route_cache)?,
+        flow_cache,
+        control: control(&loc, raw.control.as_ref(), dir)?,
+        route_file,
+    })
+}
 
-    let forwarder = match raw.forwarder {
-        None => Forwarder {
+fn forwarder(loc: &Located, f: Option<schema::Forwarder>) -> Result<Forwarder, ConfigError> {
+    let Some(f) = f else {
+        return Ok(Forwarder {
             cores: vec![0],
             burst: 32,
-            cores_at: file.to_string(),
-        },
-        Some(f) => {
-            let cores_at = match &f.cores {
-                None => file.to_string(),
-                Some(c) => {
-                    let e = loc.of(c, "");
-                    format!("{}:{}:{}", e.file, e.line, e.col)
-                }
-            };
-            let cores = match f.cores {
-                None => vec![0],
-                Some(c) => {
-                    if c.get_ref().is_empty() {
-                        return Err(loc.of(&c, "`cores` lists no core"));
-                    }
-                    let mut seen = c.get_ref().clone();
-                    seen.sort_unstable();
-                    if let Some(w) = seen.windows(2).find(|w| w[0] == w[1]) {
-                        return Err(loc.of(&c, format!("core {} is listed twice", w[0])));
-                    }
-                    c.into_inner()
-                }
-            };
-            let burst = match f.burst {
-                None => 32,
-                Some(b) if (1..=64).contains(b.get_ref()) => b.into_inner(),
-                Some(b) => return Err(loc.of(&b, format!("burst {} is outside 1-64", b.get_ref()))),
-            };
-            Forwarder {
-                cores,
-                burst,
-                cores_at,
+            cores_at: loc.file.to_string(),
+        });
+    };
+    let (cores, cores_at) = match f.cores {
+        None => (vec![0], loc.file.to_string()),
+        Some(c) => {
+            if c.get_ref().is_empty() {
+                return Err(loc.of(&c, "`cores` lists no core"));
             }
+            let mut seen = c.get_ref().clone();
+            seen.sort_unstable();
+            if let Some(w) = seen.windows(2).find(|w| w[0] == w[1]) {
+                return Err(loc.of(&c, format!("core {} is listed twice", w[0])));
+            }
+            let at = loc.place(&c);
+            (c.into_inner(), at)
         }
     };
+    let burst = match f.burst {
+        None => 32,
+        Some(b) if (1..=64).contains(b.get_ref()) => b.into_inner(),
+        Some(b) => return Err(loc.of(&b, format!("burst {} is outside 1-64", b.get_ref()))),
+    };
+    Ok(Forwarder {
+        cores,
+        burst,
+        cores_at,
+    })
+}
 
-    let port_names = index(&loc, &raw.port, |p| &p.name, "port")?;
+fn ports(loc: &Located, raw: &[schema::Port]) -> Result<Vec<PortConfig>, ConfigError> {
     let mut ports = Vec::new();
-    for (i, p) in raw.port.iter().enumerate() {
+    for (i, p) in raw.iter().enumerate() {
         let kind = match &p.driver {
             None => "synthetic",
             Some(d) if DRIVERS.contains(&d.get_ref().as_str()) => d.get_ref().as_str(),
@@ -489,7 +522,7 @@ pub(crate) fn validate(file: &str, text: &str, dir: &Path) -> Result<Config, Con
                 ))
             }
         };
-        let driver = driver::parse(&loc, kind, p.name.get_ref(), &p.options)?;
+        let driver = driver::parse(loc, kind, p.name.get_ref(), &p.options)?;
         let mac = match &p.mac {
             None => [2, 0, 0, 0, 0, (i + 1) as u8],
             Some(m) => parse_mac(m.get_ref()).map_err(|e| loc.of(m, e))?,
@@ -498,28 +531,30 @@ pub(crate) fn validate(file: &str, text: &str, dir: &Path) -> Result<Config, Con
             name: p.name.get_ref().clone(),
             driver,
             mac,
-            at: {
-                let e = loc.of(&p.name, "");
-                format!("{}:{}:{}", e.file, e.line, e.col)
-            },
+            at: loc.place(&p.name),
         });
     }
+    Ok(ports)
+}
 
-    index(&loc, &raw.set, |s| &s.name, "set")?;
-    if let Some(s) = raw.set.get(MAX_SETS) {
+fn sets(loc: &Located, raw: &[schema::Set], dir: &Path) -> Result<Vec<SetConfig>, ConfigError> {
+    index(loc, raw, |s| &s.name, "set")?;
+    if let Some(s) = raw.get(MAX_SETS) {
         return Err(loc.of(
             &s.name,
             format!("set `{}`: at most {MAX_SETS} rule sets", s.name.get_ref()),
         ));
     }
-    let mut sets = Vec::new();
-    for s in &raw.set {
-        sets.push(validate_set(&loc, s, dir)?);
-    }
+    raw.iter().map(|s| validate_set(loc, s, dir)).collect()
+}
 
-    let hop_names = index(&loc, &raw.next_hop, |h| &h.name, "next hop")?;
+fn next_hops(
+    loc: &Located,
+    raw: &[schema::NextHop],
+    port_names: &HashMap<&str, usize>,
+) -> Result<Vec<NextHopConfig>, ConfigError> {
     let mut next_hops = Vec::new();
-    for h in &raw.next_hop {
+    for h in raw {
         let port = *port_names
             .get(h.port.get_ref().as_str())
             .ok_or_else(|| loc.of(&h.port, format!("unknown port `{}`", h.port.get_ref())))?;
@@ -530,12 +565,17 @@ pub(crate) fn validate(file: &str, text: &str, dir: &Path) -> Result<Config, Con
             mac,
         });
     }
+    Ok(next_hops)
+}
 
-    let group_names = index(&loc, &raw.ecmp, |g| &g.name, "ECMP group")?;
+fn ecmp_groups(
+    loc: &Located,
+    raw: &[schema::Ecmp],
+    hop_names: &HashMap<&str, usize>,
+) -> Result<Vec<EcmpGroup>, ConfigError> {
     let mut ecmp = Vec::new();
-    for g in &raw.ecmp {
-        if let Some(&clash) = hop_names.get(g.name.get_ref().as_str()) {
-            let _ = clash;
+    for g in raw {
+        if hop_names.contains_key(g.name.get_ref().as_str()) {
             return Err(loc.of(
                 &g.name,
                 format!(
@@ -560,31 +600,48 @@ pub(crate) fn validate(file: &str, text: &str, dir: &Path) -> Result<Config, Con
             members,
         });
     }
+    Ok(ecmp)
+}
 
+/// What a route's `via` may name: next hops and ECMP groups, by name.
+struct Targets<'a> {
+    hops: &'a HashMap<&'a str, usize>,
+    groups: &'a HashMap<&'a str, usize>,
+}
+
+impl Targets<'_> {
+    /// The next hop or ECMP group `name`, or the error's message.
+    fn via(&self, name: &str) -> Result<Via, String> {
+        match (self.hops.get(name), self.groups.get(name)) {
+            (Some(&h), _) => Ok(Via::NextHop(h)),
+            (None, Some(&g)) => Ok(Via::Ecmp(g)),
+            (None, None) => Err(format!("unknown next hop or ECMP group `{name}`")),
+        }
+    }
+}
+
+/// The routes `seen` so far, to refuse one given twice.
+type Seen = HashSet<(bool, u128, u32)>;
+
+fn inline_routes(
+    loc: &Located,
+    raw: &[schema::Route],
+    targets: &Targets,
+    seen: &mut Seen,
+) -> Result<Vec<RouteConfig>, ConfigError> {
     let mut routes = Vec::new();
-    let mut seen = HashMap::new();
-    for r in &raw.route {
+    for r in raw {
         let (v6, prefix, len) =
             parse_prefix(r.prefix.get_ref()).map_err(|e| loc.of(&r.prefix, e))?;
-        if seen.insert((v6, prefix, len), ()).is_some() {
+        if !seen.insert((v6, prefix, len)) {
             return Err(loc.of(
                 &r.prefix,
                 format!("route `{}` is given twice", r.prefix.get_ref()),
             ));
         }
-        let via = match (
-            hop_names.get(r.via.get_ref().as_str()),
-            group_names.get(r.via.get_ref().as_str()),
-        ) {
-            (Some(&h), _) => Via::NextHop(h),
-            (None, Some(&g)) => Via::Ecmp(g),
-            (None, None) => {
-                return Err(loc.of(
-                    &r.via,
-                    format!("unknown next hop or ECMP group `{}`", r.via.get_ref()),
-                ))
-            }
-        };
+        let via = targets
+            .via(r.via.get_ref())
+            .map_err(|e| loc.of(&r.via, e))?;
         routes.push(RouteConfig {
             v6,
             prefix,
@@ -592,86 +649,101 @@ pub(crate) fn validate(file: &str, text: &str, dir: &Path) -> Result<Config, Con
             via,
         });
     }
+    Ok(routes)
+}
 
-    // Routes from a file: one `PREFIX VIA` a line (a full table is a
-    // million lines: read without TOML, about ten times faster).
-    let mut route_file = None;
-    if let Some(f) = &raw.route_file {
-        let path = dir.join(f.get_ref());
-        let name = path.display().to_string();
-        let text = std::fs::read_to_string(&path)
-            .map_err(|e| loc.of(f, format!("cannot read `{}`: {e}", f.get_ref())))?;
-        for (n, line) in text.lines().enumerate() {
-            let body = line.split('#').next().unwrap_or("");
-            let mut words = body.split_whitespace();
-            let Some(prefix) = words.next() else { continue };
-            let col = |w: &str| w.as_ptr() as usize - line.as_ptr() as usize + 1;
-            let at = |w: &str, message: String| ConfigError {
-                file: name.clone(),
-                line: n + 1,
-                col: col(w),
-                message,
-            };
-            let Some(via) = words.next() else {
-                return Err(at(
-                    prefix,
-                    format!("`{prefix}` has no next hop (PREFIX VIA)"),
-                ));
-            };
-            if let Some(extra) = words.next() {
-                return Err(at(extra, format!("unexpected `{extra}` (PREFIX VIA)")));
-            }
-            let (v6, p, len) = fast_prefix(prefix).map_err(|e| at(prefix, e))?;
-            if seen.insert((v6, p, len), ()).is_some() {
-                return Err(at(prefix, format!("route `{prefix}` is given twice")));
-            }
-            let via = match (hop_names.get(via), group_names.get(via)) {
-                (Some(&h), _) => Via::NextHop(h),
-                (None, Some(&g)) => Via::Ecmp(g),
-                (None, None) => {
-                    return Err(at(via, format!("unknown next hop or ECMP group `{via}`")))
-                }
-            };
-            routes.push(RouteConfig {
-                v6,
-                prefix: p,
-                len,
-                via,
-            });
+/// Adds the routes of the route file `f` to `routes`: one `PREFIX VIA` a
+/// line (a full table is a million lines: read without TOML, about ten
+/// times faster). Returns the file's path.
+fn route_file(
+    loc: &Located,
+    f: &Spanned<String>,
+    dir: &Path,
+    targets: &Targets,
+    seen: &mut Seen,
+    routes: &mut Vec<RouteConfig>,
+) -> Result<std::path::PathBuf, ConfigError> {
+    let path = dir.join(f.get_ref());
+    let name = path.display().to_string();
+    let text = std::fs::read_to_string(&path)
+        .map_err(|e| loc.of(f, format!("cannot read `{}`: {e}", f.get_ref())))?;
+    for (n, line) in text.lines().enumerate() {
+        let body = line.split('#').next().unwrap_or("");
+        let mut words = body.split_whitespace();
+        let Some(prefix) = words.next() else { continue };
+        let col = |w: &str| w.as_ptr() as usize - line.as_ptr() as usize + 1;
+        let at = |w: &str, message: String| ConfigError {
+            file: name.clone(),
+            line: n + 1,
+            col: col(w),
+            message,
+        };
+        let Some(via) = words.next() else {
+            return Err(at(
+                prefix,
+                format!("`{prefix}` has no next hop (PREFIX VIA)"),
+            ));
+        };
+        if let Some(extra) = words.next() {
+            return Err(at(extra, format!("unexpected `{extra}` (PREFIX VIA)")));
         }
-        route_file = Some(path);
+        let (v6, p, len) = fast_prefix(prefix).map_err(|e| at(prefix, e))?;
+        if !seen.insert((v6, p, len)) {
+            return Err(at(prefix, format!("route `{prefix}` is given twice")));
+        }
+        let via = targets.via(via).map_err(|e| at(via, e))?;
+        routes.push(RouteConfig {
+            v6,
+            prefix: p,
+            len,
+            via,
+        });
     }
+    Ok(path)
+}
 
-    let control = match &raw.control {
-        None => ControlConfig {
+fn control(
+    loc: &Located,
+    c: Option<&schema::Control>,
+    dir: &Path,
+) -> Result<ControlConfig, ConfigError> {
+    let Some(c) = c else {
+        return Ok(ControlConfig {
             watch: true,
             ..ControlConfig::default()
-        },
-        Some(c) => ControlConfig {
-            socket: match &c.socket {
-                Some(s) if s.get_ref().is_empty() => {
-                    return Err(loc.of(s, "`socket` is empty"));
-                }
-                Some(s) => Some(dir.join(s.get_ref())),
-                None => None,
-            },
-            prometheus: match &c.prometheus {
-                Some(a) => Some(a.get_ref().parse().map_err(|_| {
-                    loc.of(
-                        a,
-                        format!(
-                            "`{}` is not an address:port such as 127.0.0.1:9100",
-                            a.get_ref()
-                        ),
-                    )
-                })?),
-                None => None,
-            },
-            watch: c.watch.unwrap_or(true),
-        },
+        });
     };
+    Ok(ControlConfig {
+        socket: match &c.socket {
+            Some(s) if s.get_ref().is_empty() => {
+                return Err(loc.of(s, "`socket` is empty"));
+            }
+            Some(s) => Some(dir.join(s.get_ref())),
+            None => None,
+        },
+        prometheus: match &c.prometheus {
+            Some(a) => Some(a.get_ref().parse().map_err(|_| {
+                loc.of(
+                    a,
+                    format!(
+                        "`{}` is not an address:port such as 127.0.0.1:9100",
+                        a.get_ref()
+                    ),
+                )
+            })?),
+            None => None,
+        },
+        watch: c.watch.unwrap_or(true),
+    })
+}
 
-    let flow_cache = match raw.flow_cache {
+/// `[flow_cache]`, and whether the rule sets `sets` fit its entries.
+fn flow_cache(
+    loc: &Located,
+    c: Option<schema::FlowCache>,
+    sets: &[schema::Set],
+) -> Result<FlowCache, ConfigError> {
+    let flow_cache = match c {
         None => FlowCache::default(),
         Some(c) => {
             if let Some(n) = c.entries.as_ref().filter(|n| *n.get_ref() > 1 << 22) {
@@ -696,62 +768,48 @@ pub(crate) fn validate(file: &str, text: &str, dir: &Path) -> Result<Config, Con
             }
         }
     };
-    if let Some(s) = raw.set.get(FlowCache::MAX_SETS) {
-        if flow_cache.entries != Some(0) {
-            return Err(loc.of(
-                &s.name,
-                format!(
-                    "set `{}`: the flow cache records the matches of at most {} rule sets; \
-                     with more, turn it off (`[flow_cache] entries = 0`)",
-                    s.name.get_ref(),
-                    FlowCache::MAX_SETS
-                ),
-            ));
-        }
+    match sets.get(FlowCache::MAX_SETS) {
+        Some(s) if flow_cache.entries != Some(0) => Err(loc.of(
+            &s.name,
+            format!(
+                "set `{}`: the flow cache records the matches of at most {} rule sets; \
+                 with more, turn it off (`[flow_cache] entries = 0`)",
+                s.name.get_ref(),
+                FlowCache::MAX_SETS
+            ),
+        )),
+        _ => Ok(flow_cache),
     }
+}
 
-    let route_cache = match raw.route_cache {
-        None => RouteCache {
+fn route_cache(loc: &Located, c: Option<schema::RouteCache>) -> Result<RouteCache, ConfigError> {
+    let Some(c) = c else {
+        return Ok(RouteCache {
             hint: None,
             dst_cache_entries: None,
             hash: None,
-        },
-        Some(c) => {
-            if let Some(h) = &c.hash {
-                if !["jhash", "jhash2", "ahash"].contains(&h.get_ref().as_str()) {
-                    return Err(loc.of(
-                        h,
-                        format!("unknown hash `{}` (jhash, jhash2, ahash)", h.get_ref()),
-                    ));
-                }
-            }
-            if let Some(n) = &c.dst_cache_entries {
-                if *n.get_ref() > 1 << 20 {
-                    return Err(loc.of(
-                        n,
-                        format!("{} dst cache entries is more than 1048576", n.get_ref()),
-                    ));
-                }
-            }
-            RouteCache {
-                hint: c.hint,
-                dst_cache_entries: c.dst_cache_entries.map(Spanned::into_inner),
-                hash: c.hash.map(Spanned::into_inner),
-            }
-        }
+        });
     };
-
-    Ok(Config {
-        forwarder,
-        ports,
-        sets,
-        next_hops,
-        ecmp,
-        routes,
-        route_cache,
-        flow_cache,
-        control,
-        route_file,
+    if let Some(h) = &c.hash {
+        if !["jhash", "jhash2", "ahash"].contains(&h.get_ref().as_str()) {
+            return Err(loc.of(
+                h,
+                format!("unknown hash `{}` (jhash, jhash2, ahash)", h.get_ref()),
+            ));
+        }
+    }
+    if let Some(n) = &c.dst_cache_entries {
+        if *n.get_ref() > 1 << 20 {
+            return Err(loc.of(
+                n,
+                format!("{} dst cache entries is more than 1048576", n.get_ref()),
+            ));
+        }
+    }
+    Ok(RouteCache {
+        hint: c.hint,
+        dst_cache_entries: c.dst_cache_entries.map(Spanned::into_inner),
+        hash: c.hash.map(Spanned::into_inner),
     })
 }
 
