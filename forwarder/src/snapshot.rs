@@ -1,14 +1,18 @@
 //! The snapshot a worker judges a burst by: rule sets, the FIB and the
 //! settings of the route and flow caches, built from a checked
-//! configuration by the control side and published whole.
+//! configuration by the control side ([`Working`], [`Tables::assemble`])
+//! and published whole through [`Shared`], the one place the workers and
+//! the control side share.
 
 use crate::pipeline::classify::Need;
 use crate::pipeline::flowcache::FlowCacheConfig;
 use crate::pipeline::{Prepared, Slot};
+use arc_swap::ArcSwap;
 use config::{Action, Config, RouteConfig, SetConfig, Source, Via};
 use matcher::{InsertMode, Set};
 use routecache::{Family, Fib, FibSnapshot, HashKind, NextHop, RouteCacheConfig, TargetId};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64};
+use std::sync::{Arc, Mutex};
 
 /// A rule set as the pipeline uses it.
 pub struct RuleSet {
@@ -139,6 +143,59 @@ pub fn route_cache(cfg: &Config) -> RouteCacheConfig {
             .as_deref()
             .and_then(HashKind::parse)
             .unwrap_or(defaults.hash),
+    }
+}
+
+/// Where the control side publishes snapshots and the workers take them:
+/// the one thing both sides share.
+pub struct Shared {
+    /// The tables every burst is judged by.
+    pub tables: ArcSwap<Tables>,
+    /// Set to stop the workers after their current burst.
+    pub stop: AtomicBool,
+    /// Reload outcomes and the published generation.
+    pub status: Status,
+}
+
+impl Shared {
+    /// Shared state around one table snapshot (tests, benchmarks).
+    pub fn new(tables: Tables) -> Shared {
+        Shared {
+            status: Status::default(),
+            tables: ArcSwap::from_pointee(tables),
+            stop: AtomicBool::new(false),
+        }
+    }
+}
+
+/// The outcome of reloads, as statistics report it.
+#[derive(Default)]
+pub struct Status {
+    /// Generation of the published snapshot.
+    pub generation: AtomicU64,
+    /// Reloads applied.
+    pub reloads: AtomicU64,
+    /// Reloads refused.
+    pub failed: AtomicU64,
+    /// Microseconds the last applied reload took (parse to swap).
+    pub last_reload_us: AtomicU64,
+    last: Mutex<String>,
+}
+
+impl Status {
+    /// `ok`, or the last reload's error with its `file:line:col` (until a
+    /// reload succeeds).
+    pub fn last_reload(&self) -> String {
+        let s = self.last.lock().unwrap_or_else(|e| e.into_inner());
+        if s.is_empty() {
+            "ok".to_string()
+        } else {
+            s.clone()
+        }
+    }
+
+    pub(crate) fn set_last(&self, v: &str) {
+        *self.last.lock().unwrap_or_else(|e| e.into_inner()) = v.to_string();
     }
 }
 

@@ -3,38 +3,15 @@
 //! an `ArcSwap` once per burst, so every packet of a burst is judged by
 //! one snapshot.
 
-use crate::control::Status;
 use crate::pipeline::flowcache::FlowCacheStats;
 use crate::pipeline::{Counters, DropCounts, Mode, Pipeline, SetMatches};
 use crate::port::{self, Burst, Port, PortStats};
-use crate::snapshot::Tables;
+use crate::snapshot::Shared;
 use crate::wire::Drop;
-use arc_swap::ArcSwap;
 use config::Config;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
 use std::thread::JoinHandle;
-
-/// What the workers share with the control side.
-pub struct Shared {
-    /// The tables every burst is judged by.
-    pub tables: ArcSwap<Tables>,
-    /// Set to stop the workers after their current burst.
-    pub stop: AtomicBool,
-    /// Reload outcomes and the published generation.
-    pub status: Status,
-}
-
-impl Shared {
-    /// Shared state around one table snapshot (tests, benchmarks).
-    pub fn new(tables: Tables) -> Shared {
-        Shared {
-            status: Status::default(),
-            tables: ArcSwap::from_pointee(tables),
-            stop: AtomicBool::new(false),
-        }
-    }
-}
 
 /// Atomic copies of `N` counters.
 type Atomics<const N: usize> = [AtomicU64; N];

@@ -25,4 +25,5 @@ pub mod server;
 pub mod stats;
 mod watch;
 
-pub use reload::{Control, Reload, Status};
+pub use crate::snapshot::Status;
+pub use reload::{Control, Reload};

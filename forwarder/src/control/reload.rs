@@ -3,48 +3,16 @@
 //! to them incrementally, and publishes the result as one new [`Tables`]
 //! snapshot with a single atomic swap.
 
-use crate::snapshot::{self as tables, Tables, Working};
-use crate::worker::Shared;
+use crate::snapshot::{self, Shared, Status, Tables, Working};
 use arc_swap::ArcSwap;
 use config::{Config, RouteConfig, Via};
 use matcher::{Element, InsertMode, Set};
 use routecache::Fib;
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
-
-/// The outcome of reloads, as statistics report it.
-#[derive(Default)]
-pub struct Status {
-    /// Generation of the published snapshot.
-    pub generation: AtomicU64,
-    /// Reloads applied.
-    pub reloads: AtomicU64,
-    /// Reloads refused.
-    pub failed: AtomicU64,
-    /// Microseconds the last applied reload took (parse to swap).
-    pub last_reload_us: AtomicU64,
-    last: Mutex<String>,
-}
-
-impl Status {
-    /// `ok`, or the last reload's error with its `file:line:col` (until a
-    /// reload succeeds).
-    pub fn last_reload(&self) -> String {
-        let s = self.last.lock().unwrap_or_else(|e| e.into_inner());
-        if s.is_empty() {
-            "ok".to_string()
-        } else {
-            s.clone()
-        }
-    }
-
-    fn set_last(&self, v: &str) {
-        *self.last.lock().unwrap_or_else(|e| e.into_inner()) = v.to_string();
-    }
-}
 
 /// What one applied reload changed.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -237,8 +205,8 @@ impl Control {
         if same_order
             && !fib_changed
             && rep.elements_added + rep.elements_removed == 0
-            && tables::route_cache(&new) == tables::route_cache(&self.cfg)
-            && tables::flow_cache(&new) == tables::flow_cache(&self.cfg)
+            && snapshot::route_cache(&new) == snapshot::route_cache(&self.cfg)
+            && snapshot::flow_cache(&new) == snapshot::flow_cache(&self.cfg)
         {
             self.cfg = new;
             rep.generation = self.shared.status.generation.load(Relaxed);
@@ -332,7 +300,7 @@ impl Control {
                     && os.action == ns.action
             });
             let Some(j) = kept else {
-                fresh.push(Some(tables::build_set(ns)?));
+                fresh.push(Some(snapshot::build_set(ns)?));
                 plan.push(None);
                 rep.sets_rebuilt += 1;
                 continue;
@@ -351,7 +319,7 @@ impl Control {
             // build (measured: replacing 30,000 of 30,000 elements one by
             // one took 8 s, building them 0.1 s).
             if removed + added > REBUILD_ABOVE.max(ns.elements.len() / 8) {
-                fresh.push(Some(tables::build_set(ns)?));
+                fresh.push(Some(snapshot::build_set(ns)?));
                 plan.push(None);
                 rep.sets_rebuilt += 1;
                 continue;
@@ -388,9 +356,9 @@ impl Control {
                 .eq(self.cfg.ports.iter().map(|p| p.mac));
         if !targets_kept {
             let mut fib = Fib::succeeding(&self.w.fib);
-            let (hops, groups) = tables::fib_targets(new, &mut fib)?;
+            let (hops, groups) = snapshot::fib_targets(new, &mut fib)?;
             for r in &new.routes {
-                tables::insert_route(&mut fib, r, tables::route_target(r, &hops, &groups))?;
+                snapshot::insert_route(&mut fib, r, snapshot::route_target(r, &hops, &groups))?;
             }
             self.w.fib = fib;
             self.w.hops = hops;
@@ -415,7 +383,7 @@ impl Control {
         let mut result = Ok(());
         for r in &self.cfg.routes {
             if !now.contains_key(&route_key(r)) {
-                let f = tables::family(r);
+                let f = snapshot::family(r);
                 if let Err(e) = self.w.fib.remove(f, r.prefix, r.len) {
                     result = Err(format!("route {:#x}/{}: {e}", r.prefix, r.len));
                     break;
@@ -428,8 +396,8 @@ impl Control {
                 if old.get(&route_key(r)) == Some(&r.via) {
                     continue;
                 }
-                let t = tables::route_target(r, &self.w.hops, &self.w.groups);
-                if let Err(e) = tables::insert_route(&mut self.w.fib, r, t) {
+                let t = snapshot::route_target(r, &self.w.hops, &self.w.groups);
+                if let Err(e) = snapshot::insert_route(&mut self.w.fib, r, t) {
                     result = Err(e);
                     break;
                 }
@@ -442,11 +410,11 @@ impl Control {
                 match before {
                     Some(via) => {
                         let r = RouteConfig { via, ..r };
-                        let t = tables::route_target(&r, &self.w.hops, &self.w.groups);
-                        let _ = tables::insert_route(&mut self.w.fib, &r, t);
+                        let t = snapshot::route_target(&r, &self.w.hops, &self.w.groups);
+                        let _ = snapshot::insert_route(&mut self.w.fib, &r, t);
                     }
                     None => {
-                        let _ = self.w.fib.remove(tables::family(&r), r.prefix, r.len);
+                        let _ = self.w.fib.remove(snapshot::family(&r), r.prefix, r.len);
                     }
                 }
             }

@@ -10,8 +10,9 @@
 use crate::pipeline::flowcache::FlowCacheStats;
 use crate::pipeline::{DropCounts, Outcome, SetMatches};
 use crate::port::PortStats;
+use crate::snapshot::Shared;
 use crate::wire::Drop;
-use crate::worker::{Published, Reading, Shared};
+use crate::worker::{Published, Reading};
 use routecache::CacheStats;
 use serde_json::{json, Map, Value};
 use std::sync::atomic::Ordering::Relaxed;
