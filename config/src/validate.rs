@@ -4,7 +4,7 @@ use crate::driver::{self, Driver, DRIVERS};
 use crate::schema;
 use matcher::field::FieldType;
 use matcher::file::SetFile;
-use matcher::{DataType, Element, InsertMode, SetDecl};
+use matcher::{excerpt, DataType, Element, InsertMode, SetDecl};
 use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::ops::Range;
@@ -371,7 +371,7 @@ fn parse_mac(s: &str) -> Result<[u8; 6], String> {
 fn parse_prefix(s: &str) -> Result<(bool, u128, u32), String> {
     let (addr, len) = s
         .split_once('/')
-        .ok_or_else(|| format!("`{s}` is not a prefix (address/length)"))?;
+        .ok_or_else(|| format!("`{}` is not a prefix (address/length)", excerpt(s)))?;
     let (v6, t) = if addr.contains(':') {
         (true, FieldType::Ipv6Addr)
     } else {
@@ -380,7 +380,7 @@ fn parse_prefix(s: &str) -> Result<(bool, u128, u32), String> {
     let r = t.parse_range(&format!("{addr}/{len}"))?;
     let len = r
         .prefix_len(t.bits())
-        .ok_or_else(|| format!("`{s}` is not a prefix"))?;
+        .ok_or_else(|| format!("`{}` is not a prefix", excerpt(s)))?;
     Ok((v6, r.start, len))
 }
 
@@ -389,23 +389,26 @@ fn parse_prefix(s: &str) -> Result<(bool, u128, u32), String> {
 fn fast_prefix(s: &str) -> Result<(bool, u128, u32), String> {
     let (addr, len) = s
         .split_once('/')
-        .ok_or_else(|| format!("`{s}` is not a prefix (address/length)"))?;
+        .ok_or_else(|| format!("`{}` is not a prefix (address/length)", excerpt(s)))?;
     let len: u32 = len
         .parse()
-        .map_err(|_| format!("`{s}`: bad prefix length `{len}`"))?;
+        .map_err(|_| format!("`{}`: bad prefix length `{}`", excerpt(s), excerpt(len)))?;
     let (v6, value, bits) = if addr.contains(':') {
         let a: std::net::Ipv6Addr = addr
             .parse()
-            .map_err(|_| format!("`{addr}` is not an IPv6 address"))?;
+            .map_err(|_| format!("`{}` is not an IPv6 address", excerpt(addr)))?;
         (true, u128::from(a), 128)
     } else {
         let a: std::net::Ipv4Addr = addr
             .parse()
-            .map_err(|_| format!("`{addr}` is not an IPv4 address"))?;
+            .map_err(|_| format!("`{}` is not an IPv4 address", excerpt(addr)))?;
         (false, u32::from(a) as u128, 32)
     };
     if len > bits {
-        return Err(format!("`{s}`: a prefix length is at most {bits}"));
+        return Err(format!(
+            "`{}`: a prefix length is at most {bits}",
+            excerpt(s)
+        ));
     }
     let host = if len == bits {
         0
@@ -413,7 +416,7 @@ fn fast_prefix(s: &str) -> Result<(bool, u128, u32), String> {
         (u128::MAX >> (128 - bits)) >> len
     };
     if value & host != 0 {
-        return Err(format!("`{s}` has host bits set"));
+        return Err(format!("`{}` has host bits set", excerpt(s)));
     }
     Ok((v6, value, len))
 }
@@ -615,7 +618,10 @@ impl Targets<'_> {
         match (self.hops.get(name), self.groups.get(name)) {
             (Some(&h), _) => Ok(Via::NextHop(h)),
             (None, Some(&g)) => Ok(Via::Ecmp(g)),
-            (None, None) => Err(format!("unknown next hop or ECMP group `{name}`")),
+            (None, None) => Err(format!(
+                "unknown next hop or ECMP group `{}`",
+                excerpt(name)
+            )),
         }
     }
 }
@@ -681,15 +687,21 @@ fn route_file(
         let Some(via) = words.next() else {
             return Err(at(
                 prefix,
-                format!("`{prefix}` has no next hop (PREFIX VIA)"),
+                format!("`{}` has no next hop (PREFIX VIA)", excerpt(prefix)),
             ));
         };
         if let Some(extra) = words.next() {
-            return Err(at(extra, format!("unexpected `{extra}` (PREFIX VIA)")));
+            return Err(at(
+                extra,
+                format!("unexpected `{}` (PREFIX VIA)", excerpt(extra)),
+            ));
         }
         let (v6, p, len) = fast_prefix(prefix).map_err(|e| at(prefix, e))?;
         if !seen.insert((v6, p, len)) {
-            return Err(at(prefix, format!("route `{prefix}` is given twice")));
+            return Err(at(
+                prefix,
+                format!("route `{}` is given twice", excerpt(prefix)),
+            ));
         }
         let via = targets.via(via).map_err(|e| at(via, e))?;
         routes.push(RouteConfig {
@@ -892,19 +904,19 @@ fn validate_set(loc: &Located, s: &schema::Set, dir: &Path) -> Result<SetConfig,
         file = Some(path.clone());
         let text = std::fs::read_to_string(&path)
             .map_err(|e| loc.of(f, format!("cannot read `{}`: {e}", f.get_ref())))?;
-        // The file holds elements only; its type is the set's.
-        let with_type = format!("{decl}\n{text}");
-        let parsed = SetFile::parse(&name, &with_type).map_err(|e| ConfigError {
+        // The same files `forwarder lookup --set` reads: a `type` line
+        // is optional, and must be the set's when given.
+        let parsed = SetFile::parse_elements(&name, &text, &decl).map_err(|e| ConfigError {
             file: e.file.clone(),
-            line: e.line.saturating_sub(1),
+            line: e.line,
             col: 1,
             message: e.error.to_string(),
         })?;
-        for (line, el) in parsed.elements {
+        for (line, el) in parsed {
             set.insert(el.clone(), InsertMode::Create)
                 .map_err(|err| ConfigError {
                     file: name.clone(),
-                    line: line - 1,
+                    line,
                     col: 1,
                     message: err.to_string(),
                 })?;

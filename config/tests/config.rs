@@ -157,6 +157,30 @@ fn element_files_report_their_own_lines() {
     let c = config::parse("f.toml", text, &dir).unwrap();
     assert_eq!(c.sets[0].elements.len(), 2);
     assert_eq!(c.sets[0].sources, vec![Source::Dport(Some(6))]);
+    // The files `forwarder lookup --set` reads load here too: a leading
+    // `type` line is allowed, and must be the set's.
+    std::fs::write(
+        dir.join("s.set"),
+        "# services\ntype inet_service\n80\n443\n",
+    )
+    .unwrap();
+    let c = config::parse("f.toml", text, &dir).unwrap();
+    assert_eq!(c.sets[0].elements.len(), 2);
+    std::fs::write(dir.join("s.set"), "\ntype ipv4_addr\n192.0.2.1\n").unwrap();
+    let e = config::parse("f.toml", text, &dir).unwrap_err();
+    assert_eq!((e.line, e.col), (2, 1), "{e}");
+    assert!(
+        e.message
+            .contains("the file declares `type ipv4_addr`, the set is `type inet_service`"),
+        "{e}"
+    );
+    // A huge bad line is quoted in part, not echoed whole.
+    let long = "8".repeat(5 << 20);
+    std::fs::write(dir.join("s.set"), format!("80\n{long}\n")).unwrap();
+    let e = config::parse("f.toml", text, &dir).unwrap_err();
+    assert_eq!(e.line, 2);
+    assert!(e.message.len() < 300, "{} bytes", e.message.len());
+    assert!(e.message.contains("(5242880 bytes)"), "{}", e.message);
     std::fs::remove_dir_all(dir).ok();
 }
 

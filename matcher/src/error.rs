@@ -54,3 +54,20 @@ impl fmt::Display for SetError {
 }
 
 impl std::error::Error for SetError {}
+
+/// Bytes of a quoted value shown in full; a longer one is cut.
+const EXCERPT: usize = 64;
+
+/// `s` as an error message quotes it: whole when short, else its first
+/// bytes, `...` and its length, so that a 5 MB line in a file is not
+/// echoed back whole.
+pub fn excerpt(s: &str) -> std::borrow::Cow<'_, str> {
+    if s.len() <= EXCERPT {
+        return s.into();
+    }
+    let mut end = EXCERPT - 16;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}... ({} bytes)", &s[..end], s.len()).into()
+}

@@ -6,6 +6,7 @@
 //! the wire: the integer of `192.0.2.1` is `0xc000_0201`. A key presented
 //! to a lookup carries each field as those same bytes, big-endian.
 
+use crate::error::excerpt;
 use std::fmt;
 use std::net::{Ipv4Addr, Ipv6Addr};
 
@@ -86,7 +87,10 @@ impl FieldType {
 
     /// Parses one value (no range, no prefix) of this type.
     pub fn parse_value(self, s: &str) -> Result<u128, String> {
-        let bad = |why: &str| format!("`{s}` is not {} {}: {why}", article(self), self.name());
+        let bad = |why: &str| {
+            let s = excerpt(s);
+            format!("`{s}` is not {} {}: {why}", article(self), self.name())
+        };
         if s.is_empty() {
             return Err(bad("empty value"));
         }
@@ -144,24 +148,31 @@ impl FieldType {
         if let Some((addr, len)) = s.split_once('/') {
             if !self.has_prefix() {
                 return Err(format!(
-                    "`{s}`: prefixes are only allowed for address fields, not {}",
+                    "`{}`: prefixes are only allowed for address fields, not {}",
+                    excerpt(s),
                     self.name()
                 ));
             }
             let v = self.parse_value(addr)?;
-            let len: u32 = len
-                .parse()
-                .map_err(|_| format!("`{s}`: prefix length `{len}` is not a number"))?;
+            let len: u32 = len.parse().map_err(|_| {
+                format!(
+                    "`{}`: prefix length `{}` is not a number",
+                    excerpt(s),
+                    excerpt(len)
+                )
+            })?;
             if len > self.bits() {
                 return Err(format!(
-                    "`{s}`: prefix length {len} is longer than the {}-bit field",
+                    "`{}`: prefix length {len} is longer than the {}-bit field",
+                    excerpt(s),
                     self.bits()
                 ));
             }
             let host = host_mask(self.bits(), len);
             if v & host != 0 {
                 return Err(format!(
-                    "`{s}`: address has host bits set (the network is {}/{len})",
+                    "`{}`: address has host bits set (the network is {}/{len})",
+                    excerpt(s),
                     self.format_value(v & !host)
                 ));
             }
@@ -171,7 +182,10 @@ impl FieldType {
             let start = self.parse_value(a)?;
             let end = self.parse_value(b)?;
             if start > end {
-                return Err(format!("`{s}`: range start is greater than its end"));
+                return Err(format!(
+                    "`{}`: range start is greater than its end",
+                    excerpt(s)
+                ));
             }
             return Ok(Range::new(start, end));
         }

@@ -63,7 +63,10 @@ impl SetFile {
         if !first.starts_with("type") {
             return Err(err(
                 n,
-                SetError::invalid(format!("expected `type F1 . F2 ...`, found `{first}`")),
+                SetError::invalid(format!(
+                    "expected `type F1 . F2 ...`, found `{}`",
+                    crate::error::excerpt(first)
+                )),
             ));
         }
         let decl = SetDecl::parse(first).map_err(|e| err(n, SetError::invalid(e)))?;
@@ -73,6 +76,47 @@ impl SetFile {
         }
         Ok(SetFile { decl, elements })
     }
+
+    /// Parses the elements of a set whose type is declared elsewhere (a
+    /// configuration's `type`): the same files as [`SetFile::parse`]
+    /// reads, their `type` line optional; when there is one, it must
+    /// declare `decl`.
+    pub fn parse_elements(
+        name: &str,
+        text: &str,
+        decl: &SetDecl,
+    ) -> Result<Vec<(usize, Element)>, FileError> {
+        let err = |line, error| FileError {
+            file: name.to_string(),
+            line,
+            error,
+        };
+        let mut lines = content_lines(text).peekable();
+        if let Some(&(n, first)) = lines.peek() {
+            if is_type_line(first) {
+                let declared = SetDecl::parse(first).map_err(|e| err(n, SetError::invalid(e)))?;
+                if declared != *decl {
+                    return Err(err(
+                        n,
+                        SetError::invalid(format!(
+                            "the file declares `{declared}`, the set is `{decl}`"
+                        )),
+                    ));
+                }
+                lines.next();
+            }
+        }
+        lines
+            .map(|(n, l)| decl.parse_element(l).map(|e| (n, e)).map_err(|e| err(n, e)))
+            .collect()
+    }
+}
+
+/// Whether a content line is a declaration (`type` and a space), not an
+/// element.
+fn is_type_line(l: &str) -> bool {
+    l.strip_prefix("type")
+        .is_some_and(|rest| rest.starts_with(char::is_whitespace))
 }
 
 /// Element keys with the line each came from.

@@ -111,7 +111,7 @@ pub mod syntax;
 mod table;
 mod tree;
 
-pub use error::{ErrorKind, SetError};
+pub use error::{excerpt, ErrorKind, SetError};
 pub use field::{FieldType, Range};
 pub use lookup::{Impl, Scratch};
 pub use set::{InsertMode, MemoryUsage, Op, Set, SetConfig, Snapshot};

@@ -6,6 +6,7 @@
 //! addresses have dots of their own); map data follows a `:` standing alone
 //! (MAC and IPv6 addresses have colons of their own).
 
+use crate::error::excerpt;
 use crate::error::SetError;
 use crate::field::{FieldType, Range};
 use std::fmt;
@@ -104,14 +105,16 @@ impl SetDecl {
         for name in split_fields(key) {
             let name = name.trim();
             fields.push(
-                FieldType::from_name(name).ok_or_else(|| format!("unknown field type `{name}`"))?,
+                FieldType::from_name(name)
+                    .ok_or_else(|| format!("unknown field type `{}`", excerpt(name)))?,
             );
         }
         let data = match data.map(str::trim) {
             None => None,
             Some("verdict") => Some(DataType::Verdict),
             Some(d) => Some(DataType::Value(
-                FieldType::from_name(d).ok_or_else(|| format!("unknown data type `{d}`"))?,
+                FieldType::from_name(d)
+                    .ok_or_else(|| format!("unknown data type `{}`", excerpt(d)))?,
             )),
         };
         SetDecl::new(fields, data)
@@ -175,6 +178,7 @@ impl SetDecl {
         if text.is_empty() {
             return Err("empty element".into());
         }
+        let quoted = excerpt(text);
         let (key, data) = match split_data(text) {
             Some((k, d)) => (k, Some(d.trim())),
             None => (text, None),
@@ -182,7 +186,7 @@ impl SetDecl {
         let parts: Vec<&str> = split_fields(key).collect();
         if parts.len() != self.fields.len() {
             return Err(format!(
-                "`{text}` has {} field{}, the set's type has {}",
+                "`{quoted}` has {} field{}, the set's type has {}",
                 parts.len(),
                 if parts.len() == 1 { "" } else { "s" },
                 self.fields.len()
@@ -191,16 +195,17 @@ impl SetDecl {
         let mut ranges = Vec::with_capacity(parts.len());
         for (t, p) in self.fields.iter().zip(parts) {
             let p: String = p.split_whitespace().collect();
-            ranges.push(t.parse_range(&p).map_err(|e| format!("`{text}`: {e}"))?);
+            ranges.push(t.parse_range(&p).map_err(|e| format!("`{quoted}`: {e}"))?);
         }
         let data = match (self.data, data) {
             (None, None) => None,
             (None, Some(d)) => {
                 return Err(format!(
-                    "`{text}`: data `{d}` given, but this is a set, not a map"
+                    "`{quoted}`: data `{}` given, but this is a set, not a map",
+                    excerpt(d)
                 ))
             }
-            (Some(_), None) => return Err(format!("`{text}`: a map element needs ` : DATA`")),
+            (Some(_), None) => return Err(format!("`{quoted}`: a map element needs ` : DATA`")),
             (Some(dt), Some(d)) => Some(parse_data(dt, d)?),
         };
         Ok(Element {
@@ -216,7 +221,8 @@ impl SetDecl {
         let parts: Vec<&str> = split_fields(text).collect();
         if parts.len() != self.fields.len() {
             return Err(format!(
-                "key `{text}` has {} field(s), the set's type has {}",
+                "key `{}` has {} field(s), the set's type has {}",
+                excerpt(text),
                 parts.len(),
                 self.fields.len()
             ));
@@ -338,10 +344,10 @@ fn parse_data(dt: DataType, d: &str) -> Result<Data, String> {
                 ("return", None) => Verdict::Return,
                 ("jump", Some(n)) if valid_chain(n) => Verdict::Jump(n.to_string()),
                 ("goto", Some(n)) if valid_chain(n) => Verdict::Goto(n.to_string()),
-                _ => return Err(format!("`{d}` is not a verdict (accept, drop, continue, return, jump CHAIN, goto CHAIN)")),
+                _ => return Err(format!("`{}` is not a verdict (accept, drop, continue, return, jump CHAIN, goto CHAIN)", excerpt(d))),
             };
             if w.next().is_some() {
-                return Err(format!("`{d}` is not a verdict: trailing words"));
+                return Err(format!("`{}` is not a verdict: trailing words", excerpt(d)));
             }
             Ok(Data::Verdict(v))
         }

@@ -157,3 +157,40 @@ fn failed_batch_changes_nothing() {
     assert_eq!(snap.len(), 2);
     assert_eq!(snap.version(), before.version() + 1);
 }
+
+/// A value is quoted whole when short, cut with its length when long
+/// (never split inside a character).
+#[test]
+fn long_values_are_quoted_in_part() {
+    assert_eq!(matcher::excerpt("192.0.2.1"), "192.0.2.1");
+    let long = "é".repeat(100);
+    let e = matcher::excerpt(&long);
+    assert!(e.ends_with("... (200 bytes)"), "{e}");
+    assert!(e.len() < 70, "{e}");
+    let decl = matcher::SetDecl::parse("type inet_service").unwrap();
+    let err = decl.parse_element(&"9".repeat(1 << 20)).unwrap_err();
+    assert!(err.to_string().len() < 200, "{err}");
+}
+
+/// Element files with or without their `type` line read alike where the
+/// type is known; a different type is refused at its line.
+#[test]
+fn element_files_may_carry_their_type() {
+    use matcher::file::SetFile;
+    let decl = matcher::SetDecl::parse("type ipv4_addr . inet_service").unwrap();
+    let bare = SetFile::parse_elements("a.set", "192.0.2.0/24 . 22\n", &decl).unwrap();
+    let typed = SetFile::parse_elements(
+        "b.set",
+        "# blocklist\ntype ipv4_addr . inet_service\n192.0.2.0/24 . 22\n",
+        &decl,
+    )
+    .unwrap();
+    assert_eq!(bare[0].1, typed[0].1);
+    assert_eq!(typed[0].0, 3);
+    let e = SetFile::parse_elements("c.set", "type ipv4_addr\n192.0.2.1\n", &decl).unwrap_err();
+    assert_eq!(e.line, 1);
+    assert!(
+        e.to_string().contains("the file declares `type ipv4_addr`"),
+        "{e}"
+    );
+}
