@@ -32,10 +32,12 @@
 #![forbid(unsafe_code)]
 
 pub mod driver;
+mod loader;
 mod schema;
 mod validate;
 
 pub use driver::Driver;
+pub use loader::{LoadStats, Loader};
 pub use validate::{
     control_socket, default_socket, Action, Config, ConfigError, ControlConfig, EcmpGroup,
     FlowCache, Forwarder, NextHopConfig, PortConfig, RouteCache, RouteConfig, SetConfig, Source,
@@ -45,21 +47,15 @@ pub use validate::{
 use std::path::Path;
 
 /// Reads and validates a configuration file; files it names (set element
-/// files) are read relative to its directory.
+/// files, the route file) are read relative to its directory. A
+/// [`Loader`] does the same and remembers what each file gave, for
+/// reloads.
 pub fn load(path: &Path) -> Result<Config, ConfigError> {
-    let name = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|e| ConfigError {
-        file: name.clone(),
-        line: 0,
-        col: 0,
-        message: format!("cannot read: {e}"),
-    })?;
-    let dir = path.parent().unwrap_or(Path::new("."));
-    parse(&name, &text, dir)
+    Loader::new().load(path)
 }
 
 /// Parses and validates configuration text; `name` appears in errors and
 /// `dir` is where named files are looked for.
 pub fn parse(name: &str, text: &str, dir: &Path) -> Result<Config, ConfigError> {
-    validate::validate(name, text, dir)
+    validate::validate(name, text, dir, &mut Loader::new())
 }

@@ -1,6 +1,7 @@
 //! From the file's shape to typed, checked values.
 
 use crate::driver::{self, Driver, DRIVERS};
+use crate::loader::{self, Gave, Loader};
 use crate::schema;
 use matcher::field::FieldType;
 use matcher::file::SetFile;
@@ -9,6 +10,7 @@ use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::ops::Range;
 use std::path::Path;
+use std::sync::Arc;
 use toml::Spanned;
 
 /// An error with where it is: `file:line:col: message` (line and column
@@ -159,8 +161,10 @@ pub struct SetConfig {
     pub sources: Vec<Source>,
     /// What a match does.
     pub action: Action,
-    /// The elements, free of duplicates and overlaps.
-    pub elements: Vec<Element>,
+    /// The elements, free of duplicates and overlaps: inline ones, then
+    /// the file's; shared by the loads of an unchanged set
+    /// ([`crate::Loader`]).
+    pub elements: Arc<Vec<Element>>,
     /// The file its elements were read from, if any (watched for changes
     /// by the running forwarder).
     pub file: Option<std::path::PathBuf>,
@@ -318,8 +322,11 @@ pub struct Config {
     pub next_hops: Vec<NextHopConfig>,
     /// ECMP groups.
     pub ecmp: Vec<EcmpGroup>,
-    /// Routes (inline ones, then those of `route_file`).
+    /// Routes given inline (`route = [...]`, `[[route]]`).
     pub routes: Vec<RouteConfig>,
+    /// The routes of `route_file`, sorted by prefix; shared by the loads
+    /// of an unchanged file ([`crate::Loader`]).
+    pub file_routes: Arc<[RouteConfig]>,
     /// The file routes were also read from, if any (watched by the
     /// running forwarder).
     pub route_file: Option<std::path::PathBuf>,
@@ -329,6 +336,18 @@ pub struct Config {
     pub flow_cache: FlowCache,
     /// The control side's settings.
     pub control: ControlConfig,
+}
+
+impl Config {
+    /// Every route: the inline ones, then the route file's.
+    pub fn all_routes(&self) -> impl Iterator<Item = &RouteConfig> + '_ {
+        self.routes.iter().chain(self.file_routes.iter())
+    }
+
+    /// How many routes there are, inline and from the route file.
+    pub fn route_count(&self) -> usize {
+        self.routes.len() + self.file_routes.len()
+    }
 }
 
 /// Positions in one text.
@@ -438,7 +457,12 @@ fn index<'a, T>(
     Ok(m)
 }
 
-pub(crate) fn validate(file: &str, text: &str, dir: &Path) -> Result<Config, ConfigError> {
+pub(crate) fn validate(
+    file: &str,
+    text: &str,
+    dir: &Path,
+    loader: &mut Loader,
+) -> Result<Config, ConfigError> {
     let loc = Located { file, text };
     let raw: schema::File = toml::from_str(text).map_err(|e| {
         let span = e.span().unwrap_or(0..0);
@@ -447,7 +471,7 @@ pub(crate) fn validate(file: &str, text: &str, dir: &Path) -> Result<Config, Con
     let forwarder = forwarder(&loc, raw.forwarder)?;
     let port_names = index(&loc, &raw.port, |p| &p.name, "port")?;
     let ports = ports(&loc, &raw.port)?;
-    let sets = sets(&loc, &raw.set, dir)?;
+    let sets = sets(&loc, &raw.set, dir, loader)?;
     let hop_names = index(&loc, &raw.next_hop, |h| &h.name, "next hop")?;
     let next_hops = next_hops(&loc, &raw.next_hop, &port_names)?;
     let group_names = index(&loc, &raw.ecmp, |g| &g.name, "ECMP group")?;
@@ -457,10 +481,27 @@ pub(crate) fn validate(file: &str, text: &str, dir: &Path) -> Result<Config, Con
         groups: &group_names,
     };
     let mut seen = HashSet::new();
-    let mut routes = inline_routes(&loc, &raw.route, &targets, &mut seen)?;
-    let route_file = match &raw.route_file {
-        Some(f) => Some(route_file(&loc, f, dir, &targets, &mut seen, &mut routes)?),
-        None => None,
+    let routes = inline_routes(&loc, &raw.route, &targets, &mut seen)?;
+    let (route_file, file_routes) = match &raw.route_file {
+        Some(f) => {
+            let (path, file_routes) = route_file(&loc, f, dir, &targets, &seen, loader)?;
+            // Against routes a reused file gave: each inline one looked
+            // up (a parsed file was checked against them as it was read).
+            if let Some(r) = raw.route.iter().find(|r| {
+                parse_prefix(r.prefix.get_ref()).is_ok_and(|key| loader::holds(&file_routes, key))
+            }) {
+                return Err(loc.of(
+                    &r.prefix,
+                    format!(
+                        "route `{}` is given twice (also in `{}`)",
+                        r.prefix.get_ref(),
+                        f.get_ref()
+                    ),
+                ));
+            }
+            (Some(path), file_routes)
+        }
+        None => (None, Arc::from(Vec::new())),
     };
     let flow_cache = flow_cache(&loc, raw.flow_cache, &raw.set)?;
     Ok(Config {
@@ -470,6 +511,7 @@ pub(crate) fn validate(file: &str, text: &str, dir: &Path) -> Result<Config, Con
         next_hops,
         ecmp,
         routes,
+        file_routes,
         route_cache: route_cache(&loc, raw.route_cache)?,
         flow_cache,
         control: control(&loc, raw.control.as_ref(), dir)?,
@@ -540,7 +582,12 @@ fn ports(loc: &Located, raw: &[schema::Port]) -> Result<Vec<PortConfig>, ConfigE
     Ok(ports)
 }
 
-fn sets(loc: &Located, raw: &[schema::Set], dir: &Path) -> Result<Vec<SetConfig>, ConfigError> {
+fn sets(
+    loc: &Located,
+    raw: &[schema::Set],
+    dir: &Path,
+    loader: &mut Loader,
+) -> Result<Vec<SetConfig>, ConfigError> {
     index(loc, raw, |s| &s.name, "set")?;
     if let Some(s) = raw.get(MAX_SETS) {
         return Err(loc.of(
@@ -548,7 +595,9 @@ fn sets(loc: &Located, raw: &[schema::Set], dir: &Path) -> Result<Vec<SetConfig>
             format!("set `{}`: at most {MAX_SETS} rule sets", s.name.get_ref()),
         ));
     }
-    raw.iter().map(|s| validate_set(loc, s, dir)).collect()
+    raw.iter()
+        .map(|s| validate_set(loc, s, dir, loader))
+        .collect()
 }
 
 fn next_hops(
@@ -658,21 +707,38 @@ fn inline_routes(
     Ok(routes)
 }
 
-/// Adds the routes of the route file `f` to `routes`: one `PREFIX VIA` a
-/// line (a full table is a million lines: read without TOML, about ten
-/// times faster). Returns the file's path.
+/// The routes of the route file `f`, sorted by prefix, and its path: one
+/// `PREFIX VIA` a line (a full table is a million lines: read without
+/// TOML, about ten times faster). An unchanged file's routes are reused.
 fn route_file(
     loc: &Located,
     f: &Spanned<String>,
     dir: &Path,
     targets: &Targets,
-    seen: &mut Seen,
-    routes: &mut Vec<RouteConfig>,
-) -> Result<std::path::PathBuf, ConfigError> {
+    inline: &Seen,
+    loader: &mut Loader,
+) -> Result<(std::path::PathBuf, Arc<[RouteConfig]>), ConfigError> {
     let path = dir.join(f.get_ref());
+    let cannot = |e: std::io::Error| loc.of(f, format!("cannot read `{}`: {e}", f.get_ref()));
+    let mut hops: Vec<(&str, usize)> = targets.hops.iter().map(|(k, v)| (*k, *v)).collect();
+    let mut groups: Vec<(&str, usize)> = targets.groups.iter().map(|(k, v)| (*k, *v)).collect();
+    hops.sort_unstable_by_key(|h| h.1);
+    groups.sort_unstable_by_key(|g| g.1);
+    let hops: Vec<String> = hops.into_iter().map(|h| h.0.to_string()).collect();
+    let groups: Vec<String> = groups.into_iter().map(|g| g.0.to_string()).collect();
+    let text = match loader.read(&path).map_err(cannot)? {
+        loader::Read::Text(t) => t,
+        loader::Read::Unchanged => {
+            let same = |g: &Gave| matches!(g, Gave::Routes { hops: h, groups: gr, .. } if *h == hops && *gr == groups);
+            if let Some(Gave::Routes { routes, .. }) = loader.reuse(&path, same) {
+                return Ok((path, routes));
+            }
+            loader.read_anyway(&path).map_err(cannot)?
+        }
+    };
     let name = path.display().to_string();
-    let text = std::fs::read_to_string(&path)
-        .map_err(|e| loc.of(f, format!("cannot read `{}`: {e}", f.get_ref())))?;
+    let mut seen = inline.clone();
+    let mut routes = Vec::new();
     for (n, line) in text.lines().enumerate() {
         let body = line.split('#').next().unwrap_or("");
         let mut words = body.split_whitespace();
@@ -711,7 +777,17 @@ fn route_file(
             via,
         });
     }
-    Ok(path)
+    loader::sort_routes(&mut routes);
+    let routes: Arc<[RouteConfig]> = routes.into();
+    loader.gave(
+        &path,
+        Gave::Routes {
+            hops,
+            groups,
+            routes: routes.clone(),
+        },
+    );
+    Ok((path, routes))
 }
 
 fn control(
@@ -825,7 +901,12 @@ fn route_cache(loc: &Located, c: Option<schema::RouteCache>) -> Result<RouteCach
     })
 }
 
-fn validate_set(loc: &Located, s: &schema::Set, dir: &Path) -> Result<SetConfig, ConfigError> {
+fn validate_set(
+    loc: &Located,
+    s: &schema::Set,
+    dir: &Path,
+    loader: &mut Loader,
+) -> Result<SetConfig, ConfigError> {
     let decl = SetDecl::parse(s.type_.get_ref()).map_err(|e| loc.of(&s.type_, e))?;
     let mut sources = Vec::new();
     for part in s.match_.get_ref().split(" . ") {
@@ -887,42 +968,26 @@ fn validate_set(loc: &Located, s: &schema::Set, dir: &Path) -> Result<SetConfig,
     };
     // Elements: inline ones located at their string, file ones at their
     // line in that file; overlaps and duplicates checked by the set itself.
-    let mut set = matcher::Set::new(decl.clone());
-    let mut elements = Vec::new();
-    let mut file = None;
+    let mut inline = Vec::new();
     for e in &s.elements {
-        let el = decl
-            .parse_element(e.get_ref())
-            .map_err(|err| loc.of(e, err.to_string()))?;
+        inline.push(
+            decl.parse_element(e.get_ref())
+                .map_err(|err| loc.of(e, err.to_string()))?,
+        );
+    }
+    let mut set = matcher::Set::new(decl.clone());
+    for (el, e) in inline.iter().zip(&s.elements) {
         set.insert(el.clone(), InsertMode::Create)
             .map_err(|err| loc.of(e, err.to_string()))?;
-        elements.push(el);
     }
-    if let Some(f) = &s.file {
-        let path = dir.join(f.get_ref());
-        let name = path.display().to_string();
-        file = Some(path.clone());
-        let text = std::fs::read_to_string(&path)
-            .map_err(|e| loc.of(f, format!("cannot read `{}`: {e}", f.get_ref())))?;
-        // The same files `forwarder lookup --set` reads: a `type` line
-        // is optional, and must be the set's when given.
-        let parsed = SetFile::parse_elements(&name, &text, &decl).map_err(|e| ConfigError {
-            file: e.file.clone(),
-            line: e.line,
-            col: 1,
-            message: e.error.to_string(),
-        })?;
-        for (line, el) in parsed {
-            set.insert(el.clone(), InsertMode::Create)
-                .map_err(|err| ConfigError {
-                    file: name.clone(),
-                    line,
-                    col: 1,
-                    message: err.to_string(),
-                })?;
-            elements.push(el);
+    let (file, elements) = match &s.file {
+        None => (None, Arc::new(inline)),
+        Some(f) => {
+            let path = dir.join(f.get_ref());
+            let elements = set_file(loc, f, &path, &decl, inline, set, loader)?;
+            (Some(path), elements)
         }
-    }
+    };
     Ok(SetConfig {
         name: s.name.get_ref().clone(),
         decl,
@@ -931,4 +996,60 @@ fn validate_set(loc: &Located, s: &schema::Set, dir: &Path) -> Result<SetConfig,
         elements,
         file,
     })
+}
+
+/// A set's elements with those of its file `f` at `path`: `inline` and
+/// the file's, checked together in `set` (which holds `inline`). What an
+/// unchanged file gave with the same type and inline elements is reused
+/// without a parse or a check.
+fn set_file(
+    loc: &Located,
+    f: &Spanned<String>,
+    path: &Path,
+    decl: &SetDecl,
+    inline: Vec<Element>,
+    mut set: matcher::Set,
+    loader: &mut Loader,
+) -> Result<Arc<Vec<Element>>, ConfigError> {
+    let cannot = |e: std::io::Error| loc.of(f, format!("cannot read `{}`: {e}", f.get_ref()));
+    let text = match loader.read(path).map_err(cannot)? {
+        loader::Read::Text(t) => t,
+        loader::Read::Unchanged => {
+            let same = |g: &Gave| matches!(g, Gave::Set { decl: d, inline: i, .. } if d == decl && *i == inline);
+            if let Some(Gave::Set { elements, .. }) = loader.reuse(path, same) {
+                return Ok(elements);
+            }
+            loader.read_anyway(path).map_err(cannot)?
+        }
+    };
+    let name = path.display().to_string();
+    // The same files `forwarder lookup --set` reads: a `type` line is
+    // optional, and must be the set's when given.
+    let parsed = SetFile::parse_elements(&name, &text, decl).map_err(|e| ConfigError {
+        file: e.file.clone(),
+        line: e.line,
+        col: 1,
+        message: e.error.to_string(),
+    })?;
+    let mut elements = inline.clone();
+    for (line, el) in parsed {
+        set.insert(el.clone(), InsertMode::Create)
+            .map_err(|err| ConfigError {
+                file: name.clone(),
+                line,
+                col: 1,
+                message: err.to_string(),
+            })?;
+        elements.push(el);
+    }
+    let elements = Arc::new(elements);
+    loader.gave(
+        path,
+        Gave::Set {
+            decl: decl.clone(),
+            inline,
+            elements: elements.clone(),
+        },
+    );
+    Ok(elements)
 }

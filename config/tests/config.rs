@@ -249,10 +249,19 @@ fn routes_from_a_route_file() {
     let c =
         cfg("# full table\n198.51.100.0/24 gw\n\n2001:db8::/32   gw   # a comment\n0.0.0.0/0 gw\n")
             .unwrap();
-    assert_eq!(c.routes.len(), 4);
+    // The inline route, then the file's, sorted by prefix.
+    assert_eq!(
+        (c.routes.len(), c.file_routes.len(), c.route_count()),
+        (1, 3, 4)
+    );
     assert_eq!(c.route_file.as_deref(), Some(routes.as_path()));
-    assert_eq!((c.routes[1].prefix, c.routes[1].len), (0xc633_6400, 24));
-    assert!(c.routes[2].v6 && c.routes[2].len == 32);
+    assert_eq!((c.file_routes[0].prefix, c.file_routes[0].len), (0, 0));
+    assert_eq!(
+        (c.file_routes[1].prefix, c.file_routes[1].len),
+        (0xc633_6400, 24)
+    );
+    assert!(c.file_routes[2].v6 && c.file_routes[2].len == 32);
+    assert_eq!(c.all_routes().count(), 4);
     let name = routes.display().to_string();
     for (text, want) in [
         (
@@ -321,4 +330,87 @@ fn driver_options_are_typed() {
         Driver::Synthetic(o) => assert!(o.verify && o.flows == 8 && o.ipv6_percent == 20),
         d => panic!("{d:?}"),
     }
+}
+
+/// A loader reads, parses and checks only the included files that
+/// changed: unchanged ones (same stamp, or same content after a save)
+/// give the very same shared values; a change of what a file's meaning
+/// depends on (the set's inline elements, the next hops' names) reads it
+/// again; a route given inline and in an unchanged route file is still
+/// refused.
+#[test]
+fn a_loader_reads_only_what_changed() {
+    use config::{LoadStats, Loader};
+    use std::sync::Arc;
+    let dir = std::env::temp_dir().join(format!("cfg-loader-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let toml = dir.join("f.toml");
+    let write_toml = |inline_set: &str, inline_route: &str, hops: &str| {
+        std::fs::write(
+            &toml,
+            format!(
+                "route = [{inline_route}]\nroute_file = \"routes.txt\"\n{BASE}{hops}\n\
+                 [[set]]\nname = \"s\"\ntype = \"inet_service\"\nmatch = \"tcp dport\"\n\
+                 action = \"drop\"\nelements = [{inline_set}]\nfile = \"s.set\"\n"
+            ),
+        )
+        .unwrap();
+    };
+    let stats = |parsed, reused| LoadStats { parsed, reused };
+    write_toml("\"22\"", "", "");
+    std::fs::write(dir.join("routes.txt"), "198.51.100.0/24 gw\n0.0.0.0/0 gw\n").unwrap();
+    std::fs::write(dir.join("s.set"), "80\n443\n").unwrap();
+    let mut loader = Loader::new();
+    let a = loader.load(&toml).unwrap();
+    assert_eq!(loader.stats(), stats(2, 0));
+    assert_eq!(a.sets[0].elements.len(), 3);
+    let b = loader.load(&toml).unwrap();
+    assert_eq!(loader.stats(), stats(0, 2));
+    assert!(Arc::ptr_eq(&a.file_routes, &b.file_routes));
+    assert!(Arc::ptr_eq(&a.sets[0].elements, &b.sets[0].elements));
+    // Saved unchanged: read and hashed, not parsed.
+    std::fs::write(dir.join("s.set"), "80\n443\n").unwrap();
+    let c = loader.load(&toml).unwrap();
+    assert_eq!(loader.stats(), stats(0, 2));
+    assert!(Arc::ptr_eq(&a.sets[0].elements, &c.sets[0].elements));
+    // Replaced by a file of the same size (an editor's rename): read.
+    let tmp = dir.join("s.set.new");
+    std::fs::write(&tmp, "81\n443\n").unwrap();
+    std::fs::rename(&tmp, dir.join("s.set")).unwrap();
+    let d = loader.load(&toml).unwrap();
+    assert_eq!(loader.stats(), stats(1, 1));
+    assert!(d.sets[0].elements.iter().any(|e| e.key[0].start == 81));
+    // Another inline element: the unchanged file is checked with it.
+    write_toml("\"23\"", "", "");
+    let e = loader.load(&toml).unwrap();
+    assert_eq!(loader.stats(), stats(1, 1));
+    assert_eq!(e.sets[0].elements.len(), 3);
+    write_toml("\"443\"", "", "");
+    let err = loader.load(&toml).unwrap_err();
+    assert!(
+        err.to_string().contains("exists") || err.to_string().contains("overlap"),
+        "{err}"
+    );
+    // Other next hops: the route file's names are resolved again.
+    write_toml(
+        "\"22\"",
+        "",
+        "\n[[next_hop]]\nname = \"gw2\"\nport = \"p0\"\nmac = \"02:00:00:00:00:fd\"\n",
+    );
+    loader.load(&toml).unwrap();
+    assert_eq!(loader.stats(), stats(2, 0));
+    // A route given inline and in the (unchanged, reused) file.
+    write_toml(
+        "\"22\"",
+        "{ prefix = \"0.0.0.0/0\", via = \"gw\" }",
+        "\n[[next_hop]]\nname = \"gw2\"\nport = \"p0\"\nmac = \"02:00:00:00:00:fd\"\n",
+    );
+    let err = loader.load(&toml).unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("route `0.0.0.0/0` is given twice (also in `routes.txt`)"),
+        "{err}"
+    );
+    assert_eq!(err.line, 1, "{err}");
+    std::fs::remove_dir_all(dir).ok();
 }

@@ -63,7 +63,7 @@ pub fn flow_cache(cfg: &Config) -> FlowCacheConfig {
 /// A rule set's working copy, built from its configuration.
 pub fn build_set(s: &SetConfig) -> Result<Set, String> {
     let mut set = Set::new(s.decl.clone());
-    for e in &s.elements {
+    for e in s.elements.iter() {
         set.insert(e.clone(), InsertMode::Add)
             .map_err(|e| format!("set `{}`: {e}", s.name))?;
     }
@@ -221,7 +221,7 @@ impl Working {
         let sets = cfg.sets.iter().map(build_set).collect::<Result<_, _>>()?;
         let mut fib = Fib::new();
         let (hops, groups) = fib_targets(cfg, &mut fib)?;
-        for r in &cfg.routes {
+        for r in cfg.all_routes() {
             insert_route(&mut fib, r, route_target(r, &hops, &groups))?;
         }
         Ok(Working {

@@ -31,7 +31,7 @@ pub fn check(path: &Path, cfg: &Config) -> Result<(), String> {
             path.display()
         ));
     }
-    if cfg.routes.is_empty() {
+    if cfg.route_count() == 0 {
         return Err(format!(
             "{}: no routes ([[route]] or route_file): every packet would be dropped as no_route",
             path.display()
@@ -54,9 +54,10 @@ pub fn run_mode(
     // DPDK ports).
     #[cfg(feature = "dpdk")]
     let _eal = EalRelease;
-    let cfg = config::load(config).map_err(|e| e.to_string())?;
+    let mut loader = config::Loader::new();
+    let cfg = loader.load(config).map_err(|e| e.to_string())?;
     check(config, &cfg)?;
-    let control = Control::with_config(config, cfg.clone())?;
+    let control = Control::with_config(config, cfg.clone(), loader)?;
     let shared = control.shared();
     let workers = worker::spawn(&cfg, shared.clone(), mode)?;
     let source = Arc::new(Source {

@@ -5,7 +5,7 @@
 
 use crate::snapshot::{self, Shared, Status, Tables, Working};
 use arc_swap::ArcSwap;
-use config::{Config, RouteConfig, Via};
+use config::{Config, Loader, RouteConfig, Via};
 use matcher::{Element, InsertMode, Set};
 use routecache::Fib;
 use std::collections::{HashMap, HashSet};
@@ -43,6 +43,9 @@ pub struct Control {
     cfg: Config,
     /// The working copies; `sets` in the order of `cfg.sets`.
     w: Working,
+    /// What the configuration's files gave at the last load: a reload
+    /// reads and checks only the files that changed.
+    loader: Loader,
     flow_seed: u32,
     shared: Arc<Shared>,
     /// Replaced snapshots, kept until no worker holds them, so that the
@@ -74,17 +77,19 @@ fn locate(path: &Path, what: &str) -> String {
 impl Control {
     /// Loads `path`, builds every table and publishes generation 1.
     pub fn start(path: &Path) -> Result<Control, String> {
-        let cfg = config::load(path).map_err(|e| e.to_string())?;
-        Control::with_config(path, cfg)
+        let mut loader = Loader::new();
+        let cfg = loader.load(path).map_err(|e| e.to_string())?;
+        Control::with_config(path, cfg, loader)
     }
 
-    /// As [`Control::start`], from a configuration already loaded from
-    /// `path`.
-    pub fn with_config(path: &Path, cfg: Config) -> Result<Control, String> {
+    /// As [`Control::start`], from a configuration `loader` has just
+    /// loaded from `path` (reloads reuse what it remembers of the files).
+    pub fn with_config(path: &Path, cfg: Config, loader: Loader) -> Result<Control, String> {
         let mut c = Control {
             path: path.to_path_buf(),
             w: Working::build(&cfg)?,
             cfg,
+            loader,
             flow_seed: routecache::hash::random_seed(),
             retired: Vec::new(),
             shared: Arc::new(Shared {
@@ -149,7 +154,9 @@ impl Control {
     pub fn reload(&mut self) -> Result<Reload, String> {
         self.reclaim();
         let start = Instant::now();
-        let r = config::load(&self.path)
+        let r = self
+            .loader
+            .load(&self.path)
             .map_err(|e| e.to_string())
             .and_then(|new| {
                 let parse = start.elapsed();
@@ -357,7 +364,7 @@ impl Control {
         if !targets_kept {
             let mut fib = Fib::succeeding(&self.w.fib);
             let (hops, groups) = snapshot::fib_targets(new, &mut fib)?;
-            for r in &new.routes {
+            for r in new.all_routes() {
                 snapshot::insert_route(&mut fib, r, snapshot::route_target(r, &hops, &groups))?;
             }
             self.w.fib = fib;
@@ -366,22 +373,21 @@ impl Control {
             rep.fib_rebuilt = true;
             return Ok(true);
         }
-        if new.routes == self.cfg.routes {
-            // The common case of a set-only change: nothing to diff (a
-            // full table is a million routes).
+        // The common case of a set-only change: nothing to diff (a full
+        // table is a million routes; an unchanged route file gives the
+        // same shared routes, compared by pointer).
+        if new.routes == self.cfg.routes && new.file_routes == self.cfg.file_routes {
             return Ok(false);
         }
         let old: HashMap<RouteKey, Via> = self
             .cfg
-            .routes
-            .iter()
+            .all_routes()
             .map(|r| (route_key(r), r.via))
             .collect();
-        let now: HashMap<RouteKey, Via> =
-            new.routes.iter().map(|r| (route_key(r), r.via)).collect();
+        let now: HashMap<RouteKey, Via> = new.all_routes().map(|r| (route_key(r), r.via)).collect();
         let mut done: Vec<(RouteConfig, Option<Via>)> = Vec::new();
         let mut result = Ok(());
-        for r in &self.cfg.routes {
+        for r in self.cfg.all_routes() {
             if !now.contains_key(&route_key(r)) {
                 let f = snapshot::family(r);
                 if let Err(e) = self.w.fib.remove(f, r.prefix, r.len) {
@@ -392,7 +398,7 @@ impl Control {
             }
         }
         if result.is_ok() {
-            for r in &new.routes {
+            for r in new.all_routes() {
                 if old.get(&route_key(r)) == Some(&r.via) {
                     continue;
                 }

@@ -20,6 +20,7 @@ pub const TTL: u8 = 64;
 pub fn full_table(cfg: &mut Config, v4: usize, v6: usize) {
     let hops = cfg.next_hops.len().max(1);
     cfg.routes.clear();
+    cfg.file_routes = Vec::new().into();
     for (f, n, v6) in [
         (routecache::Family::V4, v4, false),
         (routecache::Family::V6, v6, true),
@@ -106,8 +107,8 @@ impl SyntheticPort {
                 && !s.elements.is_empty()
         });
         let mut frames = Vec::with_capacity(o.flows);
-        let v4_routes: Vec<_> = cfg.routes.iter().filter(|r| !r.v6).collect();
-        let v6_routes: Vec<_> = cfg.routes.iter().filter(|r| r.v6).collect();
+        let v4_routes: Vec<_> = cfg.all_routes().filter(|r| !r.v6).collect();
+        let v6_routes: Vec<_> = cfg.all_routes().filter(|r| r.v6).collect();
         for _ in 0..o.flows {
             let v6 = rng.below(100) < o.ipv6_percent as u64;
             let routes = if v6 { &v6_routes } else { &v4_routes };
