@@ -39,9 +39,9 @@ mod validate;
 pub use driver::Driver;
 pub use loader::{LoadStats, Loader};
 pub use validate::{
-    control_socket, default_socket, Action, Config, ConfigError, ControlConfig, EcmpGroup,
-    FlowCache, Forwarder, NextHopConfig, PortConfig, RouteCache, RouteConfig, SetConfig, Source,
-    Via, MAX_SETS,
+    control_socket, default_socket, runtime_dir, Action, Config, ConfigError, ControlConfig,
+    EcmpGroup, FlowCache, Forwarder, NextHopConfig, PortConfig, RouteCache, RouteConfig, SetConfig,
+    Source, Via, MAX_SETS,
 };
 
 use std::path::Path;

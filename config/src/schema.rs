@@ -28,6 +28,8 @@ pub(crate) struct File {
 #[serde(deny_unknown_fields)]
 pub(crate) struct Control {
     pub socket: Option<Spanned<String>>,
+    pub group: Option<Spanned<String>>,
+    pub allow_uids: Option<Spanned<Vec<u32>>>,
     pub prometheus: Option<Spanned<String>>,
     pub watch: Option<bool>,
 }

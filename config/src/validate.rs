@@ -254,12 +254,20 @@ pub struct ControlConfig {
     /// Reload when the configuration or a set file it includes changes
     /// (default true).
     pub watch: bool,
+    /// A group (name or number) whose members may reach the control
+    /// socket: it is then created with mode 0660 and that group, else
+    /// 0600.
+    pub group: Option<String>,
+    /// Users (uids) other than the forwarder's own whose requests the
+    /// control socket serves (checked with `SO_PEERCRED`); root's always
+    /// are.
+    pub allow_uids: Vec<u32>,
 }
 
 /// The control socket of the forwarder started with configuration file
-/// `config`, where `[control] socket` does not say: a name in the
-/// temporary directory derived from the file's canonical path, so that
-/// `forwarder stats --config FILE` finds the instance run with `FILE`.
+/// `config`, where `[control] socket` does not say: a name derived from
+/// the file's canonical path, so that `forwarder stats --config FILE`
+/// finds the instance run with `FILE`, in [`runtime_dir`].
 pub fn default_socket(config: &Path) -> std::path::PathBuf {
     let canon = std::fs::canonicalize(config).unwrap_or_else(|_| config.to_path_buf());
     // FNV-1a: stable across builds and runs.
@@ -267,7 +275,29 @@ pub fn default_socket(config: &Path) -> std::path::PathBuf {
     for b in canon.to_string_lossy().bytes() {
         h = (h ^ b as u64).wrapping_mul(0x0100_0000_01b3);
     }
-    std::env::temp_dir().join(format!("forwarder-{h:016x}.sock"))
+    runtime_dir().join(format!("{h:016x}.sock"))
+}
+
+/// The directory of this user's control sockets, which only this user
+/// may write: `/run/forwarder` for root, else `$XDG_RUNTIME_DIR/forwarder`
+/// (systemd's per-user runtime directory), else `forwarder-UID` in the
+/// temporary directory. The forwarder creates it (mode 0700) and refuses
+/// one that another user owns or could write to.
+pub fn runtime_dir() -> std::path::PathBuf {
+    use std::os::unix::fs::MetadataExt;
+    // The process's own uid, as the owner of its /proc entry (no libc
+    // call, and this crate forbids `unsafe`).
+    let uid = std::fs::metadata("/proc/self").map(|m| m.uid()).ok();
+    match uid {
+        Some(0) => std::path::PathBuf::from("/run/forwarder"),
+        _ => match std::env::var_os("XDG_RUNTIME_DIR").map(std::path::PathBuf::from) {
+            Some(d) if d.is_absolute() => d.join("forwarder"),
+            _ => std::env::temp_dir().join(format!(
+                "forwarder-{}",
+                uid.map_or("unknown".to_string(), |u| u.to_string())
+            )),
+        },
+    }
 }
 
 /// The control socket of the instance run with `config`, read leniently:
@@ -822,6 +852,16 @@ fn control(
             None => None,
         },
         watch: c.watch.unwrap_or(true),
+        group: match &c.group {
+            Some(g) if g.get_ref().is_empty() => return Err(loc.of(g, "`group` is empty")),
+            Some(g) => Some(g.get_ref().clone()),
+            None => None,
+        },
+        allow_uids: c
+            .allow_uids
+            .as_ref()
+            .map(|u| u.get_ref().clone())
+            .unwrap_or_default(),
     })
 }
 

@@ -11,7 +11,18 @@ use std::time::{Duration, Instant};
 fn ask(config: &Path, what: &str) -> Result<Value, String> {
     let socket = config::control_socket(config);
     let line = request(&socket, what)?;
-    serde_json::from_str(&line).map_err(|e| format!("bad answer from the forwarder: {e}: {line}"))
+    let v: Value = serde_json::from_str(&line)
+        .map_err(|e| format!("bad answer from the forwarder: {e}: {line}"))?;
+    // A request the forwarder refused outright (not a refused reload,
+    // which reports the generation still serving).
+    if v["result"] == "error" && v.get("generation").is_none() {
+        return Err(format!(
+            "{}: {}",
+            socket.display(),
+            v["error"].as_str().unwrap_or("refused")
+        ));
+    }
+    Ok(v)
 }
 
 /// `forwarder reload`: the forwarder reloads its configuration now. Fails

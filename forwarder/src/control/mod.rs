@@ -19,6 +19,7 @@
 //! else (a new set, a changed type, changed next hops) is rebuilt. The
 //! ports and `[forwarder]` need a restart.
 
+mod access;
 pub mod prometheus;
 mod reload;
 pub mod server;

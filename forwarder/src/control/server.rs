@@ -57,19 +57,7 @@ pub fn start(
         .socket
         .clone()
         .unwrap_or_else(|| config::default_socket(control.path()));
-    // A socket file left by an instance that is gone is replaced; one that
-    // answers belongs to a running instance.
-    if socket.exists() {
-        if UnixStream::connect(&socket).is_ok() {
-            return Err(format!(
-                "control socket {} is in use: is a forwarder already running with this configuration?",
-                socket.display()
-            ));
-        }
-        let _ = std::fs::remove_file(&socket);
-    }
-    let listener = UnixListener::bind(&socket)
-        .map_err(|e| format!("control socket {}: {e}", socket.display()))?;
+    let listener = super::access::listen(&socket, &cfg)?;
     listener
         .set_nonblocking(true)
         .map_err(|e| format!("control socket: {e}"))?;
@@ -212,6 +200,20 @@ fn control_loop(
 /// One request on the control socket.
 fn answer(s: UnixStream, control: &mut Control, stats: &Source) {
     let _ = s.set_nonblocking(false);
+    match super::access::peer_uid(&s) {
+        Ok(uid) if super::access::allowed(&control.config().control, uid) => {}
+        who => {
+            let who = who.map_or_else(|e| format!("an unknown peer ({e})"), |u| format!("uid {u}"));
+            log(&format!("control socket: refused a request from {who}"));
+            let mut s = s;
+            let _ = writeln!(
+                s,
+                "{}",
+                json!({ "result": "error", "error": format!("{who} may not use this forwarder's control socket ([control] allow_uids)") })
+            );
+            return;
+        }
+    }
     let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
     let mut line = String::new();
     let mut r = BufReader::new(s.take(256));
