@@ -50,6 +50,13 @@ enum Cmd {
         #[arg(long)]
         count: Option<u64>,
     },
+    /// Add, delete or list elements of a set of the forwarder running
+    /// with this configuration (as `nft add|delete element`, `nft list
+    /// set`): in force at once, kept across reloads, dropped at restart.
+    Element {
+        #[command(subcommand)]
+        cmd: ElementCmd,
+    },
     /// Load a set file and print the element each key matches, or `nomatch`.
     Lookup {
         /// Set file: a `type ...` line, then one element per line.
@@ -68,6 +75,37 @@ enum Cmd {
     },
 }
 
+#[derive(Subcommand)]
+enum ElementCmd {
+    /// Add elements (all or none): `forwarder element add blocklist
+    /// '192.0.2.7 . 22'`.
+    Add(ElementArgs),
+    /// Delete elements by their exact key (all or none).
+    Delete(ElementArgs),
+    /// Print the set's elements in force, as `nft -n list set` does.
+    List {
+        /// The configuration file the forwarder was started with.
+        #[arg(long, default_value = "examples/forwarder.toml")]
+        config: PathBuf,
+        /// The set's name.
+        set: String,
+    },
+}
+
+#[derive(clap::Args)]
+struct ElementArgs {
+    /// The configuration file the forwarder was started with.
+    #[arg(long, default_value = "examples/forwarder.toml")]
+    config: PathBuf,
+    /// The set's name.
+    set: String,
+    /// Elements in the set file's syntax (`192.0.2.0/24 . 22`).
+    elements: Vec<String>,
+    /// Also the elements of this file, one a line (`-`: standard input).
+    #[arg(long)]
+    file: Option<PathBuf>,
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let r = match cli.cmd {
@@ -84,6 +122,31 @@ fn main() -> ExitCode {
             watch,
             count,
         } => forwarder::cmd::client::stats(&config, watch, count, &mut std::io::stdout().lock()),
+        Cmd::Element { cmd } => {
+            use forwarder::control::ElementOp;
+            let out = &mut std::io::stdout().lock();
+            match cmd {
+                ElementCmd::Add(a) => forwarder::cmd::client::element(
+                    &a.config,
+                    ElementOp::Add,
+                    &a.set,
+                    a.elements,
+                    a.file.as_deref(),
+                    out,
+                ),
+                ElementCmd::Delete(a) => forwarder::cmd::client::element(
+                    &a.config,
+                    ElementOp::Delete,
+                    &a.set,
+                    a.elements,
+                    a.file.as_deref(),
+                    out,
+                ),
+                ElementCmd::List { config, set } => {
+                    forwarder::cmd::client::list(&config, &set, out)
+                }
+            }
+        }
         Cmd::Lookup {
             set,
             keys,

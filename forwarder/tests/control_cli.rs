@@ -389,3 +389,140 @@ fn the_control_socket_serves_only_whom_it_should() {
     assert!(!dir.join("elsewhere").exists());
     std::fs::remove_dir_all(dir).ok();
 }
+
+/// `forwarder ARGS` to completion: success and what it printed.
+fn fwd(args: &[&str], cfg: &std::path::Path) -> (bool, String) {
+    let o = forwarder()
+        .args(args)
+        .arg("--config")
+        .arg(cfg)
+        .output()
+        .unwrap();
+    (
+        o.status.success(),
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr)
+        ),
+    )
+}
+
+/// Elements added and deleted at run time: in force at once, all or
+/// nothing per request, listed as nft lists a set, kept across a reload
+/// of the configuration; garbage and overlong requests get an error and
+/// the forwarder keeps serving.
+#[test]
+fn run_time_elements() {
+    let dir = std::env::temp_dir().join(format!("fwd-elem-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let cfg = dir.join("c.toml");
+    let prom = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    std::fs::write(&cfg, config(prom, "")).unwrap();
+    let _child = start(&cfg);
+    let generation = |cfg: &std::path::Path| stats(cfg)["generation"].as_u64().unwrap();
+    assert_eq!(generation(&cfg), 1);
+
+    let (ok, out) = fwd(
+        &["element", "add", "deny", "192.0.2.1 . 80", "192.0.2.2 . 81"],
+        &cfg,
+    );
+    assert!(ok && out.contains("\"generation\":2"), "{out}");
+    assert_eq!(generation(&cfg), 2, "in force at once");
+    // An overlap refuses the whole request.
+    let (ok, out) = fwd(
+        &[
+            "element",
+            "add",
+            "deny",
+            "192.0.2.3 . 82",
+            "10.1.0.0/16 . 500",
+        ],
+        &cfg,
+    );
+    assert!(
+        !ok && out.contains("overlap") && out.contains("10.0.0.0/8 . 0-1000"),
+        "{out}"
+    );
+    assert!(out.contains("nothing was changed"), "{out}");
+    let (ok, out) = fwd(&["element", "add", "deny", "192.0.2.300 . 1"], &cfg);
+    assert!(!ok && out.contains("192.0.2.300"), "{out}");
+    // Bulk from a file in the set file's form.
+    let bulk = dir.join("bulk.set");
+    std::fs::write(
+        &bulk,
+        "type ipv4_addr . inet_service\n# more\n198.51.100.0/24 . 53\n",
+    )
+    .unwrap();
+    let (ok, out) = fwd(
+        &["element", "add", "deny", "--file", bulk.to_str().unwrap()],
+        &cfg,
+    );
+    assert!(ok, "{out}");
+    let (ok, out) = fwd(
+        &[
+            "element",
+            "delete",
+            "deny",
+            "192.0.2.1 . 80",
+            "10.0.0.0/8 . 0-1000",
+        ],
+        &cfg,
+    );
+    assert!(ok, "{out}");
+    let (ok, list) = fwd(&["element", "list", "deny"], &cfg);
+    assert!(ok, "{list}");
+    assert!(
+        list.starts_with(
+            "table inet forwarder {\n\tset deny {\n\t\ttype ipv4_addr . inet_service\n"
+        ),
+        "{list}"
+    );
+    for (e, there) in [
+        ("192.0.2.2 . 81", true),
+        ("198.51.100.0/24 . 53", true),
+        ("192.0.2.3 . 82", false),
+        ("192.0.2.1 . 80", false),
+        ("10.0.0.0/8 . 0-1000", false),
+    ] {
+        assert_eq!(list.contains(e), there, "{e} in\n{list}");
+    }
+
+    // A reload (the file changed) keeps the run-time changes on top of
+    // what the file now says.
+    let before = generation(&cfg);
+    std::fs::write(&cfg, config(prom, ", \"203.0.113.0/24 . 443\"")).unwrap();
+    wait_for(&cfg, "the reload", |v| {
+        v["generation"].as_u64() > Some(before)
+    });
+    let (_, list) = fwd(&["element", "list", "deny"], &cfg);
+    for (e, there) in [
+        ("203.0.113.0/24 . 443", true),
+        ("192.0.2.2 . 81", true),
+        ("198.51.100.0/24 . 53", true),
+        ("10.0.0.0/8 . 0-1000", false),
+    ] {
+        assert_eq!(list.contains(e), there, "{e} after the reload in\n{list}");
+    }
+
+    // Garbage, a bad set, an overlong line: errors, and still serving.
+    let sock = config::control_socket(&cfg);
+    for req in [
+        "{not json".to_string(),
+        "{\"request\":\"list\",\"set\":\"nope\"}".to_string(),
+        "x".repeat(17 << 20),
+    ] {
+        let answer = forwarder::control::server::request(&sock, &req).unwrap_or_else(|e| e);
+        assert!(
+            answer.contains("error") || answer.contains("Broken pipe") || answer.contains("reset"),
+            "{}",
+            &answer[..answer.len().min(300)]
+        );
+    }
+    assert_eq!(stats(&cfg)["last_reload"], "ok");
+    std::fs::remove_dir_all(dir).ok();
+}

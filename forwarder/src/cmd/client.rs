@@ -104,3 +104,84 @@ pub fn stats(
     }
     Ok(())
 }
+
+/// The elements of `file` (`-`: standard input): one a line, comments
+/// and blank lines skipped, a leading `type` line too (set files).
+fn elements_of(file: &Path) -> Result<Vec<String>, String> {
+    let text = if file == Path::new("-") {
+        let mut t = String::new();
+        std::io::Read::read_to_string(&mut std::io::stdin(), &mut t)
+            .map_err(|e| format!("standard input: {e}"))?;
+        t
+    } else {
+        std::fs::read_to_string(file).map_err(|e| format!("{}: {e}", file.display()))?
+    };
+    let mut lines: Vec<String> = matcher::file::content_lines(&text)
+        .map(|(_, l)| l.to_string())
+        .collect();
+    if lines
+        .first()
+        .is_some_and(|l| l.strip_prefix("type").is_some_and(|r| r.starts_with(' ')))
+    {
+        lines.remove(0);
+    }
+    Ok(lines)
+}
+
+/// `forwarder element add|delete`: one request, all or nothing; prints
+/// the forwarder's answer (the new generation).
+pub fn element(
+    config: &Path,
+    op: crate::control::ElementOp,
+    set: &str,
+    mut elements: Vec<String>,
+    file: Option<&Path>,
+    out: &mut dyn Write,
+) -> Result<(), String> {
+    if let Some(f) = file {
+        elements.extend(elements_of(f)?);
+    }
+    if elements.is_empty() {
+        return Err("no elements given (arguments, or --file FILE)".into());
+    }
+    let op = match op {
+        crate::control::ElementOp::Add => "add",
+        crate::control::ElementOp::Delete => "delete",
+    };
+    let req =
+        serde_json::json!({ "request": "element", "op": op, "set": set, "elements": elements });
+    let v = ask(config, &req.to_string())?;
+    if v["result"] == "ok" {
+        writeln!(out, "{v}").map_err(|e| e.to_string())
+    } else {
+        Err(format!(
+            "refused (still serving generation {}): {}",
+            v["generation"],
+            v["error"].as_str().unwrap_or("?")
+        ))
+    }
+}
+
+/// `forwarder element list`: the set's elements in force, as `nft -n list
+/// set` prints a set.
+pub fn list(config: &Path, set: &str, out: &mut dyn Write) -> Result<(), String> {
+    let req = serde_json::json!({ "request": "list", "set": set });
+    let v = ask(config, &req.to_string())?;
+    let kind = if v["map"] == true { "map" } else { "set" };
+    let elements: Vec<&str> = v["elements"]
+        .as_array()
+        .map(|a| a.iter().filter_map(|e| e.as_str()).collect())
+        .unwrap_or_default();
+    let mut s = format!(
+        "table inet forwarder {{\n\t{kind} {set} {{\n\t\t{}\n\t\tflags interval\n",
+        v["type"].as_str().unwrap_or("")
+    );
+    if !elements.is_empty() {
+        s.push_str(&format!(
+            "\t\telements = {{ {} }}\n",
+            elements.join(",\n\t\t\t     ")
+        ));
+    }
+    s.push_str("\t}\n}\n");
+    out.write_all(s.as_bytes()).map_err(|e| e.to_string())
+}

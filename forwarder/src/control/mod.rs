@@ -20,6 +20,7 @@
 //! ports and `[forwarder]` need a restart.
 
 mod access;
+pub mod elements;
 pub mod prometheus;
 mod reload;
 pub mod server;
@@ -27,4 +28,5 @@ pub mod stats;
 mod watch;
 
 pub use crate::snapshot::Status;
+pub use elements::{ElementOp, Listing};
 pub use reload::{Control, Reload};

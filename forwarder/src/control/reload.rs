@@ -40,12 +40,15 @@ pub struct Reload {
 /// The control side's state.
 pub struct Control {
     path: PathBuf,
-    cfg: Config,
+    pub(super) cfg: Config,
     /// The working copies; `sets` in the order of `cfg.sets`.
-    w: Working,
+    pub(super) w: Working,
     /// What the configuration's files gave at the last load: a reload
     /// reads and checks only the files that changed.
     loader: Loader,
+    /// Run-time element changes, per set name, applied again on every
+    /// reload (see [`super::elements`]).
+    pub(super) runtime: HashMap<String, super::elements::Overlay>,
     flow_seed: u32,
     shared: Arc<Shared>,
     /// Replaced snapshots, kept until no worker holds them, so that the
@@ -90,6 +93,7 @@ impl Control {
             w: Working::build(&cfg)?,
             cfg,
             loader,
+            runtime: HashMap::new(),
             flow_seed: routecache::hash::random_seed(),
             retired: Vec::new(),
             shared: Arc::new(Shared {
@@ -142,6 +146,19 @@ impl Control {
         fib
     }
 
+    /// Publishes the working copies as they are (the FIB unchanged) as a
+    /// new generation; returns it.
+    pub(super) fn publish_sets(&mut self) -> u64 {
+        let generation = self.shared.status.generation.load(Relaxed) + 1;
+        let fib = match self.w.fib.published() {
+            Some(f) => f,
+            None => self.w.fib.publish(),
+        };
+        let t = self.assemble(generation, fib);
+        self.publish(t).prepare();
+        generation
+    }
+
     /// Frees the replaced snapshots no worker holds any more; returns how
     /// many are still held. The control thread calls it every tick.
     pub fn reclaim(&mut self) -> usize {
@@ -181,6 +198,7 @@ impl Control {
     /// Applies a configuration loaded from this control's file.
     pub fn apply(&mut self, new: Config, start: Instant) -> Result<Reload, String> {
         self.restart_only(&new)?;
+        let new = self.with_runtime(new)?;
         let mut rep = Reload::default();
         // Sets: stage every change in the working copies; on the first
         // error roll back those touched.

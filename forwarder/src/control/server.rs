@@ -10,7 +10,7 @@
 
 use super::stats::Source;
 use super::watch::watch;
-use super::Control;
+use super::{Control, ElementOp};
 use serde_json::json;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::net::{UnixListener, UnixStream};
@@ -215,20 +215,96 @@ fn answer(s: UnixStream, control: &mut Control, stats: &Source) {
         }
     }
     let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
-    let mut line = String::new();
-    let mut r = BufReader::new(s.take(256));
-    if r.read_line(&mut line).is_err() {
-        return;
-    }
-    let reply = match line.trim() {
-        "reload" => reload(control, "request"),
-        "stats" => stats.json(),
-        other => {
-            json!({ "result": "error", "error": format!("unknown request `{other}` (reload, stats)") })
-        }
+    // One line; longer than a bulk request may be, it is refused unread.
+    let mut line = Vec::new();
+    let mut r = BufReader::new(s.take(MAX_REQUEST + 1));
+    let read = r.read_until(b'\n', &mut line);
+    let reply = match (read, std::str::from_utf8(&line)) {
+        (Err(e), _) => json!({ "result": "error", "error": format!("reading the request: {e}") }),
+        _ if line.len() as u64 > MAX_REQUEST => json!({
+            "result": "error",
+            "error": format!("request longer than {MAX_REQUEST} bytes: refused"),
+        }),
+        (_, Err(_)) => json!({ "result": "error", "error": "the request is not UTF-8" }),
+        (Ok(_), Ok(text)) => match text.trim() {
+            "reload" => reload(control, "request"),
+            "stats" => stats.json(),
+            t if t.starts_with('{') => json_request(control, t),
+            other => json!({
+                "result": "error",
+                "error": format!(
+                    "unknown request `{}` (reload, stats, or a JSON object)",
+                    matcher::excerpt(other)
+                ),
+            }),
+        },
     };
     let mut s = r.into_inner().into_inner();
     let _ = writeln!(s, "{reply}");
+}
+
+/// The longest request line served: room for a bulk element request of
+/// about a hundred thousand elements.
+const MAX_REQUEST: u64 = 16 << 20;
+
+/// A request as a JSON object: `{"request": "element", "op": "add" |
+/// "delete", "set": NAME, "elements": [TEXT, ...]}` or `{"request":
+/// "list", "set": NAME}`.
+fn json_request(control: &mut Control, text: &str) -> serde_json::Value {
+    let v: serde_json::Value = match serde_json::from_str(text) {
+        Ok(v) => v,
+        Err(e) => return json!({ "result": "error", "error": format!("bad JSON request: {e}") }),
+    };
+    let set = v["set"].as_str().unwrap_or("");
+    match v["request"].as_str() {
+        Some("element") => {
+            let Some(op) = v["op"].as_str().and_then(ElementOp::parse) else {
+                return json!({ "result": "error", "error": "`op` must be `add` or `delete`" });
+            };
+            let Some(list) = v["elements"].as_array() else {
+                return json!({ "result": "error", "error": "`elements` must be an array of strings" });
+            };
+            let texts: Option<Vec<String>> =
+                list.iter().map(|e| e.as_str().map(String::from)).collect();
+            let Some(texts) = texts else {
+                return json!({ "result": "error", "error": "`elements` must be an array of strings" });
+            };
+            let start = Instant::now();
+            match control.elements(op, set, &texts) {
+                Ok(generation) => {
+                    log(&format!(
+                        "element {} ({} in set `{set}`): generation {generation} in {:.2} ms",
+                        v["op"].as_str().unwrap_or(""),
+                        texts.len(),
+                        start.elapsed().as_secs_f64() * 1e3
+                    ));
+                    json!({
+                        "result": "ok",
+                        "generation": generation,
+                        "set": set,
+                        "elements": texts.len(),
+                        "took_us": start.elapsed().as_micros() as u64,
+                    })
+                }
+                Err(e) => json!({
+                    "result": "error",
+                    "error": e,
+                    "generation": control.shared().status.generation.load(Relaxed),
+                }),
+            }
+        }
+        Some("list") => match control.list(set) {
+            Ok(l) => json!({
+                "result": "ok",
+                "set": set,
+                "type": l.decl,
+                "map": l.map,
+                "elements": l.elements,
+            }),
+            Err(e) => json!({ "result": "error", "error": e }),
+        },
+        _ => json!({ "result": "error", "error": "`request` must be `element` or `list`" }),
+    }
 }
 
 /// Sends `request` to the control socket `socket`; returns the reply line.
