@@ -25,108 +25,118 @@ fn labelled(label: &str, names: &[&str], values: &[u64]) -> Samples {
         .collect()
 }
 
+/// Writes one metric family: its header, then one sample per (labels,
+/// value).
+fn family(o: &mut String, name: &str, kind: &str, help: &str, samples: Samples) {
+    let _ = writeln!(
+        o,
+        "# HELP forwarder_{name} {help}\n# TYPE forwarder_{name} {kind}"
+    );
+    for (labels, v) in samples {
+        let labels = if labels.is_empty() {
+            labels
+        } else {
+            format!("{{{labels}}}")
+        };
+        let _ = writeln!(o, "forwarder_{name}{labels} {v}");
+    }
+}
+
+/// `,{outer}="{name}"` before each of `inner`'s labels: the samples of
+/// one port or set.
+fn within(outer: &str, name: &str, inner: Samples) -> Samples {
+    let prefix = format!(",{outer}=\"{}\"", escape(name));
+    inner
+        .into_iter()
+        .map(|(l, v)| (format!("{prefix}{l}"), v))
+        .collect()
+}
+
+/// A worker's samples of one per-core family (labels after `core`).
+type PerCore = fn(&Source, &Read) -> Samples;
+
+/// The per-core families: name, help, samples.
+const PER_CORE: [(&str, &str, PerCore); 7] = [
+    (
+        "rx_packets_total",
+        "Frames received, per worker core.",
+        |_, r| vec![(String::new(), r.counters.rx)],
+    ),
+    (
+        "tx_packets_total",
+        "Frames sent, per worker core.",
+        |_, r| vec![(String::new(), r.counters.tx)],
+    ),
+    (
+        "drops_total",
+        "Frames dropped, per core and reason.",
+        |_, r| {
+            let names: Vec<&str> = Drop::ALL.iter().map(|d| d.name()).collect();
+            labelled("reason", &names, &r.counters.drops)
+        },
+    ),
+    (
+        "port_packets_total",
+        "Port counters, per core, port and counter.",
+        |src, r| {
+            src.ports
+                .iter()
+                .zip(&r.counters.ports)
+                .flat_map(|(name, v)| {
+                    within("port", name, labelled("counter", &PortStats::NAMES, v))
+                })
+                .collect()
+        },
+    ),
+    (
+        "set_matches_total",
+        "Rule set matches, per set and verdict.",
+        |_, r| {
+            let outcomes: Vec<&str> = Outcome::ALL.iter().map(|o| o.name()).collect();
+            r.sets
+                .iter()
+                .flat_map(|(name, m)| within("set", name, labelled("verdict", &outcomes, m)))
+                .collect()
+        },
+    ),
+    (
+        "route_cache_total",
+        "Route stage lookups, per result.",
+        |_, r| labelled("result", &CacheStats::NAMES, &r.counters.cache),
+    ),
+    (
+        "flow_cache_total",
+        "Flow cache lookups, per result.",
+        |_, r| labelled("result", &FlowCacheStats::NAMES, &r.counters.flow_cache),
+    ),
+];
+
 impl Source {
     /// The Prometheus text exposition (format 0.0.4).
     pub fn prometheus(&self) -> String {
         let st = &self.shared.status;
         let reads = self.read();
         let mut o = String::new();
-        // One family: its header, then one sample per (labels, value).
-        let mut family = |name: &str, kind: &str, help: &str, samples: Samples| {
-            let _ = writeln!(
-                o,
-                "# HELP forwarder_{name} {help}\n# TYPE forwarder_{name} {kind}"
-            );
-            for (labels, v) in samples {
-                let labels = if labels.is_empty() {
-                    labels
-                } else {
-                    format!("{{{labels}}}")
-                };
-                let _ = writeln!(o, "forwarder_{name}{labels} {v}");
-            }
-        };
-        let per_core = |f: &dyn Fn(&Read) -> Samples| -> Samples {
-            reads
+        for (name, help, samples) in PER_CORE {
+            let all = reads
                 .iter()
                 .flat_map(|r| {
-                    f(r).into_iter()
+                    samples(self, r)
+                        .into_iter()
                         .map(move |(l, v)| (format!("core=\"{}\"{l}", r.core), v))
                 })
-                .collect()
-        };
-        let drop_names: Vec<&str> = Drop::ALL.iter().map(|d| d.name()).collect();
-        let outcomes: Vec<&str> = Outcome::ALL.iter().map(|o| o.name()).collect();
+                .collect();
+            family(&mut o, name, "counter", help, all);
+        }
         family(
-            "rx_packets_total",
-            "counter",
-            "Frames received, per worker core.",
-            per_core(&|r| vec![(String::new(), r.counters.rx)]),
-        );
-        family(
-            "tx_packets_total",
-            "counter",
-            "Frames sent, per worker core.",
-            per_core(&|r| vec![(String::new(), r.counters.tx)]),
-        );
-        family(
-            "drops_total",
-            "counter",
-            "Frames dropped, per core and reason.",
-            per_core(&|r| labelled("reason", &drop_names, &r.counters.drops)),
-        );
-        family(
-            "port_packets_total",
-            "counter",
-            "Port counters, per core, port and counter.",
-            per_core(&|r| {
-                self.ports
-                    .iter()
-                    .zip(&r.counters.ports)
-                    .flat_map(|(name, v)| {
-                        let port = format!(",port=\"{}\"", escape(name));
-                        labelled("counter", &PortStats::NAMES, v)
-                            .into_iter()
-                            .map(move |(l, x)| (format!("{port}{l}"), x))
-                    })
-                    .collect()
-            }),
-        );
-        family(
-            "set_matches_total",
-            "counter",
-            "Rule set matches, per set and verdict.",
-            per_core(&|r| {
-                r.sets
-                    .iter()
-                    .flat_map(|(name, m)| {
-                        let set = format!(",set=\"{}\"", escape(name));
-                        labelled("verdict", &outcomes, m)
-                            .into_iter()
-                            .map(move |(l, x)| (format!("{set}{l}"), x))
-                    })
-                    .collect()
-            }),
-        );
-        family(
-            "route_cache_total",
-            "counter",
-            "Route stage lookups, per result.",
-            per_core(&|r| labelled("result", &CacheStats::NAMES, &r.counters.cache)),
-        );
-        family(
-            "flow_cache_total",
-            "counter",
-            "Flow cache lookups, per result.",
-            per_core(&|r| labelled("result", &FlowCacheStats::NAMES, &r.counters.flow_cache)),
-        );
-        family(
+            &mut o,
             "generation",
             "gauge",
             "Generation of the published table snapshot.",
             vec![(String::new(), st.generation.load(Relaxed))],
         );
         family(
+            &mut o,
             "reloads_total",
             "counter",
             "Reloads, applied and refused.",
@@ -136,6 +146,7 @@ impl Source {
             ],
         );
         family(
+            &mut o,
             "last_reload_ok",
             "gauge",
             "1 if the last reload was applied (or none was tried).",
