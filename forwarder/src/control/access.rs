@@ -168,3 +168,16 @@ pub(crate) fn listen(socket: &Path, cfg: &ControlConfig) -> Result<UnixListener,
     }
     Ok(listener)
 }
+
+/// Waits until `l` has a connection to accept, or `timeout` passes: the
+/// control thread sleeps in the kernel between its ticks, yet answers a
+/// request as soon as it comes.
+pub(crate) fn wait_for_request(l: &UnixListener, timeout: std::time::Duration) {
+    let mut p = libc::pollfd {
+        fd: l.as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: one `pollfd` we own, for a descriptor `l` keeps open.
+    unsafe { libc::poll(&mut p, 1, timeout.as_millis() as libc::c_int) };
+}

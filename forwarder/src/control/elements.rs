@@ -100,9 +100,11 @@ impl Control {
             ElementOp::Add => Op::Add(e.clone()),
             ElementOp::Delete => Op::Delete(e.key.clone()),
         });
+        let before = self.w.sets[j].len();
         self.w.sets[j]
             .apply(ops)
             .map_err(|e| format!("set `{set}`: {e}; nothing was changed"))?;
+        let grew = self.w.sets[j].len().saturating_sub(before);
         // What the reload engine compares the next configuration with: the
         // elements in force.
         let elements = Arc::make_mut(&mut self.cfg.sets[j].elements);
@@ -110,14 +112,24 @@ impl Control {
         overlay.decl = Some(decl);
         match op {
             ElementOp::Add => {
-                let present: HashSet<Element> = elements.iter().cloned().collect();
-                for e in parsed {
+                // Exact duplicates change nothing; when the set grew by
+                // every element, none was one (the usual case: no scan of
+                // the set's elements).
+                let new: Vec<Element> = if grew == parsed.len() {
+                    parsed
+                } else {
+                    let present: HashSet<&Element> = elements.iter().collect();
+                    let mut seen = HashSet::new();
+                    parsed
+                        .into_iter()
+                        .filter(|e| !present.contains(e) && seen.insert(e.clone()))
+                        .collect()
+                };
+                for e in &new {
                     overlay.deleted.remove(&e.key);
-                    if !present.contains(&e) {
-                        elements.push(e.clone());
-                        overlay.added.push(e);
-                    }
                 }
+                elements.extend(new.iter().cloned());
+                overlay.added.extend(new);
             }
             ElementOp::Delete => {
                 let keys: HashSet<Box<[Range]>> = parsed.into_iter().map(|e| e.key).collect();

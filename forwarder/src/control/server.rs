@@ -83,14 +83,27 @@ pub fn start(
              beside them (give the workers fewer cores than the process has to keep it apart)",
         );
     }
-    let watch = cfg.watch;
+    // Watching before `start` returns: a file changed right after is not
+    // missed while the control thread starts.
+    let watching = cfg.watch;
+    let w = if watching {
+        match watch(&control.files()) {
+            Ok(w) => Some(w),
+            Err(e) => {
+                log(&format!("{e}; reload with SIGHUP or `forwarder reload`"));
+                None
+            }
+        }
+    } else {
+        None
+    };
     let thread = std::thread::Builder::new()
         .name("control".into())
         .spawn(move || {
             if let Some(&c) = free.first() {
                 let _ = core_affinity::set_for_current(core_affinity::CoreId { id: c });
             }
-            control_loop(control, listener, hup, watch, &stats)
+            control_loop(control, listener, hup, (watching, w), &stats)
         })
         .map_err(|e| e.to_string())?;
     Ok(Server { thread, socket })
@@ -149,22 +162,11 @@ fn control_loop(
     mut control: Control,
     listener: UnixListener,
     hup: Arc<AtomicBool>,
-    watching: bool,
+    (watching, mut w): (bool, Option<super::watch::Watch>),
     stats: &Source,
 ) {
     let shared = control.shared();
     let mut files = control.files();
-    let mut w = if watching {
-        match watch(&files) {
-            Ok(w) => Some(w),
-            Err(e) => {
-                log(&format!("{e}; reload with SIGHUP or `forwarder reload`"));
-                None
-            }
-        }
-    } else {
-        None
-    };
     let mut changed: Option<Instant> = None;
     while !shared.stop.load(Relaxed) {
         control.reclaim();
@@ -188,7 +190,9 @@ fn control_loop(
         }
         match listener.accept() {
             Ok((s, _)) => answer(s, &mut control, stats),
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => std::thread::sleep(TICK),
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                super::access::wait_for_request(&listener, TICK)
+            }
             Err(e) => {
                 log(&format!("control socket: {e}"));
                 std::thread::sleep(TICK);
@@ -200,26 +204,30 @@ fn control_loop(
 /// One request on the control socket.
 fn answer(s: UnixStream, control: &mut Control, stats: &Source) {
     let _ = s.set_nonblocking(false);
-    match super::access::peer_uid(&s) {
-        Ok(uid) if super::access::allowed(&control.config().control, uid) => {}
-        who => {
-            let who = who.map_or_else(|e| format!("an unknown peer ({e})"), |u| format!("uid {u}"));
-            log(&format!("control socket: refused a request from {who}"));
-            let mut s = s;
-            let _ = writeln!(
-                s,
-                "{}",
-                json!({ "result": "error", "error": format!("{who} may not use this forwarder's control socket ([control] allow_uids)") })
-            );
-            return;
-        }
-    }
+    let peer = super::access::peer_uid(&s);
     let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
     // One line; longer than a bulk request may be, it is refused unread.
     let mut line = Vec::new();
     let mut r = BufReader::new(s.take(MAX_REQUEST + 1));
     let read = r.read_until(b'\n', &mut line);
+    // The request is read first, whoever sent it: a client refused before
+    // it finished writing would see a broken pipe instead of the answer.
+    let refused = match peer {
+        Ok(uid) if super::access::allowed(&control.config().control, uid) => None,
+        who => {
+            let who = who.map_or_else(|e| format!("an unknown peer ({e})"), |u| format!("uid {u}"));
+            log(&format!("control socket: refused a request from {who}"));
+            Some(who)
+        }
+    };
     let reply = match (read, std::str::from_utf8(&line)) {
+        _ if refused.is_some() => json!({
+            "result": "error",
+            "error": format!(
+                "{} may not use this forwarder's control socket ([control] allow_uids)",
+                refused.unwrap_or_default()
+            ),
+        }),
         (Err(e), _) => json!({ "result": "error", "error": format!("reading the request: {e}") }),
         _ if line.len() as u64 > MAX_REQUEST => json!({
             "result": "error",
@@ -317,13 +325,17 @@ pub fn request(socket: &Path, request: &str) -> Result<String, String> {
     })?;
     s.set_read_timeout(Some(Duration::from_secs(120)))
         .map_err(|e| e.to_string())?;
-    writeln!(s, "{request}").map_err(|e| e.to_string())?;
+    // A forwarder that stops reading (a request too long) may already
+    // have answered: its answer is read even when the write failed.
+    let wrote = writeln!(s, "{request}");
     let mut line = String::new();
-    BufReader::new(s)
-        .read_line(&mut line)
-        .map_err(|e| format!("no answer from {}: {e}", socket.display()))?;
-    if line.is_empty() {
-        return Err(format!("no answer from {}", socket.display()));
+    let read = BufReader::new(s).read_line(&mut line);
+    if !line.is_empty() {
+        return Ok(line.trim_end().to_string());
     }
-    Ok(line.trim_end().to_string())
+    Err(match (wrote, read) {
+        (Err(e), _) => format!("sending to {}: {e}", socket.display()),
+        (_, Err(e)) => format!("no answer from {}: {e}", socket.display()),
+        _ => format!("no answer from {}", socket.display()),
+    })
 }
