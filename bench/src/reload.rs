@@ -111,7 +111,7 @@ fn change_to_serving(
     v4: usize,
     v6: usize,
     reps: usize,
-) -> (f64, [Change; 2]) {
+) -> (f64, [Change; 2], Vec<f64>) {
     let cfg = dir.join(format!("reload-{n}.toml"));
     let set = dir.join("sets.set");
     std::fs::write(&set, set_file(n, 0)).expect("write");
@@ -177,6 +177,21 @@ fn change_to_serving(
             }
         }
     }
+    // One element added, then deleted, at run time through the control
+    // socket, as `forwarder element` sends it: from the send to the
+    // answer, which comes once the new generation is published (each
+    // worker loads it at its next turn).
+    let mut element_ms = Vec::new();
+    for i in 0..10 * reps {
+        let op = if i % 2 == 0 { "add" } else { "delete" };
+        let req = format!(
+            "{{\"request\":\"element\",\"op\":\"{op}\",\"set\":\"blocklist\",\"elements\":[\"203.0.113.0/24 . 53\"]}}"
+        );
+        let t = Instant::now();
+        let answer = serve::request(&server.socket, &req).unwrap_or_else(|e| panic!("{e}"));
+        element_ms.push(t.elapsed().as_secs_f64() * 1e3);
+        assert!(answer.contains("\"ok\""), "{answer}");
+    }
     shared.stop.store(true, Relaxed);
     server.join();
     // The parse share: the same files loaded alone.
@@ -187,7 +202,7 @@ fn change_to_serving(
             c.parse_ms.push(t.elapsed().as_secs_f64() * 1e3);
         }
     }
-    (start_s, out)
+    (start_s, out, element_ms)
 }
 
 /// A port that records the longest gap between two receives.
@@ -304,8 +319,8 @@ pub fn run(json: bool, quick: bool) {
     let dir = workdir();
     let mut rows = Vec::new();
     for &n in sizes {
-        let (start_s, changes) = change_to_serving(&dir, n, v4, v6, reps);
-        rows.push((start_s, changes));
+        let (start_s, changes, element_ms) = change_to_serving(&dir, n, v4, v6, reps);
+        rows.push((start_s, changes, element_ms));
     }
     // The storm beside the same run without reloads, for a worker that
     // reads the tables (full pipeline) and one that never does (io): what
@@ -333,7 +348,14 @@ pub fn run(json: bool, quick: bool) {
     }
     let _ = std::fs::remove_dir_all(&dir);
     if json {
-        for (start_s, changes) in &mut rows {
+        for (start_s, changes, element_ms) in &mut rows {
+            let n = changes[0].n;
+            let best = element_ms.iter().copied().fold(f64::INFINITY, f64::min);
+            println!(
+                "{{\"bench\":\"reload_element\",\"elements\":{n},\"routes\":{},\"served_ms\":{:.3},\"best_ms\":{best:.3}}}",
+                v4 + v6,
+                median(element_ms)
+            );
             for c in changes.iter_mut() {
                 println!(
                     "{{\"bench\":\"reload\",\"elements\":{},\"change\":\"{}\",\"routes\":{},\"serving_ms\":{:.1},\"work_ms\":{:.1},\"parse_ms\":{:.1},\"start_s\":{:.2}}}",
@@ -356,7 +378,7 @@ pub fn run(json: bool, quick: bool) {
     println!();
     println!("| elements | change | file change → serving (ms) | reload work (ms) | of which reading + checking the files (ms) | first start (s) |");
     println!("|---:|---|---:|---:|---:|---:|");
-    for (start_s, changes) in &mut rows {
+    for (start_s, changes, _) in &mut rows {
         for c in changes.iter_mut() {
             println!(
                 "| {} | {} | {:.1} | {:.1} | {:.1} | {:.2} |",
@@ -368,6 +390,19 @@ pub fn run(json: bool, quick: bool) {
                 start_s
             );
         }
+    }
+    println!();
+    println!("One element added or deleted at run time (`forwarder element`, one JSON request on the control socket), from the send to the answer (the new generation published); {} requests alternating add and delete:", 10 * reps);
+    println!();
+    println!("| elements | served (ms), median | best (ms) |");
+    println!("|---:|---:|---:|");
+    for (_, changes, element_ms) in &mut rows {
+        let best = element_ms.iter().copied().fold(f64::INFINITY, f64::min);
+        println!(
+            "| {} | {:.3} | {best:.3} |",
+            changes[0].n,
+            median(element_ms)
+        );
     }
     println!();
     println!("One worker (core 0) on a port that times its receives, {storm_s} s, median of 3 runs; the control side on core 1 reloading back to back (each reload replaces a 30,000-element set and 22,000 routes) or idle:");
