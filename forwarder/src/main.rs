@@ -125,27 +125,21 @@ fn main() -> ExitCode {
         Cmd::Element { cmd } => {
             use forwarder::control::ElementOp;
             let out = &mut std::io::stdout().lock();
-            match cmd {
-                ElementCmd::Add(a) => forwarder::cmd::client::element(
-                    &a.config,
-                    ElementOp::Add,
-                    &a.set,
-                    a.elements,
-                    a.file.as_deref(),
-                    out,
-                ),
-                ElementCmd::Delete(a) => forwarder::cmd::client::element(
-                    &a.config,
-                    ElementOp::Delete,
-                    &a.set,
-                    a.elements,
-                    a.file.as_deref(),
-                    out,
-                ),
+            let (op, a) = match cmd {
+                ElementCmd::Add(a) => (ElementOp::Add, a),
+                ElementCmd::Delete(a) => (ElementOp::Delete, a),
                 ElementCmd::List { config, set } => {
-                    forwarder::cmd::client::list(&config, &set, out)
+                    return report(forwarder::cmd::client::list(&config, &set, out));
                 }
-            }
+            };
+            forwarder::cmd::client::element(
+                &a.config,
+                op,
+                &a.set,
+                a.elements,
+                a.file.as_deref(),
+                out,
+            )
         }
         Cmd::Lookup {
             set,
@@ -160,6 +154,11 @@ fn main() -> ExitCode {
             &mut std::io::stdout().lock(),
         ),
     };
+    report(r)
+}
+
+/// The exit code of a subcommand's result; an error is printed.
+fn report(r: Result<(), String>) -> ExitCode {
     match r {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {

@@ -136,13 +136,9 @@ fn reload_by_file_signal_and_socket_and_statistics() {
     unsafe { libc::kill(child.0.id() as i32, libc::SIGHUP) };
     wait_for(&cfg, "SIGHUP", |v| v["reloads"].as_u64() >= Some(2));
     // `forwarder reload`.
-    let o = forwarder()
-        .args(["reload", "--config"])
-        .arg(&cfg)
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let r: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let (ok, out) = fwd(&["reload"], &cfg);
+    assert!(ok, "{out}");
+    let r: Value = serde_json::from_str(&out).unwrap();
     // Nothing changed since: nothing is published, the generation stays.
     assert_eq!(
         (
@@ -160,12 +156,8 @@ fn reload_by_file_signal_and_socket_and_statistics() {
         "route = [{ prefix = \"192.0.2.0/24\", via = \"gw\" }, ",
     );
     std::fs::write(&cfg, with_route).unwrap();
-    let o = forwarder()
-        .args(["reload", "--config"])
-        .arg(&cfg)
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let (ok, out) = fwd(&["reload"], &cfg);
+    assert!(ok, "{out}");
     wait_for(&cfg, "the route's reloads", |v| {
         v["reloads"].as_u64() >= Some(4)
     });
@@ -288,6 +280,11 @@ fn stats_as(bin: &std::path::Path, cfg: &std::path::Path, id: u32) -> (bool, Str
             }
         })
         .expect("the binary's copy stays busy");
+    outcome(o)
+}
+
+/// Whether a command succeeded, and what it printed (both streams).
+fn outcome(o: std::process::Output) -> (bool, String) {
     (
         o.status.success(),
         format!(
@@ -392,19 +389,13 @@ fn the_control_socket_serves_only_whom_it_should() {
 
 /// `forwarder ARGS` to completion: success and what it printed.
 fn fwd(args: &[&str], cfg: &std::path::Path) -> (bool, String) {
-    let o = forwarder()
-        .args(args)
-        .arg("--config")
-        .arg(cfg)
-        .output()
-        .unwrap();
-    (
-        o.status.success(),
-        format!(
-            "{}{}",
-            String::from_utf8_lossy(&o.stdout),
-            String::from_utf8_lossy(&o.stderr)
-        ),
+    outcome(
+        forwarder()
+            .args(args)
+            .arg("--config")
+            .arg(cfg)
+            .output()
+            .unwrap(),
     )
 }
 

@@ -29,12 +29,17 @@ fn ask(config: &Path, what: &str) -> Result<Value, String> {
 /// (with the error's `file:line:col`) when the new configuration is
 /// refused; the forwarder then keeps what it had.
 pub fn reload(config: &Path, out: &mut dyn Write) -> Result<(), String> {
-    let v = ask(config, "reload")?;
+    answered(ask(config, "reload")?, "reload refused", out)
+}
+
+/// Prints an `ok` answer; a refusal is the error, with the generation
+/// that still serves.
+fn answered(v: Value, refused: &str, out: &mut dyn Write) -> Result<(), String> {
     if v["result"] == "ok" {
         writeln!(out, "{v}").map_err(|e| e.to_string())
     } else {
         Err(format!(
-            "reload refused (still serving generation {}): {}",
+            "{refused} (still serving generation {}): {}",
             v["generation"],
             v["error"].as_str().unwrap_or("?")
         ))
@@ -150,16 +155,7 @@ pub fn element(
     };
     let req =
         serde_json::json!({ "request": "element", "op": op, "set": set, "elements": elements });
-    let v = ask(config, &req.to_string())?;
-    if v["result"] == "ok" {
-        writeln!(out, "{v}").map_err(|e| e.to_string())
-    } else {
-        Err(format!(
-            "refused (still serving generation {}): {}",
-            v["generation"],
-            v["error"].as_str().unwrap_or("?")
-        ))
-    }
+    answered(ask(config, &req.to_string())?, "refused", out)
 }
 
 /// `forwarder element list`: the set's elements in force, as `nft -n list
