@@ -517,3 +517,99 @@ fn run_time_elements() {
     assert_eq!(stats(&cfg)["last_reload"], "ok");
     std::fs::remove_dir_all(dir).ok();
 }
+
+/// 10,000 run-time changes through the socket (adds, deletes, re-adds,
+/// some refused) while two workers forward, a reload of the file among
+/// them: afterwards the set in force is exactly the acknowledged
+/// changes on top of the file, element by element, and both workers
+/// judge by the last generation.
+#[test]
+fn ten_thousand_run_time_changes_under_traffic() {
+    let dir = std::env::temp_dir().join(format!("fwd-load-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let cfg = dir.join("c.toml");
+    let prom = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let text = config(prom, "").replace("cores = [0]", "cores = [0, 1]");
+    std::fs::write(&cfg, &text).unwrap();
+    let _child = start(&cfg);
+    wait_for(&cfg, "traffic", |v| v["total"]["tx"].as_u64() > Some(1000));
+    let sock = config::control_socket(&cfg);
+    let ask = |op: &str, e: &str| {
+        let req = format!(
+            "{{\"request\":\"element\",\"op\":\"{op}\",\"set\":\"deny\",\"elements\":[\"{e}\"]}}"
+        );
+        let a = forwarder::control::server::request(&sock, &req).unwrap();
+        a.contains("\"result\":\"ok\"")
+    };
+    let mut model: std::collections::BTreeSet<String> = std::collections::BTreeSet::new();
+    let mut x = 0x2545_f491_4f6c_dd1du64;
+    let mut refused = 0;
+    for i in 0..10_000u32 {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        let e = format!("198.51.100.{} . {}", x % 64, 1000 + (x >> 8) % 16);
+        let ok = match x % 10 {
+            // An overlap with the file's element, or an absent key:
+            // refused, and nothing changes.
+            0 => ask("add", "10.1.0.0/16 . 500"),
+            1 => ask("delete", "192.0.2.77 . 7"),
+            2..=5 => ask("add", &e),
+            _ => ask("delete", &e),
+        };
+        match (x % 10, ok) {
+            (0 | 1, false) => refused += 1,
+            (0 | 1, true) => panic!("change {i} should have been refused"),
+            (2..=5, true) => {
+                model.insert(e);
+            }
+            (_, true) => {
+                assert!(model.remove(&e), "change {i}: deleted `{e}`, never added");
+            }
+            (_, false) => {
+                // Deleting what is not there is refused, as nft does.
+                assert!(!model.contains(&e), "change {i}: `{e}` refused");
+                refused += 1;
+            }
+        }
+        if i == 5_000 {
+            // A reload among the changes: the file's set again, with one
+            // more element; the run-time changes stay on top.
+            std::fs::write(
+                &cfg,
+                text.replace(
+                    "\"10.0.0.0/8 . 0-1000\"",
+                    "\"10.0.0.0/8 . 0-1000\", \"203.0.113.9 . 9\"",
+                ),
+            )
+            .unwrap();
+        }
+    }
+    assert!(refused > 1_000, "{refused} refused");
+    wait_for(&cfg, "the reload", |v| v["reloads"].as_u64() >= Some(1));
+    let (ok, list) = fwd(&["element", "list", "deny"], &cfg);
+    assert!(ok, "{list}");
+    let body = list.split("elements = {").nth(1).unwrap_or("");
+    let got: std::collections::BTreeSet<String> = body
+        .split([',', '}'])
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(String::from)
+        .collect();
+    model.insert("10.0.0.0/8 . 0-1000".into());
+    model.insert("203.0.113.9 . 9".into());
+    assert_eq!(got, model);
+    // Both workers judge by the generation now published.
+    let v = wait_for(&cfg, "both workers on the last generation", |v| {
+        v["cores"]
+            .as_array()
+            .is_some_and(|c| c.iter().all(|c| c["loaded_generation"] == v["generation"]))
+    });
+    assert!(v["generation"].as_u64() > Some(5_000), "{v}");
+    assert_eq!(v["last_reload"], "ok");
+    std::fs::remove_dir_all(dir).ok();
+}
