@@ -515,6 +515,20 @@ fn run_time_elements() {
         );
     }
     assert_eq!(stats(&cfg)["last_reload"], "ok");
+    // Half a request holds up only its own connection: others are
+    // answered meanwhile, at once.
+    let mut half = std::os::unix::net::UnixStream::connect(&sock).unwrap();
+    half.write_all(b"{\"request\":\"li").unwrap();
+    let t = Instant::now();
+    assert_eq!(stats(&cfg)["last_reload"], "ok");
+    let (ok, out) = fwd(&["element", "add", "deny", "192.0.2.9 . 9"], &cfg);
+    assert!(ok, "{out}");
+    assert!(
+        t.elapsed() < Duration::from_millis(1500),
+        "answered after {:?} behind half a request",
+        t.elapsed()
+    );
+    drop(half);
     std::fs::remove_dir_all(dir).ok();
 }
 

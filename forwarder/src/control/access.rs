@@ -169,15 +169,25 @@ pub(crate) fn listen(socket: &Path, cfg: &ControlConfig) -> Result<UnixListener,
     Ok(listener)
 }
 
-/// Waits until `l` has a connection to accept, or `timeout` passes: the
-/// control thread sleeps in the kernel between its ticks, yet answers a
-/// request as soon as it comes.
-pub(crate) fn wait_for_request(l: &UnixListener, timeout: std::time::Duration) {
-    let mut p = libc::pollfd {
-        fd: l.as_raw_fd(),
-        events: libc::POLLIN,
-        revents: 0,
+/// Waits until one of `fds` can be read (a connection to accept, bytes
+/// of a request), or `timeout` passes: the control thread sleeps in the
+/// kernel between its ticks, yet takes a request as soon as it comes.
+pub(crate) fn wait_readable(fds: &[std::os::fd::RawFd], timeout: std::time::Duration) {
+    let mut p: Vec<libc::pollfd> = fds
+        .iter()
+        .map(|&fd| libc::pollfd {
+            fd,
+            events: libc::POLLIN,
+            revents: 0,
+        })
+        .collect();
+    // SAFETY: `p` holds `p.len()` pollfds we own, for descriptors the
+    // caller keeps open.
+    unsafe {
+        libc::poll(
+            p.as_mut_ptr(),
+            p.len() as libc::nfds_t,
+            timeout.as_millis() as libc::c_int,
+        )
     };
-    // SAFETY: one `pollfd` we own, for a descriptor `l` keeps open.
-    unsafe { libc::poll(&mut p, 1, timeout.as_millis() as libc::c_int) };
 }

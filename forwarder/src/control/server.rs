@@ -6,13 +6,17 @@
 //! the workers is a new snapshot, swapped in atomically.
 //!
 //! The control socket speaks one line each way: the client sends
-//! `reload` or `stats`, the server answers one line of JSON.
+//! `reload`, `stats` or a JSON object, the server answers one line of
+//! JSON. The control thread reads its connections without blocking (at
+//! most [`MAX_CONNECTIONS`] at once, each given [`READ_TIMEOUT`] to send
+//! its line): a client that sends half a request holds up only itself.
 
 use super::stats::Source;
 use super::watch::watch;
 use super::{Control, ElementOp};
 use serde_json::json;
 use std::io::{BufRead, BufReader, Read, Write};
+use std::os::fd::AsRawFd;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
@@ -26,6 +30,11 @@ pub const DEBOUNCE: Duration = Duration::from_millis(100);
 /// How often the control thread looks at its inputs.
 const TICK: Duration = Duration::from_millis(10);
 
+/// Connections read at once; more wait in the listener's backlog.
+pub const MAX_CONNECTIONS: usize = 64;
+/// How long a connection may take to send its request line.
+pub const READ_TIMEOUT: Duration = Duration::from_secs(2);
+
 /// The running control thread.
 pub struct Server {
     thread: JoinHandle<()>,
@@ -38,6 +47,66 @@ impl Server {
     pub fn join(self) {
         let _ = self.thread.join();
         let _ = std::fs::remove_file(&self.socket);
+    }
+}
+
+/// A connection whose request is being read.
+struct Conn {
+    s: UnixStream,
+    /// Who it is (`SO_PEERCRED`).
+    peer: std::io::Result<u32>,
+    /// What it sent so far.
+    buf: Vec<u8>,
+    since: Instant,
+}
+
+/// A request as read: who sent it and its line (or why it has none).
+struct Request {
+    peer: Result<u32, String>,
+    line: Result<Vec<u8>, String>,
+}
+
+impl Conn {
+    /// Reads what `s` has without waiting; the request once it is whole
+    /// (a line, the end of the stream, too long, or too slow).
+    fn poll(&mut self) -> Option<Result<Vec<u8>, String>> {
+        let mut chunk = [0u8; 64 << 10];
+        loop {
+            match self.s.read(&mut chunk) {
+                Ok(0) => return Some(Ok(std::mem::take(&mut self.buf))),
+                Ok(n) => {
+                    if let Some(i) = chunk[..n].iter().position(|&b| b == b'\n') {
+                        self.buf.extend_from_slice(&chunk[..i]);
+                        return Some(Ok(std::mem::take(&mut self.buf)));
+                    }
+                    self.buf.extend_from_slice(&chunk[..n]);
+                    if self.buf.len() as u64 > MAX_REQUEST {
+                        return Some(Err(format!(
+                            "request longer than {MAX_REQUEST} bytes: refused"
+                        )));
+                    }
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                    return (self.since.elapsed() > READ_TIMEOUT).then(|| {
+                        Err(format!(
+                            "no whole request line within {} s",
+                            READ_TIMEOUT.as_secs()
+                        ))
+                    });
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return Some(Err(format!("reading the request: {e}"))),
+            }
+        }
+    }
+
+    /// Writes `answer` (waiting at most a few seconds for a slow reader)
+    /// and closes.
+    fn finish(self, answer: &str) {
+        let mut s = self.s;
+        let _ = s.set_nonblocking(false);
+        let _ = s.set_write_timeout(Some(Duration::from_secs(5)));
+        let _ = writeln!(s, "{answer}");
     }
 }
 
@@ -168,6 +237,7 @@ fn control_loop(
     let shared = control.shared();
     let mut files = control.files();
     let mut changed: Option<Instant> = None;
+    let mut conns: Vec<Conn> = Vec::new();
     while !shared.stop.load(Relaxed) {
         control.reclaim();
         if hup.swap(false, Relaxed) {
@@ -188,67 +258,83 @@ fn control_loop(
             files = control.files();
             w = watch(&files).map_err(|e| log(&e)).ok();
         }
-        match listener.accept() {
-            Ok((s, _)) => answer(s, &mut control, stats),
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                super::access::wait_for_request(&listener, TICK)
+        // Requests as they come; between them, the next tick.
+        let mut fds = vec![listener.as_raw_fd()];
+        fds.extend(conns.iter().map(|c| c.s.as_raw_fd()));
+        super::access::wait_readable(&fds, TICK);
+        while conns.len() < MAX_CONNECTIONS {
+            match listener.accept() {
+                Ok((s, _)) => {
+                    let _ = s.set_nonblocking(true);
+                    conns.push(Conn {
+                        peer: super::access::peer_uid(&s),
+                        s,
+                        buf: Vec::new(),
+                        since: Instant::now(),
+                    });
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
+                Err(e) => {
+                    log(&format!("control socket: {e}"));
+                    break;
+                }
             }
-            Err(e) => {
-                log(&format!("control socket: {e}"));
-                std::thread::sleep(TICK);
+        }
+        let mut i = 0;
+        while i < conns.len() {
+            match conns[i].poll() {
+                None => i += 1,
+                Some(line) => {
+                    let c = conns.swap_remove(i);
+                    let r = Request {
+                        peer: c.peer.as_ref().map(|u| *u).map_err(|e| e.to_string()),
+                        line,
+                    };
+                    c.finish(&answer(&r, &mut control, stats).to_string());
+                }
             }
         }
     }
 }
 
-/// One request on the control socket.
-fn answer(s: UnixStream, control: &mut Control, stats: &Source) {
-    let _ = s.set_nonblocking(false);
-    let peer = super::access::peer_uid(&s);
-    let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
-    // One line; longer than a bulk request may be, it is refused unread.
-    let mut line = Vec::new();
-    let mut r = BufReader::new(s.take(MAX_REQUEST + 1));
-    let read = r.read_until(b'\n', &mut line);
-    // The request is read first, whoever sent it: a client refused before
-    // it finished writing would see a broken pipe instead of the answer.
-    let refused = match peer {
-        Ok(uid) if super::access::allowed(&control.config().control, uid) => None,
+/// The answer to one request.
+fn answer(r: &Request, control: &mut Control, stats: &Source) -> serde_json::Value {
+    // The request was read whoever sent it: a client refused before it
+    // finished writing would see a broken pipe instead of the answer.
+    match &r.peer {
+        Ok(uid) if super::access::allowed(&control.config().control, *uid) => {}
         who => {
-            let who = who.map_or_else(|e| format!("an unknown peer ({e})"), |u| format!("uid {u}"));
+            let who = who
+                .as_ref()
+                .map_or_else(|e| format!("an unknown peer ({e})"), |u| format!("uid {u}"));
             log(&format!("control socket: refused a request from {who}"));
-            Some(who)
-        }
-    };
-    let reply = match (read, std::str::from_utf8(&line)) {
-        _ if refused.is_some() => json!({
-            "result": "error",
-            "error": format!(
-                "{} may not use this forwarder's control socket ([control] allow_uids)",
-                refused.unwrap_or_default()
-            ),
-        }),
-        (Err(e), _) => json!({ "result": "error", "error": format!("reading the request: {e}") }),
-        _ if line.len() as u64 > MAX_REQUEST => json!({
-            "result": "error",
-            "error": format!("request longer than {MAX_REQUEST} bytes: refused"),
-        }),
-        (_, Err(_)) => json!({ "result": "error", "error": "the request is not UTF-8" }),
-        (Ok(_), Ok(text)) => match text.trim() {
-            "reload" => reload(control, "request"),
-            "stats" => stats.json(),
-            t if t.starts_with('{') => json_request(control, t),
-            other => json!({
+            return json!({
                 "result": "error",
                 "error": format!(
-                    "unknown request `{}` (reload, stats, or a JSON object)",
-                    matcher::excerpt(other)
+                    "{who} may not use this forwarder's control socket ([control] allow_uids)"
                 ),
-            }),
-        },
+            });
+        }
+    }
+    let line = match &r.line {
+        Ok(l) => l,
+        Err(e) => return json!({ "result": "error", "error": e }),
     };
-    let mut s = r.into_inner().into_inner();
-    let _ = writeln!(s, "{reply}");
+    let Ok(text) = std::str::from_utf8(line) else {
+        return json!({ "result": "error", "error": "the request is not UTF-8" });
+    };
+    match text.trim() {
+        "reload" => reload(control, "request"),
+        "stats" => stats.json(),
+        t if t.starts_with('{') => json_request(control, t),
+        other => json!({
+            "result": "error",
+            "error": format!(
+                "unknown request `{}` (reload, stats, or a JSON object)",
+                matcher::excerpt(other)
+            ),
+        }),
+    }
 }
 
 /// The longest request line served: room for a bulk element request of
