@@ -108,23 +108,21 @@ struct ElementArgs {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    let out = &mut std::io::stdout().lock();
     let r = match cli.cmd {
         Cmd::Run {
             config,
             duration,
             mode,
-        } => forwarder::cmd::run::run_mode(&config, duration, mode, &mut std::io::stdout().lock()),
-        Cmd::Reload { config } => {
-            forwarder::cmd::client::reload(&config, &mut std::io::stdout().lock())
-        }
+        } => forwarder::cmd::run::run_mode(&config, duration, mode, out),
+        Cmd::Reload { config } => forwarder::cmd::client::reload(&config, out),
         Cmd::Stats {
             config,
             watch,
             count,
-        } => forwarder::cmd::client::stats(&config, watch, count, &mut std::io::stdout().lock()),
+        } => forwarder::cmd::client::stats(&config, watch, count, out),
         Cmd::Element { cmd } => {
             use forwarder::control::ElementOp;
-            let out = &mut std::io::stdout().lock();
             let (op, a) = match cmd {
                 ElementCmd::Add(a) => (ElementOp::Add, a),
                 ElementCmd::Delete(a) => (ElementOp::Delete, a),
@@ -146,13 +144,7 @@ fn main() -> ExitCode {
             keys,
             delete,
             imp,
-        } => forwarder::cmd::lookup::run(
-            &set,
-            &keys,
-            delete.as_deref(),
-            imp.as_deref(),
-            &mut std::io::stdout().lock(),
-        ),
+        } => forwarder::cmd::lookup::run(&set, &keys, delete.as_deref(), imp.as_deref(), out),
     };
     report(r)
 }

@@ -399,20 +399,26 @@ fn fwd(args: &[&str], cfg: &std::path::Path) -> (bool, String) {
     )
 }
 
+/// A fresh directory for test `name`, its configuration's path there,
+/// and a free port for Prometheus.
+fn scratch(name: &str) -> (std::path::PathBuf, std::path::PathBuf, u16) {
+    let dir = std::env::temp_dir().join(format!("fwd-{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let prom = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    (dir.clone(), dir.join("c.toml"), prom)
+}
+
 /// Elements added and deleted at run time: in force at once, all or
 /// nothing per request, listed as nft lists a set, kept across a reload
 /// of the configuration; garbage and overlong requests get an error and
 /// the forwarder keeps serving.
 #[test]
 fn run_time_elements() {
-    let dir = std::env::temp_dir().join(format!("fwd-elem-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let cfg = dir.join("c.toml");
-    let prom = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let (dir, cfg, prom) = scratch("elem");
     std::fs::write(&cfg, config(prom, "")).unwrap();
     let _child = start(&cfg);
     let generation = |cfg: &std::path::Path| stats(cfg)["generation"].as_u64().unwrap();
@@ -539,14 +545,7 @@ fn run_time_elements() {
 /// judge by the last generation.
 #[test]
 fn ten_thousand_run_time_changes_under_traffic() {
-    let dir = std::env::temp_dir().join(format!("fwd-load-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let cfg = dir.join("c.toml");
-    let prom = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let (dir, cfg, prom) = scratch("load");
     let text = config(prom, "").replace("cores = [0]", "cores = [0, 1]");
     std::fs::write(&cfg, &text).unwrap();
     let _child = start(&cfg);
