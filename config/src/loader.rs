@@ -4,7 +4,7 @@
 //! files, the route file), what the file held when it was last read, and
 //! what it gave: a set's checked elements, the route file's routes. A
 //! reload then reads, parses and checks only the files that changed;
-//! the others give the same shared values as before (`Arc`s, so that the
+//! the others give the same shared values as at their last read (`Arc`s, so that the
 //! reload engine sees them unchanged with a pointer compare).
 //!
 //! Whether a file changed is decided in two steps:
@@ -59,12 +59,12 @@ fn content_hash(text: &str) -> u64 {
     h.finish()
 }
 
-/// A file's contents as far as they were read: not at all when its stamp
-/// says it is unchanged.
-pub(crate) enum Read {
-    /// The stamp is the one remembered: what it gave is reusable.
-    Unchanged,
-    /// The file's text, read now.
+/// A file as [`Loader::get`] finds it.
+pub(crate) enum Got<T> {
+    /// Unchanged, and what it gave fits: reuse it.
+    Reused(T),
+    /// Its text, to be parsed (what it gives then goes to
+    /// [`Loader::gave`]).
     Text(String),
 }
 
@@ -141,43 +141,50 @@ impl Loader {
         self.stats
     }
 
-    /// Reads `path` unless its stamp is the one remembered.
-    pub(crate) fn read(&mut self, path: &Path) -> std::io::Result<Read> {
+    /// `path` unchanged since its last read, with what `fits` takes of
+    /// what it gave (`None`: it does not fit this configuration); else
+    /// its text, read now.
+    pub(crate) fn get<T>(
+        &mut self,
+        path: &Path,
+        fits: impl Fn(&Gave) -> Option<T>,
+    ) -> std::io::Result<Got<T>> {
         let stamp = Stamp::of(&std::fs::metadata(path)?);
-        if self.files.get(path).is_some_and(|e| e.stamp == stamp) {
-            return Ok(Read::Unchanged);
-        }
-        let text = std::fs::read_to_string(path)?;
-        let hash = content_hash(&text);
-        match self.files.get_mut(path) {
-            Some(e) if e.hash == hash => {
+        let unchanged = self.files.get(path).is_some_and(|e| e.stamp == stamp);
+        let text = if unchanged {
+            None
+        } else {
+            let text = std::fs::read_to_string(path)?;
+            let hash = content_hash(&text);
+            match self.files.get_mut(path) {
                 // Saved or touched without a change.
-                e.stamp = stamp;
-                Ok(Read::Unchanged)
+                Some(e) if e.hash == hash => {
+                    e.stamp = stamp;
+                    None
+                }
+                _ => {
+                    self.pending.insert(path.to_path_buf(), (stamp, hash));
+                    Some(text)
+                }
             }
-            _ => {
-                self.pending.insert(path.to_path_buf(), (stamp, hash));
-                Ok(Read::Text(text))
+        };
+        if text.is_none() {
+            if let Some(v) = self.files.get(path).and_then(|e| fits(&e.gave)) {
+                self.stats.reused += 1;
+                return Ok(Got::Reused(v));
             }
         }
-    }
-
-    /// What `path` gave at its last read, if the file is unchanged since
-    /// (`read` said so) and `fits` it; counted as reused.
-    pub(crate) fn reuse(&mut self, path: &Path, fits: impl Fn(&Gave) -> bool) -> Option<Gave> {
-        let gave = self.files.get(path).map(|e| &e.gave).filter(|g| fits(g))?;
-        self.stats.reused += 1;
-        Some(gave.clone())
-    }
-
-    /// Reads `path` whatever its stamp (what it gave did not fit this
-    /// configuration: another type, other next hops).
-    pub(crate) fn read_anyway(&mut self, path: &Path) -> std::io::Result<String> {
-        let stamp = Stamp::of(&std::fs::metadata(path)?);
-        let text = std::fs::read_to_string(path)?;
-        self.pending
-            .insert(path.to_path_buf(), (stamp, content_hash(&text)));
-        Ok(text)
+        match text {
+            Some(t) => Ok(Got::Text(t)),
+            // Unchanged, but what it gave does not fit (another type,
+            // other next hops): read it to parse it again.
+            None => {
+                let text = std::fs::read_to_string(path)?;
+                self.pending
+                    .insert(path.to_path_buf(), (stamp, content_hash(&text)));
+                Ok(Got::Text(text))
+            }
+        }
     }
 
     /// Remembers what `path`, read in this load, gave.

@@ -1,7 +1,7 @@
 //! From the file's shape to typed, checked values.
 
 use crate::driver::{self, Driver, DRIVERS};
-use crate::loader::{self, Gave, Loader};
+use crate::loader::{self, Gave, Got, Loader};
 use crate::schema;
 use matcher::field::FieldType;
 use matcher::file::SetFile;
@@ -756,15 +756,17 @@ fn route_file(
     groups.sort_unstable_by_key(|g| g.1);
     let hops: Vec<String> = hops.into_iter().map(|h| h.0.to_string()).collect();
     let groups: Vec<String> = groups.into_iter().map(|g| g.0.to_string()).collect();
-    let text = match loader.read(&path).map_err(cannot)? {
-        loader::Read::Text(t) => t,
-        loader::Read::Unchanged => {
-            let same = |g: &Gave| matches!(g, Gave::Routes { hops: h, groups: gr, .. } if *h == hops && *gr == groups);
-            if let Some(Gave::Routes { routes, .. }) = loader.reuse(&path, same) {
-                return Ok((path, routes));
-            }
-            loader.read_anyway(&path).map_err(cannot)?
-        }
+    let same = |g: &Gave| match g {
+        Gave::Routes {
+            hops: h,
+            groups: gr,
+            routes,
+        } if *h == hops && *gr == groups => Some(routes.clone()),
+        _ => None,
+    };
+    let text = match loader.get(&path, same).map_err(cannot)? {
+        Got::Reused(routes) => return Ok((path, routes)),
+        Got::Text(t) => t,
     };
     let name = path.display().to_string();
     let mut seen = inline.clone();
@@ -1052,15 +1054,17 @@ fn set_file(
     loader: &mut Loader,
 ) -> Result<Arc<Vec<Element>>, ConfigError> {
     let cannot = |e: std::io::Error| loc.of(f, format!("cannot read `{}`: {e}", f.get_ref()));
-    let text = match loader.read(path).map_err(cannot)? {
-        loader::Read::Text(t) => t,
-        loader::Read::Unchanged => {
-            let same = |g: &Gave| matches!(g, Gave::Set { decl: d, inline: i, .. } if d == decl && *i == inline);
-            if let Some(Gave::Set { elements, .. }) = loader.reuse(path, same) {
-                return Ok(elements);
-            }
-            loader.read_anyway(path).map_err(cannot)?
-        }
+    let same = |g: &Gave| match g {
+        Gave::Set {
+            decl: d,
+            inline: i,
+            elements,
+        } if d == decl && *i == inline => Some(elements.clone()),
+        _ => None,
+    };
+    let text = match loader.get(path, same).map_err(cannot)? {
+        Got::Reused(elements) => return Ok(elements),
+        Got::Text(t) => t,
     };
     let name = path.display().to_string();
     // The same files `forwarder lookup --set` reads: a `type` line is
