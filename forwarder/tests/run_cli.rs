@@ -15,6 +15,18 @@ fn example(name: &str) -> String {
     std::fs::read_to_string(root.join("examples").join(name)).unwrap()
 }
 
+/// A fresh directory for test `name`, and `examples/forwarder.toml`'s
+/// text with its set files named by absolute path (so that it runs from
+/// that directory).
+fn example_elsewhere(name: &str) -> (std::path::PathBuf, String) {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let dir = std::env::temp_dir().join(format!("fwd-{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let text = example("forwarder.toml")
+        .replace("\"sets/", &format!("\"{}/examples/sets/", root.display()));
+    (dir, text)
+}
+
 /// Writes `text` to `cfg`, runs `forwarder run` on it, expects it to be
 /// refused, and returns what it said on standard error.
 fn refused(cfg: &std::path::Path, text: &str) -> String {
@@ -121,13 +133,9 @@ fn the_readme_default_runs() {
 /// (its index).
 #[test]
 fn rate_lines_name_the_workers_core() {
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    let dir = std::env::temp_dir().join(format!("fwd-core-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let (dir, text) = example_elsewhere("core");
     let cfg = dir.join("c.toml");
-    let text = example("forwarder.toml")
-        .replace("cores = [0]", "cores = [1]")
-        .replace("\"sets/", &format!("\"{}/examples/sets/", root.display()));
+    let text = text.replace("cores = [0]", "cores = [1]");
     assert!(text.contains("cores = [1]"));
     std::fs::write(&cfg, text).unwrap();
     let out = ran(&cfg);
@@ -234,12 +242,8 @@ fn af_xdp_ports_report_where() {
 /// more sets than the flow cache records. Each names its place.
 #[test]
 fn unusable_configurations_are_refused_before_starting() {
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    let dir = std::env::temp_dir().join(format!("fwd-pre-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let (dir, text) = example_elsewhere("pre");
     let cfg = dir.join("p.toml");
-    let text = example("forwarder.toml")
-        .replace("\"sets/", &format!("\"{}/examples/sets/", root.display()));
     let cores_line = text
         .lines()
         .position(|l| l.starts_with("cores = [0]"))
@@ -282,16 +286,9 @@ fn unusable_configurations_are_refused_before_starting() {
 /// name drop reasons.
 #[test]
 fn the_summary_reads_set_matches_in_words() {
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    let dir = std::env::temp_dir().join(format!("fwd-sum-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let (dir, text) = example_elsewhere("sum");
     let cfg = dir.join("s.toml");
-    std::fs::write(
-        &cfg,
-        example("forwarder.toml")
-            .replace("\"sets/", &format!("\"{}/examples/sets/", root.display())),
-    )
-    .unwrap();
+    std::fs::write(&cfg, text).unwrap();
     let out = ran(&cfg);
     let line = out
         .lines()

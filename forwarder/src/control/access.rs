@@ -138,8 +138,8 @@ fn clear_stale(socket: &Path) -> Result<(), String> {
 }
 
 /// Creates the control socket at `socket` as the module's documentation
-/// says; `default` when the path is the default one (its directory is
-/// then made private).
+/// says: in a private directory when `cfg` names no socket (the default
+/// one), else in the configured socket's directory, checked.
 pub(crate) fn listen(socket: &Path, cfg: &ControlConfig) -> Result<UnixListener, String> {
     let dir = socket
         .parent()

@@ -53,17 +53,11 @@ impl Server {
 /// A connection whose request is being read.
 struct Conn {
     s: UnixStream,
-    /// Who it is (`SO_PEERCRED`).
-    peer: std::io::Result<u32>,
+    /// Who it is (`SO_PEERCRED`), or why that is unknown.
+    peer: Result<u32, String>,
     /// What it sent so far.
     buf: Vec<u8>,
     since: Instant,
-}
-
-/// A request as read: who sent it and its line (or why it has none).
-struct Request {
-    peer: Result<u32, String>,
-    line: Result<Vec<u8>, String>,
 }
 
 impl Conn {
@@ -267,7 +261,7 @@ fn control_loop(
                 Ok((s, _)) => {
                     let _ = s.set_nonblocking(true);
                     conns.push(Conn {
-                        peer: super::access::peer_uid(&s),
+                        peer: super::access::peer_uid(&s).map_err(|e| e.to_string()),
                         s,
                         buf: Vec::new(),
                         since: Instant::now(),
@@ -286,22 +280,25 @@ fn control_loop(
                 None => i += 1,
                 Some(line) => {
                     let c = conns.swap_remove(i);
-                    let r = Request {
-                        peer: c.peer.as_ref().map(|u| *u).map_err(|e| e.to_string()),
-                        line,
-                    };
-                    c.finish(&answer(&r, &mut control, stats).to_string());
+                    let a = answer(&c.peer, &line, &mut control, stats);
+                    c.finish(&a.to_string());
                 }
             }
         }
     }
 }
 
-/// The answer to one request.
-fn answer(r: &Request, control: &mut Control, stats: &Source) -> serde_json::Value {
+/// The answer to the request `line` from `peer` (or why neither is
+/// known).
+fn answer(
+    peer: &Result<u32, String>,
+    line: &Result<Vec<u8>, String>,
+    control: &mut Control,
+    stats: &Source,
+) -> serde_json::Value {
     // The request was read whoever sent it: a client refused before it
     // finished writing would see a broken pipe instead of the answer.
-    match &r.peer {
+    match peer {
         Ok(uid) if super::access::allowed(&control.config().control, *uid) => {}
         who => {
             let who = who
@@ -316,7 +313,7 @@ fn answer(r: &Request, control: &mut Control, stats: &Source) -> serde_json::Val
             });
         }
     }
-    let line = match &r.line {
+    let line = match line {
         Ok(l) => l,
         Err(e) => return json!({ "result": "error", "error": e }),
     };

@@ -179,13 +179,12 @@ impl Prepared {
 
 /// A worker's [`Prepared`] state in a snapshot: fresh until the worker
 /// takes it, then the worker's previous state, freed with the snapshot.
-#[derive(Default)]
-pub struct Slot(Mutex<Option<(bool, Prepared)>>);
+pub struct Slot(Mutex<(bool, Prepared)>);
 
 impl Slot {
     /// A slot holding fresh state.
     pub fn new(p: Prepared) -> Slot {
-        Slot(Mutex::new(Some((true, p))))
+        Slot(Mutex::new((true, p)))
     }
 
     /// Swaps the fresh state in for `mine` (which the slot keeps), the
@@ -196,15 +195,14 @@ impl Slot {
         let Ok(mut g) = self.0.try_lock() else {
             return false;
         };
-        match g.as_mut() {
-            Some((fresh, p)) if *fresh => {
-                p.carry_matches(mine);
-                std::mem::swap(p, mine);
-                *fresh = false;
-                true
-            }
-            _ => false,
+        let (fresh, p) = &mut *g;
+        if !*fresh {
+            return false;
         }
+        p.carry_matches(mine);
+        std::mem::swap(p, mine);
+        *fresh = false;
+        true
     }
 }
 
@@ -686,7 +684,7 @@ mac = "02:00:00:00:00:fe"
 
     fn state(slot: &Slot) -> Option<(bool, Vec<String>)> {
         let g = slot.0.lock().unwrap();
-        g.as_ref().map(|(fresh, p)| (*fresh, p.set_names.clone()))
+        Some((g.0, g.1.set_names.clone()))
     }
 
     /// A worker meeting a new generation takes the state prepared for it
