@@ -31,6 +31,7 @@ fn net_port(n: usize) -> Workload {
             Element {
                 key: vec![Range::new(base, base | host), port].into(),
                 data: None,
+                priority: None,
             }
         })
         .collect();
@@ -50,6 +51,7 @@ fn addresses(n: usize) -> Workload {
             Element {
                 key: vec![Range::single(a)].into(),
                 data: None,
+                priority: None,
             }
         })
         .collect();

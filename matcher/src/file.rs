@@ -69,7 +69,8 @@ impl SetFile {
                 )),
             ));
         }
-        let decl = SetDecl::parse(first).map_err(|e| err(n, SetError::invalid(e)))?;
+        let mut lines = lines.peekable();
+        let decl = parse_decl(first, &mut lines).map_err(|e| err(n, SetError::invalid(e)))?;
         let mut elements = Vec::new();
         for (n, l) in lines {
             elements.push((n, decl.parse_element(l).map_err(|e| err(n, e))?));
@@ -94,7 +95,9 @@ impl SetFile {
         let mut lines = content_lines(text).peekable();
         if let Some(&(n, first)) = lines.peek() {
             if is_type_line(first) {
-                let declared = SetDecl::parse(first).map_err(|e| err(n, SetError::invalid(e)))?;
+                lines.next();
+                let declared =
+                    parse_decl(first, &mut lines).map_err(|e| err(n, SetError::invalid(e)))?;
                 if declared != *decl {
                     return Err(err(
                         n,
@@ -103,12 +106,30 @@ impl SetFile {
                         )),
                     ));
                 }
-                lines.next();
             }
         }
         lines
             .map(|(n, l)| decl.parse_element(l).map(|e| (n, e)).map_err(|e| err(n, e)))
             .collect()
+    }
+}
+
+/// The declaration of a `type` line, with the `flags ...` line that may
+/// follow it (`flags priority`; see [`crate::Policy`]), which it takes
+/// from `lines`.
+fn parse_decl<'a>(
+    first: &str,
+    lines: &mut std::iter::Peekable<impl Iterator<Item = (usize, &'a str)>>,
+) -> Result<SetDecl, String> {
+    match lines.peek() {
+        Some(&(_, l))
+            if l.strip_prefix("flags")
+                .is_some_and(|r| r.starts_with(char::is_whitespace)) =>
+        {
+            lines.next();
+            SetDecl::parse(&format!("{}; {l}", first.trim_end_matches(';')))
+        }
+        _ => SetDecl::parse(first),
     }
 }
 

@@ -98,6 +98,8 @@
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod classbench;
+mod cuts;
 mod error;
 pub mod field;
 pub mod file;
@@ -115,5 +117,5 @@ pub use error::{excerpt, ErrorKind, SetError};
 pub use field::{FieldType, Range};
 pub use lookup::{Impl, Scratch};
 pub use set::{InsertMode, MemoryUsage, Op, Set, SetConfig, Snapshot};
-pub use syntax::{Data, DataType, Element, SetDecl, Verdict};
+pub use syntax::{Data, DataType, Element, Policy, SetDecl, Verdict};
 pub use table::{Chunk, FieldTable, Mapping};

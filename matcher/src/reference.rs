@@ -11,8 +11,12 @@ pub struct LinearSet {
 }
 
 impl LinearSet {
-    /// A linear set of `elems`.
-    pub fn new(decl: SetDecl, elems: Vec<Element>) -> LinearSet {
+    /// A linear set of `elems`, tried in rank order: lowest `priority`
+    /// first (0 when not given), then in the order given (what a
+    /// first-match set answers; elements of a disjoint set never share a
+    /// key, so their order does not matter).
+    pub fn new(decl: SetDecl, mut elems: Vec<Element>) -> LinearSet {
+        elems.sort_by_key(|e| e.priority.unwrap_or(0));
         LinearSet { decl, elems }
     }
 

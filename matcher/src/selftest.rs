@@ -131,7 +131,11 @@ impl Case {
                 _ => Range::new(map_value(t, s), map_value(t, e)),
             })
             .collect();
-        Element { key, data: None }
+        Element {
+            key,
+            data: None,
+            priority: None,
+        }
     }
 
     /// The key for integer `n` in every ranged field (the protocol fixed).

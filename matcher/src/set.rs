@@ -1,11 +1,12 @@
 //! A set: a private working copy that updates change, and committed,
 //! immutable snapshots that readers look keys up in.
 
+use crate::cuts::{self, Classifier, Cuts, Dim, Entry};
 use crate::error::{ErrorKind, SetError};
 use crate::field::{Prefix, Range};
 use crate::index::OverlapIndex;
 use crate::lookup::{self, Impl, Lead, Scratch};
-use crate::syntax::{Data, DataType, Element, SetDecl};
+use crate::syntax::{Data, DataType, Element, Policy, SetDecl};
 use crate::table::{FieldTable, Mapping};
 use std::collections::HashMap;
 use std::fmt;
@@ -27,6 +28,11 @@ pub struct SetConfig {
     /// `false` keeps the bitmap lookup for every key (for measuring one
     /// against the other).
     pub interval_tree: bool,
+    /// Let a snapshot without an interval tree look keys up in the
+    /// decision tree of the `cuts` module; `false` keeps the kernel's
+    /// bitmaps (for measuring one against the other). First-match sets
+    /// always use it: it is their only lookup.
+    pub classifier: bool,
 }
 
 impl Default for SetConfig {
@@ -35,6 +41,7 @@ impl Default for SetConfig {
             lt_size_high: 2 << 20,
             lt_size_low: (2 << 20) - (64 << 10),
             interval_tree: true,
+            classifier: true,
         }
     }
 }
@@ -61,7 +68,10 @@ pub enum InsertMode {
 
 enum Undo {
     Inserted(u32),
-    Deleted(Arc<Element>),
+    /// The element, its id and its sequence number (its rank among equal
+    /// priorities): an abort gives both back, so that the undo entries
+    /// before it still name the right ids.
+    Deleted(Arc<Element>, u32, u64),
 }
 
 /// Bytes a set's tables hold.
@@ -79,12 +89,20 @@ pub struct MemoryUsage {
     /// element's ranges, the rule-to-element map and the interval tree
     /// (snapshots only).
     pub lead: usize,
+    /// The decision tree of sets whose fields repeat and of first-match
+    /// sets, with the changes since it was built (see the `cuts` module).
+    pub classifier: usize,
 }
 
 impl MemoryUsage {
     /// All of it.
     pub fn total(&self) -> usize {
-        self.lookup_tables + self.mapping_tables + self.elements + self.index + self.lead
+        self.lookup_tables
+            + self.mapping_tables
+            + self.elements
+            + self.index
+            + self.lead
+            + self.classifier
     }
 }
 
@@ -109,6 +127,7 @@ fn tables_memory(fields: &[FieldTable], elems: &Vec<Option<Arc<Element>>>) -> Me
         elements,
         index: 0,
         lead: 0,
+        classifier: 0,
     }
 }
 
@@ -118,6 +137,9 @@ pub struct Snapshot {
     decl: Arc<SetDecl>,
     fields: Vec<FieldTable>,
     lead: Lead,
+    /// The tree lookups of first-match sets, and the bursts of sets
+    /// without an interval tree, go through.
+    classifier: Option<Classifier>,
     /// `decl.key_len()` and the scratch words a lookup needs, computed
     /// once: the fast path asks for them on every call.
     key_len: usize,
@@ -140,6 +162,7 @@ impl Snapshot {
             decl,
             fields,
             lead: Lead::default(),
+            classifier: None,
             elems: Vec::new(),
             len: 0,
             version: 0,
@@ -202,6 +225,9 @@ impl Snapshot {
     #[inline]
     pub fn lookup_with(&self, imp: Impl, key: &[u8], scratch: &mut Scratch) -> Option<u32> {
         assert!(key.len() >= self.key_len, "key too short");
+        if let Some(c) = self.classifier.as_ref().filter(|_| self.classify_single()) {
+            return crate::simd::classify(imp, c, key, &self.verifier());
+        }
         scratch.ensure(self.scratch_words());
         lookup::lookup(imp, &self.fields, &self.lead, key, scratch)
     }
@@ -243,8 +269,41 @@ impl Snapshot {
             keys.len() >= (out.len() - 1) * stride + klen,
             "keys too short"
         );
+        if let Some(c) = self.classifier.as_ref().filter(|_| self.classify_burst()) {
+            crate::simd::classify_burst(imp, c, keys, stride, out, &self.verifier());
+            return;
+        }
         scratch.ensure(self.scratch_words());
         lookup::lookup_burst(imp, &self.fields, &self.lead, keys, stride, out, scratch)
+    }
+
+    /// Whether single keys go through the classifier: always in
+    /// first-match sets (the only lookup they have), else where no field
+    /// leads the bitmap lookup to a few candidates.
+    #[inline(always)]
+    fn classify_single(&self) -> bool {
+        self.decl.policy() == Policy::FirstMatch || self.lead.field().is_none()
+    }
+
+    /// Whether bursts go through the classifier: where no interval tree
+    /// serves them.
+    #[inline(always)]
+    fn classify_burst(&self) -> bool {
+        self.decl.policy() == Policy::FirstMatch || !self.lead.has_tree()
+    }
+
+    fn verifier(&self) -> Verifier<'_> {
+        Verifier {
+            elems: &self.elems,
+            fields: self.decl.fields(),
+        }
+    }
+
+    /// The classifier's tree: nodes, leaves, elements and leaf entries
+    /// (how much the tree copied wide elements into several leaves), if
+    /// lookups use one.
+    pub fn classifier_shape(&self) -> Option<(usize, usize, usize, usize)> {
+        self.classifier.as_ref().map(|c| c.tree().shape())
     }
 
     /// Looks up a key and returns the matching element.
@@ -267,6 +326,7 @@ impl Snapshot {
     pub fn memory_usage(&self) -> MemoryUsage {
         MemoryUsage {
             lead: self.lead.memory_usage(),
+            classifier: self.classifier.as_ref().map_or(0, Classifier::memory_usage),
             ..tables_memory(&self.fields, &self.elems)
         }
     }
@@ -306,6 +366,45 @@ pub struct Set {
     undo: Vec<Undo>,
     committed: Arc<Snapshot>,
     candidates: Vec<u32>,
+    /// The order elements were added in, per id (ranks equal priorities),
+    /// and the next number.
+    seqs: Vec<u64>,
+    next_seq: u64,
+    /// The classifier's upkeep: its dimensions, its last tree, what
+    /// changed since (ids inserted; tree ids deleted), ids kept from reuse
+    /// while the tree still names them, and whether a commit must rebuild.
+    dims: Vec<Dim>,
+    exact_dims: bool,
+    cuts: Option<Arc<Cuts>>,
+    extra: Vec<u32>,
+    gone: Vec<u32>,
+    retired: Vec<u32>,
+    rebuild: bool,
+}
+
+/// Checks a candidate of the classifier against every field in full (sets
+/// with fields wider than 4 bytes), without allocating.
+pub(crate) struct Verifier<'a> {
+    elems: &'a [Option<Arc<Element>>],
+    fields: &'a [crate::FieldType],
+}
+
+impl cuts::Verify for Verifier<'_> {
+    #[inline]
+    fn holds(&self, id: u32, key: &[u8]) -> bool {
+        let Some(Some(e)) = self.elems.get(id as usize) else {
+            return false;
+        };
+        let mut off = 0;
+        for (t, r) in self.fields.iter().zip(e.key.iter()) {
+            let v = t.read_key(&key[off..]);
+            off += t.bytes();
+            if !r.contains(v) {
+                return false;
+            }
+        }
+        true
+    }
 }
 
 impl fmt::Debug for Set {
@@ -329,7 +428,17 @@ impl Set {
         let decl = Arc::new(decl);
         let n = decl.fields().len();
         let committed = Arc::new(Snapshot::empty(decl.clone()));
+        let lens: Vec<usize> = decl.fields().iter().map(|t| t.bytes()).collect();
         Set {
+            dims: Dim::of_fields(&lens),
+            exact_dims: lens.iter().all(|&l| l <= 4),
+            cuts: None,
+            extra: Vec::new(),
+            gone: Vec::new(),
+            retired: Vec::new(),
+            rebuild: true,
+            seqs: Vec::new(),
+            next_seq: 0,
             fields: committed.fields.clone(),
             decl,
             config,
@@ -432,6 +541,12 @@ impl Set {
                 )));
             }
         }
+        if e.priority.is_some() && self.decl.policy() != Policy::FirstMatch {
+            return Err(SetError::invalid(format!(
+                "`{}`: `priority` needs a set with `flags priority`",
+                text()
+            )));
+        }
         match (self.decl.data(), &e.data) {
             (None, None) | (Some(DataType::Verdict), Some(Data::Verdict(_))) => Ok(()),
             (Some(DataType::Value(t)), Some(Data::Value(u, v))) if t == *u && *v <= t.max() => {
@@ -482,7 +597,7 @@ impl Set {
         self.validate(&e)?;
         if let Some(&id) = self.exact.get(&e.key) {
             let old = self.elems[id as usize].as_deref().expect("indexed element");
-            if old.data != e.data {
+            if old.data != e.data || old.priority != e.priority {
                 return Err(SetError::new(
                     ErrorKind::Exists,
                     format!(
@@ -499,6 +614,12 @@ impl Set {
                     format!("`{}` exists already", self.describe(old)),
                 )),
             };
+        }
+        if self.decl.policy() == Policy::FirstMatch {
+            // Overlaps are what a first-match set is for.
+            let id = self.insert_tables(Arc::new(e));
+            self.undo.push(Undo::Inserted(id));
+            return Ok(());
         }
         let mut cands = std::mem::take(&mut self.candidates);
         self.index.candidates(&e.key, &mut cands);
@@ -524,16 +645,60 @@ impl Set {
         Ok(())
     }
 
-    /// Adds a new element (known valid and free of overlaps) to the tables
-    /// and indices.
+    /// Adds a new element (known valid and, in a disjoint set, free of
+    /// overlaps) to the tables and indices; `seq` is the order it was
+    /// added in when it comes back (an aborted delete), `None` for a new
+    /// one. First-match sets keep no bitmaps: the classifier is their
+    /// lookup, and an element inserted among others then costs no shift of
+    /// every bucket.
     fn insert_tables(&mut self, e: Arc<Element>) -> u32 {
         let id = match self.free_ids.pop() {
             Some(id) => id,
             None => {
                 self.elems.push(None);
+                self.seqs.push(0);
                 (self.elems.len() - 1) as u32
             }
         };
+        self.next_seq += 1;
+        self.seqs[id as usize] = self.next_seq;
+        if self.tracking() {
+            self.extra.push(id);
+            self.check_delta();
+        }
+        self.fill_tables(e, id);
+        id
+    }
+
+    /// Puts a deleted element back under its old id and sequence number
+    /// (an abort). Where the classifier's tree still holds it, it is
+    /// simply no longer gone.
+    fn restore(&mut self, e: Arc<Element>, id: u32, seq: u64) {
+        let taken = |v: &mut Vec<u32>| match v.iter().rposition(|&x| x == id) {
+            Some(p) => {
+                v.remove(p);
+                true
+            }
+            None => false,
+        };
+        if !taken(&mut self.free_ids) {
+            taken(&mut self.retired);
+        }
+        self.seqs[id as usize] = seq;
+        if self.tracking() && !taken(&mut self.gone) {
+            self.extra.push(id);
+            self.check_delta();
+        }
+        self.fill_tables(e, id);
+    }
+
+    /// Writes element `e` under the free id `id` into the tables.
+    fn fill_tables(&mut self, e: Arc<Element>, id: u32) {
+        if self.decl.policy() == Policy::FirstMatch {
+            self.exact.insert(e.key.clone(), id);
+            self.elems[id as usize] = Some(e);
+            return;
+        }
         let prefixes: Vec<Vec<Prefix>> = self
             .fields
             .iter()
@@ -562,7 +727,6 @@ impl Set {
         self.index.insert(&e.key, id);
         self.exact.insert(e.key.clone(), id);
         self.elems[id as usize] = Some(e);
-        id
     }
 
     /// Deletes the element with exactly this key from the working copy.
@@ -572,6 +736,7 @@ impl Set {
                 self.describe(&Element {
                     key: key.into(),
                     data: None,
+                    priority: None,
                 })
             } else {
                 format!("{key:?}")
@@ -581,9 +746,10 @@ impl Set {
                 format!("`{shown}` is not in the set"),
             ));
         };
+        let seq = self.seqs[id as usize];
         let e = self.delete_tables(id);
         let out = (*e).clone();
-        self.undo.push(Undo::Deleted(e));
+        self.undo.push(Undo::Deleted(e, id, seq));
         Ok(out)
     }
 
@@ -592,6 +758,34 @@ impl Set {
     /// field's point at the run found in the next), cuts the runs out and
     /// moves the mappings that pointed above them down.
     fn delete_tables(&mut self, id: u32) -> Arc<Element> {
+        // The classifier's tree names this id until it is rebuilt: the id
+        // is kept from reuse until then.
+        let mut free = true;
+        if self.tracking() {
+            if let Some(p) = self.extra.iter().position(|&x| x == id) {
+                self.extra.swap_remove(p);
+            } else if let Some(c) = self.cuts.as_ref().filter(|c| c.holds(id)) {
+                self.rebuild |= c.shadows(id);
+                self.gone.push(id);
+                free = false;
+            }
+            self.check_delta();
+        }
+        let e = if self.decl.policy() == Policy::FirstMatch {
+            self.elems[id as usize].take().expect("live element")
+        } else {
+            self.delete_bitmaps(id)
+        };
+        self.exact.remove(&e.key);
+        if free {
+            self.free_ids.push(id);
+        } else {
+            self.retired.push(id);
+        }
+        e
+    }
+
+    fn delete_bitmaps(&mut self, id: u32) -> Arc<Element> {
         let n = self.fields.len();
         let mut runs = vec![(0u32, 0u32); n];
         let last = &self.fields[n - 1].mt;
@@ -625,9 +819,64 @@ impl Set {
         }
         let e = self.elems[id as usize].take().expect("live element");
         self.index.remove(&e.key, id);
-        self.exact.remove(&e.key);
-        self.free_ids.push(id);
         e
+    }
+
+    /// The classifier of the working copy: the last tree with the changes
+    /// since, or a new tree when they are many, when a deleted element
+    /// shadowed others in the tree, or when there is none.
+    fn classifier(&mut self) -> Classifier {
+        let rank = |e: &Element, seq: u64| (e.priority.unwrap_or(0) as u64) << 40 | seq;
+        let entry = |id: u32, this: &Set| {
+            let e = this.elems[id as usize].as_deref().expect("live element");
+            cuts::entry(&this.dims, id, rank(e, this.seqs[id as usize]), &e.key)
+        };
+        if !self.tracking() {
+            let all: Vec<Entry> = (0..self.elems.len() as u32)
+                .filter(|&id| self.elems[id as usize].is_some())
+                .map(|id| entry(id, self))
+                .collect();
+            self.cuts = Some(Arc::new(Cuts::build(
+                self.dims.clone(),
+                self.exact_dims,
+                all,
+            )));
+            self.extra.clear();
+            self.gone.clear();
+            self.free_ids.append(&mut self.retired);
+            self.rebuild = false;
+        }
+        let extra = self.extra.iter().map(|&id| entry(id, self)).collect();
+        Classifier::new(self.cuts.clone().expect("built"), extra, &self.gone)
+    }
+
+    /// Whether updates are recorded as changes to the last tree: not when
+    /// there is none, or the next commit rebuilds it anyway.
+    fn tracking(&self) -> bool {
+        self.cuts.is_some() && !self.rebuild
+    }
+
+    /// Past [`cuts::MAX_DELTA`] changes, or once a rebuild is due, the
+    /// changes are not worth recording: the ids kept from reuse are free.
+    fn check_delta(&mut self) {
+        if self.extra.len() + self.gone.len() > cuts::MAX_DELTA {
+            self.rebuild = true;
+        }
+        if self.rebuild {
+            self.extra.clear();
+            self.gone.clear();
+            self.free_ids.append(&mut self.retired);
+        }
+    }
+
+    /// Forgets the classifier (a disjoint set whose interval tree serves
+    /// every lookup), so that no changes pile up for it.
+    fn drop_classifier(&mut self) {
+        self.cuts = None;
+        self.extra.clear();
+        self.gone.clear();
+        self.free_ids.append(&mut self.retired);
+        self.rebuild = true;
     }
 
     /// Publishes the working copy as the new committed snapshot. Readers of
@@ -638,10 +887,22 @@ impl Set {
         }
         self.undo.clear();
         let mut fields = self.fields.clone();
-        for f in &mut fields {
-            f.compute_bounds();
-        }
-        let lead = Lead::build(&fields, &self.elems, self.config.interval_tree);
+        let (lead, classifier) = if self.decl.policy() == Policy::FirstMatch {
+            (Lead::default(), Some(self.classifier()))
+        } else {
+            for f in &mut fields {
+                f.compute_bounds();
+            }
+            let lead = Lead::build(&fields, &self.elems, self.config.interval_tree);
+            let classifier = if lead.has_tree() || self.exact.is_empty() || !self.config.classifier
+            {
+                self.drop_classifier();
+                None
+            } else {
+                Some(self.classifier())
+            };
+            (lead, classifier)
+        };
         let snap = Snapshot {
             key_len: self.decl.key_len(),
             scratch_words: fields
@@ -652,6 +913,7 @@ impl Set {
             decl: self.decl.clone(),
             fields,
             lead,
+            classifier,
             elems: self.elems.clone(),
             len: self.exact.len(),
             version: self.committed.version + 1,
@@ -667,8 +929,8 @@ impl Set {
                 Undo::Inserted(id) => {
                     self.delete_tables(id);
                 }
-                Undo::Deleted(e) => {
-                    self.insert_tables(e);
+                Undo::Deleted(e, id, seq) => {
+                    self.restore(e, id, seq);
                 }
             }
         }

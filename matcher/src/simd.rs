@@ -15,12 +15,17 @@
 //! its bucket.
 #![allow(unsafe_code)]
 
+use crate::cuts::{mask_scalar, Classifier};
 use crate::lookup::{burst_lead, lookup_lead, Impl, Lead, Scalar};
+use crate::set::Verifier;
 use crate::table::FieldTable;
+use crate::tree::count_le;
 
 #[cfg(target_arch = "x86_64")]
 mod x86 {
+    use crate::cuts::Classifier;
     use crate::lookup::AndKernel;
+    use crate::set::Verifier;
     use crate::tree::{Block, Intervals};
     use std::arch::x86_64::*;
 
@@ -114,6 +119,109 @@ mod x86 {
             w += 4;
         }
         (first, last)
+    }
+
+    /// The classifier's lookups with AVX2: a node's child by two 256-bit
+    /// compares, a leaf group's lanes by four per dimension (`max(a, b)
+    /// == b` is `a <= b`, unsigned).
+    ///
+    /// SAFETY: the CPU has AVX2.
+    #[target_feature(enable = "avx2,popcnt")]
+    #[inline(never)]
+    pub(crate) unsafe fn classify_avx2(
+        c: &Classifier,
+        keys: &[u8],
+        stride: usize,
+        out: &mut [Option<u32>],
+        v: &Verifier,
+    ) {
+        c.burst(keys, stride, out, v, count_avx2, mask_avx2)
+    }
+
+    #[inline(always)]
+    fn count_avx2(b: &Block, x: u32) -> u32 {
+        // SAFETY: only called from `classify_avx2` (AVX2); a block is
+        // sixteen `u32`, two 32-byte loads.
+        unsafe {
+            let xv = _mm256_set1_epi32(x as i32);
+            let p = b.0.as_ptr();
+            let lo = _mm256_loadu_si256(p.cast());
+            let hi = _mm256_loadu_si256(p.add(8).cast());
+            let le_lo = _mm256_cmpeq_epi32(_mm256_max_epu32(lo, xv), xv);
+            let le_hi = _mm256_cmpeq_epi32(_mm256_max_epu32(hi, xv), xv);
+            (_mm256_movemask_ps(_mm256_castsi256_ps(le_lo)) as u32
+                | (_mm256_movemask_ps(_mm256_castsi256_ps(le_hi)) as u32) << 8)
+                .count_ones()
+        }
+    }
+
+    #[inline(always)]
+    fn mask_avx2(blocks: &[Block], vals: &[u32]) -> u32 {
+        assert!(blocks.len() >= 2 * vals.len());
+        // SAFETY: only called from `classify_avx2` (AVX2); every block
+        // read is in `blocks` (checked above), two 32-byte loads each.
+        unsafe {
+            let mut a = _mm256_set1_epi32(-1);
+            let mut b = a;
+            for (d, &v) in vals.iter().enumerate() {
+                let x = _mm256_set1_epi32(v as i32);
+                let lo = blocks.get_unchecked(2 * d).0.as_ptr();
+                let hi = blocks.get_unchecked(2 * d + 1).0.as_ptr();
+                for (acc, o) in [(&mut a, 0), (&mut b, 8)] {
+                    let l = _mm256_loadu_si256(lo.add(o).cast());
+                    let h = _mm256_loadu_si256(hi.add(o).cast());
+                    let ge = _mm256_cmpeq_epi32(_mm256_max_epu32(l, x), x);
+                    let le = _mm256_cmpeq_epi32(_mm256_max_epu32(x, h), h);
+                    *acc = _mm256_and_si256(*acc, _mm256_and_si256(ge, le));
+                }
+            }
+            _mm256_movemask_ps(_mm256_castsi256_ps(a)) as u32
+                | (_mm256_movemask_ps(_mm256_castsi256_ps(b)) as u32) << 8
+        }
+    }
+
+    /// The classifier's lookups with AVX-512: a node's child by one
+    /// compare into a mask, a leaf group's lanes by two per dimension.
+    ///
+    /// SAFETY: the CPU has AVX-512F.
+    #[target_feature(enable = "avx512f,popcnt")]
+    #[inline(never)]
+    pub(crate) unsafe fn classify_avx512(
+        c: &Classifier,
+        keys: &[u8],
+        stride: usize,
+        out: &mut [Option<u32>],
+        v: &Verifier,
+    ) {
+        c.burst(keys, stride, out, v, count_avx512, mask_avx512)
+    }
+
+    #[inline(always)]
+    fn count_avx512(b: &Block, x: u32) -> u32 {
+        // SAFETY: only called from `classify_avx512` (AVX-512F); a block
+        // is sixteen `u32`, one 64-byte load.
+        unsafe {
+            let v = _mm512_loadu_si512(b.0.as_ptr().cast());
+            (_mm512_cmple_epu32_mask(v, _mm512_set1_epi32(x as i32)) as u32).count_ones()
+        }
+    }
+
+    #[inline(always)]
+    fn mask_avx512(blocks: &[Block], vals: &[u32]) -> u32 {
+        assert!(blocks.len() >= 2 * vals.len());
+        // SAFETY: only called from `classify_avx512` (AVX-512F); every
+        // block read is in `blocks` (checked above), one 64-byte load each.
+        unsafe {
+            let mut m: __mmask16 = 0xffff;
+            for (d, &v) in vals.iter().enumerate() {
+                let x = _mm512_set1_epi32(v as i32);
+                let l = _mm512_loadu_si512(blocks.get_unchecked(2 * d).0.as_ptr().cast());
+                let h = _mm512_loadu_si512(blocks.get_unchecked(2 * d + 1).0.as_ptr().cast());
+                m = _mm512_mask_cmple_epu32_mask(m, l, x);
+                m = _mm512_mask_cmple_epu32_mask(m, x, h);
+            }
+            m as u32
+        }
     }
 
     pub(crate) struct Avx512;
@@ -235,4 +343,49 @@ pub(crate) fn lookup_burst(
     }
     let _ = imp;
     burst_lead::<Scalar>(fields, lead, keys, stride, out, res, fill)
+}
+
+/// One key through the classifier, with the chosen implementation.
+#[inline]
+pub(crate) fn classify(imp: Impl, c: &Classifier, key: &[u8], v: &Verifier) -> Option<u32> {
+    let mut out = [None];
+    #[cfg(target_arch = "x86_64")]
+    match imp {
+        // SAFETY: the CPU has the instructions (`supported`).
+        Impl::Avx2 if imp.supported() => unsafe { x86::classify_avx2(c, key, 0, &mut out, v) },
+        // SAFETY: as above.
+        Impl::Avx512 if imp.supported() => unsafe { x86::classify_avx512(c, key, 0, &mut out, v) },
+        _ => c.burst(key, 0, &mut out, v, count_le, mask_scalar),
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let _ = imp;
+        c.burst(key, 0, &mut out, v, count_le, mask_scalar);
+    }
+    out[0]
+}
+
+/// A burst through the classifier, with the chosen implementation.
+#[inline]
+pub(crate) fn classify_burst(
+    imp: Impl,
+    c: &Classifier,
+    keys: &[u8],
+    stride: usize,
+    out: &mut [Option<u32>],
+    v: &Verifier,
+) {
+    #[cfg(target_arch = "x86_64")]
+    match imp {
+        // SAFETY: the CPU has the instructions (`supported`).
+        Impl::Avx2 if imp.supported() => unsafe { x86::classify_avx2(c, keys, stride, out, v) },
+        // SAFETY: as above.
+        Impl::Avx512 if imp.supported() => unsafe { x86::classify_avx512(c, keys, stride, out, v) },
+        _ => c.burst(keys, stride, out, v, count_le, mask_scalar),
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let _ = imp;
+        c.burst(keys, stride, out, v, count_le, mask_scalar);
+    }
 }

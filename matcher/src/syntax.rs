@@ -71,11 +71,48 @@ impl fmt::Display for Data {
     }
 }
 
-/// A set's declaration: its field types and, for maps, the data type.
+/// How a set treats elements that share keys.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Policy {
+    /// nft's: elements never overlap, an insert that would is refused.
+    #[default]
+    Disjoint,
+    /// `flags priority`: elements may overlap, and a key matches the first
+    /// of them in rank order: lowest `priority N` (0 when not given), then
+    /// the order they were added in (a file's listing order). This is the
+    /// ACL semantics of DPDK's rte_acl, VPP and hardware ACLs.
+    FirstMatch,
+}
+
+impl Policy {
+    /// The TOML spelling (`policy = "..."`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Policy::Disjoint => "disjoint",
+            Policy::FirstMatch => "first-match",
+        }
+    }
+
+    /// Parses the TOML spelling.
+    pub fn parse(s: &str) -> Result<Policy, String> {
+        match s {
+            "disjoint" => Ok(Policy::Disjoint),
+            "first-match" => Ok(Policy::FirstMatch),
+            _ => Err(format!(
+                "unknown set policy `{}` (disjoint, first-match)",
+                excerpt(s)
+            )),
+        }
+    }
+}
+
+/// A set's declaration: its field types, for maps the data type, and how
+/// it treats overlapping elements.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct SetDecl {
     fields: Vec<FieldType>,
     data: Option<DataType>,
+    policy: Policy,
 }
 
 impl SetDecl {
@@ -87,12 +124,37 @@ impl SetDecl {
                 fields.len()
             ));
         }
-        Ok(SetDecl { fields, data })
+        Ok(SetDecl {
+            fields,
+            data,
+            policy: Policy::Disjoint,
+        })
     }
 
-    /// Parses `type F1 . F2 ... [: DATATYPE]` (the leading `type` is optional).
+    /// The same declaration with another policy.
+    pub fn with_policy(mut self, policy: Policy) -> SetDecl {
+        self.policy = policy;
+        self
+    }
+
+    /// Parses `type F1 . F2 ... [: DATATYPE] [; flags FLAG[, FLAG]]` (the
+    /// leading `type` is optional). Flags: `priority` (see
+    /// [`Policy::FirstMatch`]) and `interval` (every set here is one;
+    /// accepted as nft writes it).
     pub fn parse(s: &str) -> Result<SetDecl, String> {
         let s = s.trim().trim_end_matches(';').trim();
+        let (s, flags) = match s.split_once(';') {
+            Some((t, f)) => (t.trim(), Some(f.trim())),
+            None => (s, None),
+        };
+        let mut policy = Policy::Disjoint;
+        if let Some(f) = flags {
+            policy = parse_flags(f)?;
+        }
+        Ok(SetDecl::parse_type(s)?.with_policy(policy))
+    }
+
+    fn parse_type(s: &str) -> Result<SetDecl, String> {
         let body = s
             .strip_prefix("type")
             .filter(|b| b.starts_with(char::is_whitespace));
@@ -128,6 +190,11 @@ impl SetDecl {
     /// The map's data type, `None` for a plain set.
     pub fn data(&self) -> Option<DataType> {
         self.data
+    }
+
+    /// How the set treats overlapping elements.
+    pub fn policy(&self) -> Policy {
+        self.policy
     }
 
     /// Length in bytes of a lookup key: the fields' bytes back to back.
@@ -166,6 +233,7 @@ impl SetDecl {
         let bare = SetDecl {
             fields: self.fields.clone(),
             data: None,
+            policy: self.policy,
         };
         bare.parse_element_text(key)
             .map(|e| e.key)
@@ -183,6 +251,7 @@ impl SetDecl {
             Some((k, d)) => (k, Some(d.trim())),
             None => (text, None),
         };
+        let (key, priority) = self.split_priority(key, &quoted)?;
         let parts: Vec<&str> = split_fields(key).collect();
         if parts.len() != self.fields.len() {
             return Err(format!(
@@ -211,7 +280,39 @@ impl SetDecl {
         Ok(Element {
             key: ranges.into_boxed_slice(),
             data,
+            priority,
         })
+    }
+
+    /// Splits ` priority N` off the end of an element's key text (before
+    /// its ` : DATA`, where nft puts an element's options).
+    fn split_priority<'a>(
+        &self,
+        key: &'a str,
+        quoted: &str,
+    ) -> Result<(&'a str, Option<u32>), String> {
+        let t = key.trim_end();
+        let Some((head, n)) = t.rsplit_once(char::is_whitespace) else {
+            return Ok((key, None));
+        };
+        let Some(head) = head.trim_end().strip_suffix("priority") else {
+            return Ok((key, None));
+        };
+        if !head.is_empty() && !head.ends_with(char::is_whitespace) {
+            return Ok((key, None));
+        }
+        if self.policy != Policy::FirstMatch {
+            return Err(format!(
+                "`{quoted}`: `priority` needs a set with `flags priority`"
+            ));
+        }
+        let n = n.parse::<u32>().map_err(|_| {
+            format!(
+                "`{quoted}`: priority `{}` is not a number 0 to 4294967295",
+                excerpt(n)
+            )
+        })?;
+        Ok((head, Some(n)))
     }
 
     /// Parses a lookup key: one single value per field (`192.0.2.7 . 1500`),
@@ -270,6 +371,9 @@ impl SetDecl {
             }
             s.push_str(&t.format_range(*r));
         }
+        if let Some(p) = e.priority {
+            s.push_str(&format!(" priority {p}"));
+        }
         if let Some(d) = &e.data {
             s.push_str(" : ");
             s.push_str(&d.to_string());
@@ -303,8 +407,39 @@ impl fmt::Display for SetDecl {
             None => Ok(()),
             Some(DataType::Verdict) => f.write_str(" : verdict"),
             Some(DataType::Value(t)) => write!(f, " : {}", t.name()),
+        }?;
+        match self.policy {
+            Policy::Disjoint => Ok(()),
+            Policy::FirstMatch => f.write_str("; flags priority"),
         }
     }
+}
+
+/// The policy that `flags A, B` (the text after `flags`) asks for.
+fn parse_flags(f: &str) -> Result<Policy, String> {
+    let Some(list) = f
+        .strip_prefix("flags")
+        .filter(|r| r.starts_with(char::is_whitespace))
+    else {
+        return Err(format!(
+            "expected `flags ...` after `;`, found `{}`",
+            excerpt(f)
+        ));
+    };
+    let mut policy = Policy::Disjoint;
+    for flag in list.split(',').map(str::trim) {
+        match flag {
+            "priority" => policy = Policy::FirstMatch,
+            "interval" => {}
+            _ => {
+                return Err(format!(
+                    "unknown set flag `{}` (interval, priority)",
+                    excerpt(flag)
+                ))
+            }
+        }
+    }
+    Ok(policy)
 }
 
 /// One element of a set: a range per field and, for maps, its data.
@@ -314,6 +449,9 @@ pub struct Element {
     pub key: Box<[Range]>,
     /// The map data, `None` in a plain set.
     pub data: Option<Data>,
+    /// `priority N` (first-match sets only): lower ranks first; `None`
+    /// ranks as 0.
+    pub priority: Option<u32>,
 }
 
 impl Element {

@@ -8,7 +8,7 @@ mod common;
 
 use common::{Gen, Rng};
 use matcher::{reference::LinearSet, Element};
-use matcher::{ErrorKind, Impl, InsertMode, Range, Scratch, Set, SetConfig, Snapshot};
+use matcher::{ErrorKind, Impl, InsertMode, Policy, Range, Scratch, Set, SetConfig, Snapshot};
 use proptest::prelude::*;
 use std::sync::Arc;
 
@@ -147,12 +147,13 @@ fn run(seed: u64, steps: usize, config: SetConfig) -> (bool, bool, bool) {
 
 /// Thresholds small enough that ordinary test sets cross them both ways;
 /// interval trees allowed or not.
-fn small_config(rng_pick: u64, interval_tree: bool) -> SetConfig {
+fn small_config(rng_pick: u64, interval_tree: bool, classifier: bool) -> SetConfig {
     let high = [1 << 12, 1 << 13, 1 << 14, 1 << 16, 2 << 20][rng_pick as usize % 5];
     SetConfig {
         lt_size_high: high,
         lt_size_low: high - high / 8,
         interval_tree,
+        classifier,
     }
 }
 
@@ -160,8 +161,8 @@ proptest! {
     #![proptest_config(ProptestConfig { cases: 96, ..ProptestConfig::default() })]
 
     #[test]
-    fn pipapo_agrees_with_linear_scan(seed in any::<u64>(), pick in 0u64..5, steps in 20usize..300, tree in any::<bool>()) {
-        run(seed, steps, small_config(pick, tree));
+    fn pipapo_agrees_with_linear_scan(seed in any::<u64>(), pick in 0u64..5, steps in 20usize..300, tree in any::<bool>(), cls in any::<bool>()) {
+        run(seed, steps, small_config(pick, tree, cls));
     }
 }
 
@@ -171,7 +172,7 @@ proptest! {
 fn switches_happen_both_ways_and_answers_hold() {
     let (mut saw4, mut saw8, mut saw_tree) = (0, 0, 0);
     for seed in 0..40 {
-        let (a, b, t) = run(seed, 250, small_config(seed, seed % 4 != 0));
+        let (a, b, t) = run(seed, 250, small_config(seed, seed % 4 != 0, seed % 3 != 0));
         saw4 += a as usize;
         saw8 += b as usize;
         saw_tree += t as usize;
@@ -195,6 +196,7 @@ fn switch_round_trip_restores_tables() {
         lt_size_high: 1 << 14,
         lt_size_low: (1 << 14) - (1 << 11),
         interval_tree: false,
+        classifier: false,
     };
     let mut set = Set::with_config(decl, config);
     let mut added = Vec::new();
@@ -268,11 +270,13 @@ fn overlapping_tree_field_agrees_with_linear_scan() {
         elems.push(Element {
             key: vec![addr, port].into(),
             data: None,
+            priority: None,
         });
     }
     elems.push(Element {
         key: vec![Range::single(0x2001_0db8_ffffu128 << 80), Range::new(0, 0)].into(),
         data: None,
+        priority: None,
     });
     elems.push(Element {
         key: vec![
@@ -281,6 +285,7 @@ fn overlapping_tree_field_agrees_with_linear_scan() {
         ]
         .into(),
         data: None,
+        priority: None,
     });
     let linear = LinearSet::new(decl.clone(), elems.clone());
     let mut rng = Rng(5);
@@ -327,4 +332,85 @@ fn overlapping_tree_field_agrees_with_linear_scan() {
         }
     }
     assert!(hits > keys.len(), "too few hits to mean anything: {hits}");
+}
+
+/// Runs random updates of a first-match set (overlapping elements, some
+/// with priorities) and checks every commit against the linear scan of
+/// the elements in rank order. Returns the most tree nodes a snapshot's
+/// classifier had.
+fn run_first_match(seed: u64, steps: usize) -> usize {
+    let mut nodes = 0;
+    let mut rng = Rng(seed);
+    let mut gen = Gen::random(&mut rng);
+    gen.decl = gen.decl.clone().with_policy(Policy::FirstMatch);
+    let mut set = Set::new(gen.decl.clone());
+    // In the order they were added: the linear scan's tie-break.
+    let mut model: Vec<Element> = Vec::new();
+    let mut committed_model: Vec<Element> = Vec::new();
+    let mut scratch = Scratch::default();
+    let mut old: Option<(Arc<Snapshot>, Vec<Element>)> = None;
+    for _ in 0..steps {
+        match rng.below(20) {
+            0..=12 => {
+                let mut e = gen.element(&mut rng);
+                e.priority = rng.chance(40).then(|| rng.below(4) as u32);
+                let dup = model.iter().find(|m| m.key == e.key);
+                let r = set.insert(e.clone(), InsertMode::Add);
+                match dup {
+                    Some(d) if d.data != e.data || d.priority != e.priority => {
+                        assert_eq!(r.unwrap_err().kind, ErrorKind::Exists)
+                    }
+                    Some(_) => r.unwrap(),
+                    None => {
+                        r.unwrap();
+                        model.push(e);
+                    }
+                }
+            }
+            13..=15 if !model.is_empty() => {
+                let i = rng.below(model.len() as u64) as usize;
+                let e = model.remove(i);
+                assert_eq!(set.delete(&e.key).unwrap(), e);
+            }
+            16 => {
+                set.abort();
+                model = committed_model.clone();
+            }
+            _ => {
+                let snap = set.commit();
+                committed_model = model.clone();
+                nodes = nodes.max(snap.classifier_shape().map_or(0, |s| s.0));
+                check_snapshot(&gen, &mut rng, &snap, &model, &mut scratch);
+                if let Some((s, m)) = &old {
+                    check_snapshot(&gen, &mut rng, s, m, &mut scratch);
+                }
+                if rng.chance(30) {
+                    old = Some((snap, model.clone()));
+                }
+            }
+        }
+    }
+    nodes
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+
+    #[test]
+    fn first_match_agrees_with_linear_scan(seed in any::<u64>(), steps in 20usize..400) {
+        run_first_match(seed, steps);
+    }
+}
+
+/// Many elements stacked on the same keys, with more changes between
+/// commits than the classifier keeps beside its tree (rebuilds), fewer
+/// (changes beside the tree), and deletes of elements that shadow others.
+#[test]
+fn first_match_survives_stacks_and_rebuilds() {
+    let trees = (0..8)
+        .filter(|seed| run_first_match(1000 + seed, 1500) > 0)
+        .count();
+    // Not every random set is cut into a tree (elements spanning a
+    // whole field leave nothing to cut), but most are.
+    assert!(trees >= 4, "{trees} of 8 runs had a tree");
 }

@@ -43,6 +43,7 @@ fn validity_checked_on_every_field() {
         let e = Element {
             key: key.into(),
             data: None,
+            priority: None,
         };
         let err = set.insert(e, InsertMode::Add).unwrap_err();
         assert_eq!(err.kind, ErrorKind::Invalid);
@@ -51,6 +52,7 @@ fn validity_checked_on_every_field() {
     let e = Element {
         key: vec![Range::single(1)].into(),
         data: None,
+        priority: None,
     };
     assert_eq!(
         set.insert(e, InsertMode::Add).unwrap_err().kind,

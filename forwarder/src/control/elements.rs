@@ -90,9 +90,11 @@ impl Control {
         for (i, t) in texts.iter().enumerate() {
             let e = match op {
                 ElementOp::Add => decl.parse_element(t),
-                ElementOp::Delete => decl
-                    .parse_element_key(t)
-                    .map(|key| Element { key, data: None }),
+                ElementOp::Delete => decl.parse_element_key(t).map(|key| Element {
+                    key,
+                    data: None,
+                    priority: None,
+                }),
             };
             parsed.push(e.map_err(|e| format!("set `{set}`, element {}: {e}", i + 1))?);
         }

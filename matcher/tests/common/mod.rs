@@ -159,7 +159,11 @@ impl Gen {
                 Verdict::Drop
             })
         });
-        Element { key, data }
+        Element {
+            key,
+            data,
+            priority: None,
+        }
     }
 
     /// A key aimed at an element's boundaries: each field at its range's

@@ -1,0 +1,766 @@
+//! A decision tree over element ranges, with leaves checked sixteen
+//! elements at a time: the lookup of sets whose fields repeat across
+//! elements (firewall policies: "these hosts, these services") and of
+//! first-match sets, whose elements overlap.
+//!
+//! # Why a tree of cuts
+//!
+//! The pipapo bitmaps AND one full-width bitmap per group: for a set where
+//! no field alone narrows a key to a few elements (200 hosts × the same 20
+//! ports), every key costs `groups × elements / 64` words. The interval
+//! tree of [`crate::tree`] needs a field whose intervals name at most a few
+//! elements, which such sets lack. Packet-classification trees (HiCuts,
+//! HyperCuts, HyperSplit; EffiCuts' leaves of a few rules) instead cut the
+//! key space, a field at a time, until each region holds few elements.
+//! Here:
+//!
+//! - A *dimension* is up to 4 bytes of the key: a field of 1, 2 or 4
+//!   bytes is one, wider fields (MAC, IPv6) are cut into 4-byte chunks. An
+//!   element's range in a chunk is exact where the bytes above the chunk
+//!   agree, and the whole chunk otherwise: a necessary condition, so
+//!   elements of sets with wide fields are checked in full once their
+//!   chunks match.
+//! - A *node* cuts one dimension at up to 15 values into 16 children, the
+//!   cuts chosen among the node's range ends at equal counts of ends
+//!   (each child gets about as many ends). Its cuts are one 64-byte block,
+//!   so finding the child is one vector compare and a popcount, the step
+//!   of the interval tree.
+//! - A *leaf* holds the elements of its region in rank order (priority,
+//!   then the order they were added), in groups of sixteen stored field
+//!   by field (sixteen lows, sixteen highs): checking a key against a
+//!   group is two vector compares per dimension, and the first lane left
+//!   set is the first match.
+//! - Where an element covers a node's whole region in every dimension, the
+//!   elements ranked after it can never be the first match there and are
+//!   dropped from that region (in sets whose dimensions are exact).
+//!
+//! # Updates
+//!
+//! The tree is built from every element when a set is committed after many
+//! changes. In between, a commit shares the last tree and adds two small
+//! things: the elements inserted since (*extra*, checked like one leaf) and
+//! the ids deleted since (*gone*, skipped where a leaf names them). A
+//! deleted element that shadowed others in the tree, or too many changes,
+//! make the next commit rebuild.
+
+use crate::tree::Block;
+use std::sync::Arc;
+
+/// Lanes of a leaf group.
+pub(crate) const LANES: usize = 16;
+
+/// Most elements a leaf is left with before it is cut further.
+const LEAF_MAX: usize = 16;
+
+/// Deepest a tree grows; past this, leaves stay as large as they are.
+const MAX_DEPTH: usize = 12;
+
+/// Cuts per node (a block of sixteen values, the last always padding).
+const MAX_CUTS: usize = 15;
+
+/// A child reference naming a leaf rather than a node.
+const LEAF: u32 = 1 << 31;
+
+/// Changes (inserts plus deletes) since the last build past which a commit
+/// rebuilds the tree.
+pub(crate) const MAX_DELTA: usize = 64;
+
+/// Where one dimension's value lies in a key.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Dim {
+    /// Byte offset in the key.
+    off: u16,
+    /// Bytes, 1 to 4.
+    len: u8,
+    /// The field it belongs to, its byte length, and the chunk's bit
+    /// shift inside the field.
+    field: u8,
+    field_len: u8,
+    shift: u8,
+}
+
+impl Dim {
+    /// The dimensions of a key of fields of these byte lengths.
+    pub(crate) fn of_fields(lens: &[usize]) -> Vec<Dim> {
+        let mut dims = Vec::new();
+        let mut off = 0;
+        for (fi, &len) in lens.iter().enumerate() {
+            let mut at = 0;
+            while at < len {
+                let l = (len - at).min(4);
+                dims.push(Dim {
+                    off: (off + at) as u16,
+                    len: l as u8,
+                    field: fi as u8,
+                    field_len: len as u8,
+                    shift: (8 * (len - at - l)) as u8,
+                });
+                at += l;
+            }
+            off += len;
+        }
+        dims
+    }
+
+    /// This dimension's value in a key.
+    #[inline(always)]
+    fn value(&self, key: &[u8]) -> u32 {
+        let k = &key[self.off as usize..];
+        match self.len {
+            1 => k[0] as u32,
+            2 => u16::from_be_bytes([k[0], k[1]]) as u32,
+            3 => u32::from_be_bytes([0, k[0], k[1], k[2]]),
+            _ => u32::from_be_bytes([k[0], k[1], k[2], k[3]]),
+        }
+    }
+
+    /// The largest value of the dimension.
+    fn max(&self) -> u32 {
+        if self.len == 4 {
+            u32::MAX
+        } else {
+            (1u32 << (8 * self.len)) - 1
+        }
+    }
+
+    /// The values of this chunk that keys inside `[s, e]` (the field's
+    /// range) can have: exact where the bytes above the chunk agree.
+    fn project(&self, s: u128, e: u128) -> (u32, u32) {
+        let hi_shift = self.shift as u32 + 8 * self.len as u32;
+        let above = |v: u128| {
+            if hi_shift >= 128 {
+                0
+            } else {
+                v >> hi_shift
+            }
+        };
+        if hi_shift < 8 * self.field_len as u32 && above(s) != above(e) {
+            return (0, self.max());
+        }
+        let m = self.max() as u128;
+        (
+            ((s >> self.shift) & m) as u32,
+            ((e >> self.shift) & m) as u32,
+        )
+    }
+}
+
+/// One element as the tree sees it: its id, rank and range per dimension.
+#[derive(Clone, Debug)]
+pub(crate) struct Entry {
+    pub(crate) id: u32,
+    pub(crate) rank: u64,
+    /// `(low, high)` per dimension.
+    pub(crate) ranges: Vec<(u32, u32)>,
+}
+
+/// Projects an element's field ranges onto the dimensions.
+pub(crate) fn entry(dims: &[Dim], id: u32, rank: u64, key: &[crate::Range]) -> Entry {
+    Entry {
+        id,
+        rank,
+        ranges: dims
+            .iter()
+            .map(|d| {
+                let r = &key[d.field as usize];
+                d.project(r.start, r.end)
+            })
+            .collect(),
+    }
+}
+
+/// Elements checked together: per group of [`LANES`], a block of ids
+/// then, per dimension, a block of lows and a block of highs. Unused lanes
+/// have an empty range (low `MAX`, high 0) and match nothing.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Groups {
+    blocks: Vec<Block>,
+}
+
+impl Groups {
+    fn push_entries(&mut self, dims: usize, entries: &[&Entry]) -> (u32, u32) {
+        let start = self.blocks.len() as u32;
+        let per = 1 + 2 * dims;
+        for chunk in entries.chunks(LANES) {
+            let at = self.blocks.len();
+            self.blocks.resize(at + per, Block([0; LANES]));
+            for d in 0..dims {
+                self.blocks[at + 1 + 2 * d] = Block([u32::MAX; LANES]);
+            }
+            for (l, e) in chunk.iter().enumerate() {
+                self.blocks[at].0[l] = e.id;
+                for d in 0..dims {
+                    self.blocks[at + 1 + 2 * d].0[l] = e.ranges[d].0;
+                    self.blocks[at + 2 + 2 * d].0[l] = e.ranges[d].1;
+                }
+            }
+        }
+        (start, entries.len().div_ceil(LANES) as u32)
+    }
+
+    fn memory_usage(&self) -> usize {
+        self.blocks.capacity() * std::mem::size_of::<Block>()
+    }
+}
+
+/// The check of one group, scalar (the compiler vectorises its lane
+/// loop): the mask of the lanes whose ranges hold `vals` (one value per
+/// dimension), bit `l` for lane `l`. `blocks` holds the group's range
+/// blocks, low then high per dimension.
+#[inline(always)]
+pub(crate) fn mask_scalar(blocks: &[Block], vals: &[u32]) -> u32 {
+    let mut ok = [true; LANES];
+    for (d, &v) in vals.iter().enumerate() {
+        let (lo, hi) = (&blocks[2 * d].0, &blocks[2 * d + 1].0);
+        for l in 0..LANES {
+            ok[l] &= (lo[l] <= v) & (v <= hi[l]);
+        }
+    }
+    ok.iter()
+        .enumerate()
+        .fold(0, |m, (l, &o)| m | (o as u32) << l)
+}
+
+/// One node: its cuts (padded with `u32::MAX`) and sixteen children.
+#[derive(Clone, Debug)]
+#[repr(C, align(64))]
+struct Node {
+    cuts: Block,
+    child: [u32; LANES],
+}
+
+/// The tree of one snapshot, shared by later snapshots until a rebuild.
+#[derive(Clone, Debug)]
+pub(crate) struct Cuts {
+    dims: Vec<Dim>,
+    /// Whether every field is one dimension: a leaf's match is then the
+    /// element's match, with no full check.
+    exact: bool,
+    nodes: Vec<Node>,
+    node_dim: Vec<u8>,
+    /// Per leaf: first group block and group count.
+    leaves: Vec<(u32, u32)>,
+    groups: Groups,
+    root: u32,
+    /// Rank of every id the tree holds (`u64::MAX` for others).
+    rank: Vec<u64>,
+    /// Ids of elements that cover some node's region and so shadow the
+    /// elements dropped there: deleting one needs a rebuild.
+    shadows: Vec<u64>,
+    /// Elements the tree was built from, and entries its leaves hold.
+    elements: usize,
+    entries: usize,
+}
+
+struct Builder<'a> {
+    dims: &'a [Dim],
+    exact: bool,
+    all: &'a [Entry],
+    out: Cuts,
+    /// Leaf entries left before the tree stops cutting (replication
+    /// guard: wide elements are copied into every child they span).
+    budget: usize,
+}
+
+impl Builder<'_> {
+    /// Builds the subtree of `rules` (indices into `all`, in rank order)
+    /// inside `region`; returns its reference.
+    fn build(&mut self, rules: &[u32], region: &mut [(u32, u32)], depth: usize) -> u32 {
+        let mut rules = rules;
+        if self.exact {
+            // Elements after one that covers the whole region never match
+            // first here.
+            if let Some(p) = rules.iter().position(|&r| {
+                self.all[r as usize]
+                    .ranges
+                    .iter()
+                    .zip(region.iter())
+                    .all(|(&(lo, hi), &(rlo, rhi))| lo <= rlo && hi >= rhi)
+            }) {
+                if p + 1 < rules.len() {
+                    let id = self.all[rules[p] as usize].id as usize;
+                    if self.out.shadows.len() <= id / 64 {
+                        self.out.shadows.resize(id / 64 + 1, 0);
+                    }
+                    self.out.shadows[id / 64] |= 1 << (id % 64);
+                }
+                rules = &rules[..p + 1];
+            }
+        }
+        if rules.len() <= LEAF_MAX || depth >= MAX_DEPTH || self.budget < rules.len() {
+            return self.leaf(rules);
+        }
+        let Some((d, cuts)) = self.choose(rules, region) else {
+            return self.leaf(rules);
+        };
+        let (rlo, rhi) = region[d];
+        let mut children: Vec<Vec<u32>> = vec![Vec::new(); cuts.len() + 1];
+        for &r in rules {
+            let (lo, hi) = self.all[r as usize].ranges[d];
+            let (a, b) = spans(&cuts, lo.max(rlo), hi.min(rhi));
+            for c in &mut children[a..=b] {
+                c.push(r);
+            }
+        }
+        let n = self.out.nodes.len();
+        let mut block = Block([u32::MAX; LANES]);
+        block.0[..cuts.len()].copy_from_slice(&cuts);
+        self.out.nodes.push(Node {
+            cuts: block,
+            child: [0; LANES],
+        });
+        self.out.node_dim.push(d as u8);
+        let mut refs = [0u32; LANES];
+        for (k, c) in children.iter().enumerate() {
+            region[d] = (
+                if k == 0 { rlo } else { cuts[k - 1] },
+                if k == cuts.len() { rhi } else { cuts[k] - 1 },
+            );
+            refs[k] = self.build(c, region, depth + 1);
+        }
+        region[d] = (rlo, rhi);
+        // A key of `u32::MAX` counts the padding too, 16 in all, read as
+        // the last slot: the slots past the cuts are the last child.
+        for k in cuts.len() + 1..LANES {
+            refs[k] = refs[cuts.len()];
+        }
+        self.out.nodes[n].child = refs;
+        n as u32
+    }
+
+    /// The dimension and cuts that split `rules` best: the fewest entries
+    /// in the largest child, then the fewest copies in all; `None` when no
+    /// cut leaves every child smaller than the node.
+    fn choose(&self, rules: &[u32], region: &[(u32, u32)]) -> Option<(usize, Vec<u32>)> {
+        let mut best: Option<(usize, usize, usize, Vec<u32>)> = None;
+        let mut ends: Vec<u32> = Vec::with_capacity(2 * rules.len());
+        for (d, &(rlo, rhi)) in region.iter().enumerate() {
+            if rlo == rhi {
+                continue;
+            }
+            ends.clear();
+            for &r in rules {
+                let (lo, hi) = self.all[r as usize].ranges[d];
+                if lo > rlo {
+                    ends.push(lo);
+                }
+                if hi < rhi {
+                    ends.push(hi + 1);
+                }
+            }
+            if ends.is_empty() {
+                continue;
+            }
+            ends.sort_unstable();
+            let cuts = pick_cuts(&ends);
+            let mut count = [0i64; LANES + 1];
+            let mut copies = 0usize;
+            for &r in rules {
+                let (lo, hi) = self.all[r as usize].ranges[d];
+                let (a, b) = spans(&cuts, lo.max(rlo), hi.min(rhi));
+                count[a] += 1;
+                count[b + 1] -= 1;
+                copies += b - a + 1;
+            }
+            let mut run = 0;
+            let mut largest = 0;
+            for c in &count[..=cuts.len()] {
+                run += c;
+                largest = largest.max(run as usize);
+            }
+            if largest >= rules.len() {
+                continue;
+            }
+            if best.as_ref().is_none_or(|b| (largest, copies) < (b.1, b.2)) {
+                best = Some((d, largest, copies, cuts));
+            }
+        }
+        best.map(|(d, _, _, c)| (d, c))
+    }
+
+    fn leaf(&mut self, rules: &[u32]) -> u32 {
+        let entries: Vec<&Entry> = rules.iter().map(|&r| &self.all[r as usize]).collect();
+        let g = self.out.groups.push_entries(self.dims.len(), &entries);
+        self.budget = self.budget.saturating_sub(rules.len());
+        self.out.entries += rules.len();
+        self.out.leaves.push(g);
+        (self.out.leaves.len() - 1) as u32 | LEAF
+    }
+}
+
+/// Up to [`MAX_CUTS`] distinct values among the sorted `ends`, at equal
+/// counts of ends.
+fn pick_cuts(ends: &[u32]) -> Vec<u32> {
+    let mut cuts: Vec<u32> = Vec::with_capacity(MAX_CUTS);
+    let mut distinct = ends.to_vec();
+    distinct.dedup();
+    if distinct.len() <= MAX_CUTS {
+        return distinct;
+    }
+    for k in 1..=MAX_CUTS {
+        let v = ends[k * ends.len() / (MAX_CUTS + 1)];
+        if cuts.last() != Some(&v) {
+            cuts.push(v);
+        }
+    }
+    cuts
+}
+
+/// The children `a..=b` that the range `[lo, hi]` spans under `cuts`.
+#[inline]
+fn spans(cuts: &[u32], lo: u32, hi: u32) -> (usize, usize) {
+    (
+        cuts.partition_point(|&c| c <= lo),
+        cuts.partition_point(|&c| c <= hi),
+    )
+}
+
+impl Cuts {
+    /// Builds the tree of `all` (in any order; ranks decide) over `dims`.
+    /// `exact`: every field is one dimension.
+    pub(crate) fn build(dims: Vec<Dim>, exact: bool, mut all: Vec<Entry>) -> Cuts {
+        all.sort_by_key(|e| e.rank);
+        let top = all.iter().map(|e| e.id as usize + 1).max().unwrap_or(0);
+        let mut rank = vec![u64::MAX; top];
+        for e in &all {
+            rank[e.id as usize] = e.rank;
+        }
+        let out = Cuts {
+            exact,
+            nodes: Vec::new(),
+            node_dim: Vec::new(),
+            leaves: Vec::new(),
+            groups: Groups::default(),
+            root: 0,
+            rank,
+            shadows: Vec::new(),
+            elements: all.len(),
+            entries: 0,
+            dims: dims.clone(),
+        };
+        let mut b = Builder {
+            dims: &dims,
+            exact,
+            all: &all,
+            out,
+            budget: (16 * all.len()).max(1 << 16),
+        };
+        let mut region: Vec<(u32, u32)> = dims.iter().map(|d| (0, d.max())).collect();
+        let rules: Vec<u32> = (0..all.len() as u32).collect();
+        let root = b.build(&rules, &mut region, 0);
+        let mut out = b.out;
+        out.root = root;
+        out
+    }
+
+    /// Whether deleting `id` needs a rebuild (it shadows elements that
+    /// the tree dropped).
+    pub(crate) fn shadows(&self, id: u32) -> bool {
+        let i = id as usize;
+        self.shadows
+            .get(i / 64)
+            .is_some_and(|w| w >> (i % 64) & 1 == 1)
+    }
+
+    /// Whether the tree holds `id`.
+    pub(crate) fn holds(&self, id: u32) -> bool {
+        self.rank.get(id as usize).is_some_and(|&r| r != u64::MAX)
+    }
+
+    /// Bytes of nodes, leaves and ranks.
+    pub(crate) fn memory_usage(&self) -> usize {
+        self.nodes.capacity() * std::mem::size_of::<Node>()
+            + self.node_dim.capacity()
+            + self.leaves.capacity() * 8
+            + self.groups.memory_usage()
+            + self.rank.capacity() * 8
+            + self.shadows.capacity() * 8
+    }
+
+    /// Nodes, leaves, elements and leaf entries (for the bench's report).
+    pub(crate) fn shape(&self) -> (usize, usize, usize, usize) {
+        (
+            self.nodes.len(),
+            self.leaves.len(),
+            self.elements,
+            self.entries,
+        )
+    }
+}
+
+/// A snapshot's classifier: the shared tree, plus what changed since it
+/// was built.
+#[derive(Clone, Debug)]
+pub(crate) struct Classifier {
+    tree: Arc<Cuts>,
+    /// Elements inserted since the tree was built, in rank order, and
+    /// their ranks.
+    extra: Groups,
+    extra_groups: u32,
+    extra_rank: Vec<u64>,
+    /// Ids deleted since the tree was built (a bitset).
+    gone: Vec<u64>,
+}
+
+/// What a lookup needs besides the key: how to check an element in full
+/// (sets with wide fields), given its id.
+pub(crate) trait Verify {
+    fn holds(&self, id: u32, key: &[u8]) -> bool;
+}
+
+impl Classifier {
+    /// A classifier of `tree` and the changes since: `extra` inserted (any
+    /// order), `gone` deleted ids.
+    pub(crate) fn new(tree: Arc<Cuts>, mut extra: Vec<Entry>, gone: &[u32]) -> Classifier {
+        extra.sort_by_key(|e| e.rank);
+        let mut groups = Groups::default();
+        let refs: Vec<&Entry> = extra.iter().collect();
+        let (_, n) = groups.push_entries(tree.dims.len(), &refs);
+        let mut bits = Vec::new();
+        for &id in gone {
+            let i = id as usize;
+            if bits.len() <= i / 64 {
+                bits.resize(i / 64 + 1, 0u64);
+            }
+            bits[i / 64] |= 1 << (i % 64);
+        }
+        Classifier {
+            tree,
+            extra: groups,
+            extra_groups: n,
+            extra_rank: extra.iter().map(|e| e.rank).collect(),
+            gone: bits,
+        }
+    }
+
+    pub(crate) fn tree(&self) -> &Arc<Cuts> {
+        &self.tree
+    }
+
+    /// Bytes of the tree and the changes.
+    pub(crate) fn memory_usage(&self) -> usize {
+        self.tree.memory_usage()
+            + self.extra.memory_usage()
+            + self.extra_rank.capacity() * 8
+            + self.gone.capacity() * 8
+    }
+
+    #[inline(always)]
+    fn is_gone(&self, id: u32) -> bool {
+        let i = id as usize;
+        self.gone
+            .get(i / 64)
+            .is_some_and(|w| w >> (i % 64) & 1 == 1)
+    }
+
+    /// The leaf a key's dimension values lead to.
+    #[inline(always)]
+    fn descend(&self, vals: &[u32], count: impl Fn(&Block, u32) -> u32) -> u32 {
+        let t = &*self.tree;
+        let mut r = t.root;
+        while r & LEAF == 0 {
+            let n = &t.nodes[r as usize];
+            let x = vals[t.node_dim[r as usize] as usize];
+            r = n.child[(count(&n.cuts, x) as usize).min(LANES - 1)];
+        }
+        r & !LEAF
+    }
+
+    /// The first element (in rank order) of the groups at `blocks` that
+    /// holds the key, skipping gone ids; its position `(group, lane)` order
+    /// is its rank order.
+    #[inline(always)]
+    fn first_in(
+        &self,
+        (blocks, groups): (&[Block], u32),
+        skip_gone: bool,
+        vals: &[u32],
+        key: &[u8],
+        verify: &impl Verify,
+        mask: impl Fn(&[Block], &[u32]) -> u32,
+    ) -> Option<(u32, usize)> {
+        let per = 1 + 2 * vals.len();
+        for g in 0..groups as usize {
+            let b = &blocks[g * per..(g + 1) * per];
+            let mut m = mask(&b[1..], vals);
+            while m != 0 {
+                let l = m.trailing_zeros() as usize;
+                m &= m - 1;
+                let id = b[0].0[l];
+                if (skip_gone && self.is_gone(id)) || (!self.tree.exact && !verify.holds(id, key)) {
+                    continue;
+                }
+                return Some((id, g * LANES + l));
+            }
+        }
+        None
+    }
+
+    /// The first-ranked element holding `key`, from the leaf `leaf` and
+    /// the extra elements.
+    #[inline(always)]
+    fn resolve(
+        &self,
+        leaf: u32,
+        vals: &[u32],
+        key: &[u8],
+        verify: &impl Verify,
+        mask: impl Fn(&[Block], &[u32]) -> u32 + Copy,
+    ) -> Option<u32> {
+        let t = &*self.tree;
+        let (start, n) = t.leaves[leaf as usize];
+        let found = self.first_in(
+            (&t.groups.blocks[start as usize..], n),
+            !self.gone.is_empty(),
+            vals,
+            key,
+            verify,
+            mask,
+        );
+        if self.extra_groups == 0 {
+            return found.map(|(id, _)| id);
+        }
+        let more = self.first_in(
+            (&self.extra.blocks, self.extra_groups),
+            false,
+            vals,
+            key,
+            verify,
+            mask,
+        );
+        match (found, more) {
+            (Some((a, _)), Some((b, at))) => Some(if self.extra_rank[at] < t.rank[a as usize] {
+                b
+            } else {
+                a
+            }),
+            (a, b) => a.or(b).map(|(id, _)| id),
+        }
+    }
+
+    /// The dimension values of a key.
+    #[inline(always)]
+    fn values(&self, key: &[u8], vals: &mut [u32]) {
+        for (v, d) in vals.iter_mut().zip(&self.tree.dims) {
+            *v = d.value(key);
+        }
+    }
+
+    /// Looks one key up.
+    #[inline(always)]
+    pub(crate) fn lookup(
+        &self,
+        key: &[u8],
+        verify: &impl Verify,
+        count: impl Fn(&Block, u32) -> u32,
+        mask: impl Fn(&[Block], &[u32]) -> u32 + Copy,
+    ) -> Option<u32> {
+        let nd = self.tree.dims.len();
+        let mut buf = [0u32; MAX_DIMS];
+        let vals = &mut buf[..nd];
+        self.values(key, vals);
+        let leaf = self.descend(vals, count);
+        self.resolve(leaf, vals, key, verify, mask)
+    }
+
+    /// Looks up to [`BURST`] keys up: every key's values, then the
+    /// descent of all keys level by level (their loads overlap), then
+    /// each key's leaf.
+    #[inline(always)]
+    pub(crate) fn burst(
+        &self,
+        keys: &[u8],
+        stride: usize,
+        out: &mut [Option<u32>],
+        verify: &impl Verify,
+        count: impl Fn(&Block, u32) -> u32,
+        mask: impl Fn(&[Block], &[u32]) -> u32 + Copy,
+    ) {
+        let t = &*self.tree;
+        let nd = t.dims.len();
+        for (c, outs) in out.chunks_mut(BURST).enumerate() {
+            let keys = &keys[c * BURST * stride..];
+            let n = outs.len();
+            let mut vals = [0u32; BURST * BURST_DIMS];
+            if nd > BURST_DIMS {
+                for (j, o) in outs.iter_mut().enumerate() {
+                    *o = self.lookup(&keys[j * stride..], verify, &count, mask);
+                }
+                continue;
+            }
+            for j in 0..n {
+                self.values(&keys[j * stride..], &mut vals[j * nd..(j + 1) * nd]);
+            }
+            let mut at = [t.root; BURST];
+            let mut inner = t.root & LEAF == 0;
+            while inner {
+                inner = false;
+                for j in 0..n {
+                    let r = at[j];
+                    if r & LEAF == 0 {
+                        let node = &t.nodes[r as usize];
+                        let x = vals[j * nd + t.node_dim[r as usize] as usize];
+                        let next = node.child[(count(&node.cuts, x) as usize).min(LANES - 1)];
+                        at[j] = next;
+                        inner |= next & LEAF == 0;
+                    }
+                }
+            }
+            for (j, o) in outs.iter_mut().enumerate() {
+                *o = self.resolve(
+                    at[j] & !LEAF,
+                    &vals[j * nd..(j + 1) * nd],
+                    &keys[j * stride..],
+                    verify,
+                    mask,
+                );
+            }
+        }
+    }
+}
+
+/// Keys a burst descends together.
+const BURST: usize = 32;
+
+/// Most dimensions a burst keeps on its stack for all of its keys; sets
+/// with more go key by key.
+const BURST_DIMS: usize = 12;
+
+/// Most dimensions of a key: sixteen fields of four chunks.
+pub(crate) const MAX_DIMS: usize = 64;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dims_project_wide_fields_onto_chunks() {
+        let dims = Dim::of_fields(&[6, 2]);
+        assert_eq!(dims.len(), 3);
+        assert_eq!((dims[0].off, dims[0].len, dims[0].shift), (0, 4, 16));
+        assert_eq!((dims[1].off, dims[1].len, dims[1].shift), (4, 2, 0));
+        assert_eq!((dims[2].off, dims[2].len), (6, 2));
+        // Same upper chunk: the lower chunk's range is exact.
+        assert_eq!(
+            dims[1].project(0x0102_0304_0010, 0x0102_0304_0020),
+            (0x10, 0x20)
+        );
+        // Upper chunks differ: the lower chunk can be anything.
+        assert_eq!(
+            dims[1].project(0x0102_0304_0010, 0x0102_0305_0020),
+            (0, 0xffff)
+        );
+        assert_eq!(
+            dims[0].project(0x0102_0304_0010, 0x0102_0305_0020),
+            (0x0102_0304, 0x0102_0305)
+        );
+    }
+
+    #[test]
+    fn cuts_are_distinct_and_at_most_fifteen() {
+        let ends: Vec<u32> = (0..1000).map(|i| i / 3).collect();
+        let c = pick_cuts(&ends);
+        assert!(c.len() <= MAX_CUTS && c.windows(2).all(|w| w[0] < w[1]));
+        assert_eq!(pick_cuts(&[5, 5, 9]), vec![5, 9]);
+    }
+}
