@@ -21,7 +21,25 @@ pub enum Kind {
     Mask,
     /// `low..=high`.
     Range,
+    /// `value & mask` (what dpdk-test-acl uses for the protocol).
+    Bitmask,
 }
+
+/// rte_acl's classify methods, as `rte_acl_set_ctx_classify` names them
+/// (the AVX-512 ones need the EAL's `--force-max-simd-bitwidth=512`).
+pub const METHODS: [(&str, u32); 5] = [
+    ("scalar", sys::rte_acl_classify_alg_RTE_ACL_CLASSIFY_SCALAR),
+    ("sse", sys::rte_acl_classify_alg_RTE_ACL_CLASSIFY_SSE),
+    ("avx2", sys::rte_acl_classify_alg_RTE_ACL_CLASSIFY_AVX2),
+    (
+        "avx512x16",
+        sys::rte_acl_classify_alg_RTE_ACL_CLASSIFY_AVX512X16,
+    ),
+    (
+        "avx512x32",
+        sys::rte_acl_classify_alg_RTE_ACL_CLASSIFY_AVX512X32,
+    ),
+];
 
 /// A field of the rules: its size (1, 2 or 4 bytes), where it is in
 /// a key, and the 4-byte input word it belongs to (DPDK reads keys in
@@ -38,12 +56,15 @@ pub struct Field {
     pub input: u8,
 }
 
-/// A rule: per field, (value, prefix length) or (low, high) in host
-/// order; a match returns `userdata` (not 0).
+/// A rule: per field, (value, prefix length), (low, high) or (value,
+/// mask) in host order; a match returns `userdata` (not 0). Where several
+/// rules match, the highest `priority` wins.
 #[derive(Clone, Debug)]
 pub struct Rule {
     /// What a match returns (not 0: 0 is "no match").
     pub userdata: u32,
+    /// Rank among overlapping rules: higher wins.
+    pub priority: i32,
     /// Per field.
     pub fields: Vec<(u64, u64)>,
 }
@@ -60,6 +81,25 @@ unsafe impl Send for Classifier {}
 unsafe impl Sync for Classifier {}
 
 static SEQ: AtomicU32 = AtomicU32::new(0);
+
+/// Starts the EAL for rte_acl (once per process; later calls do nothing):
+/// no huge pages, no devices, and SIMD up to 512 bits so that rte_acl may
+/// pick, and be set to, its AVX-512 methods.
+pub fn init_eal() -> Result<(), String> {
+    let eal: Vec<String> = [
+        "--no-huge",
+        "-m",
+        "4096",
+        "--no-pci",
+        "--force-max-simd-bitwidth=512",
+        "--log-level",
+        "lib.eal:error",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    forwarder::port::dpdk::init_eal(&eal)
+}
 
 impl Classifier {
     /// Creates and builds a classifier (the EAL must run).
@@ -99,7 +139,7 @@ impl Classifier {
                 return Err("a rule's fields do not match, or its userdata is 0".into());
             }
             out[0..4].copy_from_slice(&1u32.to_ne_bytes()); // category mask
-            out[4..8].copy_from_slice(&1i32.to_ne_bytes()); // priority
+            out[4..8].copy_from_slice(&r.priority.to_ne_bytes());
             out[8..12].copy_from_slice(&r.userdata.to_ne_bytes());
             for (k, &(v, m)) in r.fields.iter().enumerate() {
                 let at = head + k * fsz;
@@ -129,6 +169,7 @@ impl Classifier {
                 type_: match f.kind {
                     Kind::Mask => sys::RTE_ACL_FIELD_TYPE_MASK as u8,
                     Kind::Range => sys::RTE_ACL_FIELD_TYPE_RANGE as u8,
+                    Kind::Bitmask => sys::RTE_ACL_FIELD_TYPE_BITMASK as u8,
                 },
                 size: f.size,
                 field_index: k as u8,
@@ -142,6 +183,17 @@ impl Classifier {
             return Err(errno_msg("rte_acl_build", ret));
         }
         Ok(c)
+    }
+
+    /// Classifies with `method` (one of [`METHODS`]) from now on; an
+    /// error where this CPU or the EAL's SIMD width does not allow it.
+    pub fn set_method(&self, method: u32) -> Result<(), String> {
+        // SAFETY: our context; DPDK checks the method.
+        let ret = unsafe { sys::rte_acl_set_ctx_classify(self.ctx, method) };
+        if ret != 0 {
+            return Err(errno_msg("rte_acl_set_ctx_classify", ret));
+        }
+        Ok(())
     }
 
     /// Classifies `n` keys laid `stride` bytes apart in `keys`: `out[i]`
@@ -246,6 +298,7 @@ mod tests {
                 .enumerate()
                 .map(|(i, &(lo, hi, p, q))| Rule {
                     userdata: i as u32 + 1,
+                    priority: 1,
                     fields: vec![
                         (0, 255),
                         (lo as u64, hi as u64),

@@ -21,6 +21,7 @@ use clap::{Parser, Subcommand};
 
 #[cfg(feature = "dpdk")]
 mod acl;
+mod classbench;
 mod dpdk;
 mod forward;
 mod hash;
@@ -55,9 +56,15 @@ enum Cmd {
         /// Measure only this SIMD implementation (scalar, avx2, avx512).
         #[arg(long = "impl")]
         imp: Option<String>,
-        /// Only these cases (e.g. `net,port`); repeatable.
+        /// Only these cases (e.g. `net,port`, `hosts-x-services`);
+        /// repeatable.
         #[arg(long = "case")]
         cases: Vec<String>,
+        /// Instead of the cases: ClassBench's rule sets and traces in this
+        /// directory (plain or .gz, e.g. `testdata/classbench`), our
+        /// first-match sets against rte_acl (feature `dpdk`).
+        #[arg(long)]
+        classbench: Option<std::path::PathBuf>,
     },
     /// The pipeline on synthetic ports, stage by stage, 1 and 2 cores.
     Forward {
@@ -175,8 +182,17 @@ fn main() {
             dump,
             imp,
             cases,
+            classbench,
         } => (|| {
             let imp = imp.map(|s| ::matcher::Impl::parse(&s)).transpose()?;
+            if let Some(dir) = classbench {
+                return classbench::run(classbench::Options {
+                    dir,
+                    json,
+                    quick,
+                    imp,
+                });
+            }
             let cases = if cases.is_empty() {
                 ::matcher::selftest::Case::ALL.to_vec()
             } else {

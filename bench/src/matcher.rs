@@ -573,18 +573,7 @@ mod acl {
         if decl.fields().contains(&FieldType::EtherAddr) {
             return None;
         }
-        let eal: Vec<String> = [
-            "--no-huge",
-            "-m",
-            "4096",
-            "--no-pci",
-            "--log-level",
-            "lib.eal:error",
-        ]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
-        if let Err(e) = forwarder::port::dpdk::init_eal(&eal) {
+        if let Err(e) = crate::acl::init_eal() {
             eprintln!("bench matcher: rte_acl column left out: {e}");
             return None;
         }
@@ -675,7 +664,7 @@ mod acl {
                 .iter()
                 .map(|f| match f.kind {
                     Kind::Range => (0, (1u64 << (8 * f.size as u32)) - 1),
-                    Kind::Mask => (0, 0),
+                    Kind::Mask | Kind::Bitmask => (0, 0),
                 })
                 .collect();
             let mut alts = vec![base];
@@ -705,6 +694,7 @@ mod acl {
             }
             rules.extend(alts.into_iter().map(|f| Rule {
                 userdata: id as u32 + 1,
+                priority: 1,
                 fields: f,
             }));
         }

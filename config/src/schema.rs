@@ -59,6 +59,7 @@ pub(crate) struct Set {
     pub type_: Spanned<String>,
     #[serde(rename = "match")]
     pub match_: Spanned<String>,
+    pub policy: Option<Spanned<String>>,
     pub action: Option<Spanned<String>>,
     #[serde(default)]
     pub elements: Vec<Spanned<String>>,

@@ -949,7 +949,20 @@ fn validate_set(
     dir: &Path,
     loader: &mut Loader,
 ) -> Result<SetConfig, ConfigError> {
-    let decl = SetDecl::parse(s.type_.get_ref()).map_err(|e| loc.of(&s.type_, e))?;
+    let mut decl = SetDecl::parse(s.type_.get_ref()).map_err(|e| loc.of(&s.type_, e))?;
+    if let Some(p) = &s.policy {
+        let policy = matcher::Policy::parse(p.get_ref()).map_err(|e| loc.of(p, e))?;
+        if decl.policy() != matcher::Policy::Disjoint && decl.policy() != policy {
+            return Err(loc.of(
+                p,
+                format!(
+                    "`policy = \"{}\"` contradicts the type's flags (`{decl}`)",
+                    p.get_ref()
+                ),
+            ));
+        }
+        decl = decl.with_policy(policy);
+    }
     let mut sources = Vec::new();
     for part in s.match_.get_ref().split(" . ") {
         sources.push(Source::parse(part).map_err(|e| loc.of(&s.match_, e))?);

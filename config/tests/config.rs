@@ -414,3 +414,26 @@ fn a_loader_reads_only_what_changed() {
     assert_eq!(err.line, 1, "{err}");
     std::fs::remove_dir_all(dir).ok();
 }
+
+/// `policy = "first-match"` makes a set take overlapping elements, in
+/// order; without it (or with `disjoint`) an overlap names its line; a
+/// wrong policy names its value.
+#[test]
+fn first_match_sets_take_overlaps() {
+    let set = |policy: &str| {
+        format!(
+            "{BASE}\n[[set]]\nname = \"acl\"\ntype = \"ipv4_addr . inet_service : verdict\"\nmatch = \"ip daddr . th dport\"\n{policy}\nelements = [\n  \"192.0.2.7 . 22 : accept\",\n  \"192.0.2.0/24 . 0-65535 : drop\",\n]\n"
+        )
+    };
+    let c = config::parse("f.toml", &set("policy = \"first-match\""), Path::new(".")).unwrap();
+    assert_eq!(c.sets[0].decl.policy(), matcher::Policy::FirstMatch);
+    assert_eq!(c.sets[0].elements.len(), 2);
+    let e = err(&set(""));
+    assert!(e.contains("overlaps"), "{e}");
+    let e = err(&set("policy = \"disjoint\""));
+    assert!(e.contains("overlaps"), "{e}");
+    assert_eq!(
+        err(&set("policy = \"firstmatch\"")),
+        "f.toml:14:10: unknown set policy `firstmatch` (disjoint, first-match)"
+    );
+}

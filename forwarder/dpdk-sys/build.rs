@@ -75,13 +75,14 @@ fn bind() {
         "rte_acl_build",
         "rte_acl_classify",
         "rte_acl_free",
+        "rte_acl_set_ctx_classify",
         "fwd_.*",
     ];
     let mut b = bindgen::Builder::default()
         .header("wrapper.h")
         .clang_args(cflags.iter().filter(|f| !f.starts_with("-march")))
         .allowlist_function(functions.join("|"))
-        .allowlist_type("rte_eth_conf|rte_eth_dev_info|rte_eth_stats|rte_ether_addr|rte_eth_rxconf|rte_eth_txconf|rte_acl_param|rte_acl_config|rte_acl_field_def|rte_acl_rule|rte_acl_field|rte_acl_rule_data")
+        .allowlist_type("rte_eth_conf|rte_eth_dev_info|rte_eth_stats|rte_ether_addr|rte_eth_rxconf|rte_eth_txconf|rte_acl_param|rte_acl_config|rte_acl_field_def|rte_acl_rule|rte_acl_field|rte_acl_rule_data|rte_acl_classify_alg")
         .allowlist_var("RTE_ACL_FIELD_TYPE_.*|RTE_ACL_MAX_FIELDS|RTE_ETH_MQ_RX_RSS|RTE_ETH_RSS_IP|RTE_ETH_RSS_TCP|RTE_ETH_RSS_UDP|RTE_MBUF_DEFAULT_BUF_SIZE|RTE_MAX_ETHPORTS")
         .opaque_type("rte_mbuf|rte_mempool")
         .derive_default(true)

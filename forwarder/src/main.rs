@@ -57,14 +57,32 @@ enum Cmd {
         #[command(subcommand)]
         cmd: ElementCmd,
     },
-    /// Load a set file and print the element each key matches, or `nomatch`.
+    /// Load a set file and print the element each key matches, or `nomatch`;
+    /// or, with `--classbench RULES --trace TRACE`, a ClassBench rule set
+    /// as a first-match set and the matching rule's number (0-based line)
+    /// per trace header.
     Lookup {
         /// Set file: a `type ...` line, then one element per line.
-        #[arg(long)]
-        set: PathBuf,
+        #[arg(
+            long,
+            required_unless_present = "classbench",
+            conflicts_with = "classbench"
+        )]
+        set: Option<PathBuf>,
         /// Key file: one key per line (`192.0.2.7 . 1500`).
-        #[arg(long)]
-        keys: PathBuf,
+        #[arg(
+            long,
+            required_unless_present = "classbench",
+            conflicts_with = "classbench"
+        )]
+        keys: Option<PathBuf>,
+        /// ClassBench rule file (`@SRC/LEN DST/LEN SP : SP DP : DP
+        /// PROTO/MASK FLAGS/MASK`, flags ignored as rte_acl's test does).
+        #[arg(long, requires = "trace", conflicts_with = "delete")]
+        classbench: Option<PathBuf>,
+        /// ClassBench trace file (`SRC DST SPORT DPORT PROTO ...`).
+        #[arg(long, requires = "classbench")]
+        trace: Option<PathBuf>,
         /// Elements to delete after loading, before the lookups.
         #[arg(long)]
         delete: Option<PathBuf>,
@@ -142,9 +160,19 @@ fn main() -> ExitCode {
         Cmd::Lookup {
             set,
             keys,
+            classbench,
+            trace,
             delete,
             imp,
-        } => forwarder::cmd::lookup::run(&set, &keys, delete.as_deref(), imp.as_deref(), out),
+        } => match (classbench, trace, set, keys) {
+            (Some(rules), Some(trace), _, _) => {
+                forwarder::cmd::lookup::classbench(&rules, &trace, imp.as_deref(), out)
+            }
+            (_, _, Some(set), Some(keys)) => {
+                forwarder::cmd::lookup::run(&set, &keys, delete.as_deref(), imp.as_deref(), out)
+            }
+            _ => Err("error: lookup needs --set and --keys, or --classbench and --trace".into()),
+        },
     };
     report(r)
 }

@@ -165,3 +165,75 @@ fn errors_name_file_and_line() {
     assert!(ok && out.is_empty());
     std::fs::remove_dir_all(dir).ok();
 }
+
+/// A file of `testdata/classbench`, uncompressed into `dir`.
+fn classbench_file(dir: &std::path::Path, name: &str) -> PathBuf {
+    use std::io::Read;
+    let src = format!(
+        "{}/../testdata/classbench/{name}.gz",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let mut text = String::new();
+    flate2::read::GzDecoder::new(std::fs::File::open(&src).unwrap())
+        .read_to_string(&mut text)
+        .unwrap();
+    let p = dir.join(name);
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+/// `forwarder lookup --classbench RULES --trace TRACE` prints, for all six
+/// ClassBench sets, exactly what DPDK's rte_acl answered for their traces
+/// (`*_trace.dpdk_acl_match`), with every implementation this CPU runs.
+#[test]
+fn classbench_sets_give_rte_acls_answers() {
+    let dir = tmpdir("classbench");
+    for set in [
+        "acl1_1K", "fw1_1K", "ipc1_1K", "acl1_10K", "fw1_10K", "ipc1_10K",
+    ] {
+        let rules = classbench_file(&dir, set);
+        let trace = classbench_file(&dir, &format!("{set}_trace"));
+        let want = classbench_file(&dir, &format!("{set}_trace.dpdk_acl_match"));
+        let want = std::fs::read_to_string(want).unwrap();
+        for imp in matcher::Impl::available() {
+            let o = Command::new(env!("CARGO_BIN_EXE_forwarder"))
+                .arg("lookup")
+                .arg("--classbench")
+                .arg(&rules)
+                .arg("--trace")
+                .arg(&trace)
+                .args(["--impl", imp.name()])
+                .output()
+                .unwrap();
+            assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+            let got = String::from_utf8(o.stdout).unwrap();
+            assert_eq!(got.lines().count(), want.lines().count(), "{set} {imp}");
+            if let Some((i, (g, w))) = got
+                .lines()
+                .zip(want.lines())
+                .enumerate()
+                .find(|(_, (g, w))| g != w)
+            {
+                panic!("{set} {imp}: header {i}: rule {g}, rte_acl's answer {w}");
+            }
+        }
+    }
+    // A bad rule line names the file, the line and the value.
+    let bad = dir.join("bad_rules");
+    std::fs::write(&bad, "@1.2.3.4/32 5.6.7.8/32 0 : 1 0 : 1 0x06/0xFF 0/0\n@1.2.3.4/40 5.6.7.8/32 0 : 1 0 : 1 0x06/0xFF 0/0\n").unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_forwarder"))
+        .arg("lookup")
+        .arg("--classbench")
+        .arg(&bad)
+        .arg("--trace")
+        .arg(dir.join("acl1_1K_trace"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8(o.stderr).unwrap();
+    assert!(!o.status.success());
+    assert!(
+        err.contains("bad_rules:2:") && err.contains("`40`"),
+        "{err}"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -123,7 +123,10 @@ mod x86 {
 
     /// The classifier's lookups with AVX2: a node's child by two 256-bit
     /// compares, a leaf group's lanes by four per dimension (`max(a, b)
-    /// == b` is `a <= b`, unsigned).
+    /// == b` is `a <= b`, unsigned). The compares are closures defined
+    /// here so that they inherit this function's target features and
+    /// their intrinsics inline (a helper function of its own would call
+    /// each intrinsic out of line).
     ///
     /// SAFETY: the CPU has AVX2.
     #[target_feature(enable = "avx2,popcnt")]
@@ -135,53 +138,49 @@ mod x86 {
         out: &mut [Option<u32>],
         v: &Verifier,
     ) {
-        c.burst(keys, stride, out, v, count_avx2, mask_avx2)
-    }
-
-    #[inline(always)]
-    fn count_avx2(b: &Block, x: u32) -> u32 {
-        // SAFETY: only called from `classify_avx2` (AVX2); a block is
-        // sixteen `u32`, two 32-byte loads.
-        unsafe {
-            let xv = _mm256_set1_epi32(x as i32);
-            let p = b.0.as_ptr();
-            let lo = _mm256_loadu_si256(p.cast());
-            let hi = _mm256_loadu_si256(p.add(8).cast());
-            let le_lo = _mm256_cmpeq_epi32(_mm256_max_epu32(lo, xv), xv);
-            let le_hi = _mm256_cmpeq_epi32(_mm256_max_epu32(hi, xv), xv);
-            (_mm256_movemask_ps(_mm256_castsi256_ps(le_lo)) as u32
-                | (_mm256_movemask_ps(_mm256_castsi256_ps(le_hi)) as u32) << 8)
-                .count_ones()
-        }
-    }
-
-    #[inline(always)]
-    fn mask_avx2(blocks: &[Block], vals: &[u32]) -> u32 {
-        assert!(blocks.len() >= 2 * vals.len());
-        // SAFETY: only called from `classify_avx2` (AVX2); every block
-        // read is in `blocks` (checked above), two 32-byte loads each.
-        unsafe {
+        let count = |b: &Block, x: u32| -> u32 {
+            // SAFETY: a block is sixteen `u32`, two 32-byte loads.
+            unsafe {
+                let xv = _mm256_set1_epi32(x as i32);
+                let p = b.0.as_ptr();
+                let lo = _mm256_loadu_si256(p.cast());
+                let hi = _mm256_loadu_si256(p.add(8).cast());
+                let le_lo = _mm256_cmpeq_epi32(_mm256_max_epu32(lo, xv), xv);
+                let le_hi = _mm256_cmpeq_epi32(_mm256_max_epu32(hi, xv), xv);
+                (_mm256_movemask_ps(_mm256_castsi256_ps(le_lo)) as u32
+                    | (_mm256_movemask_ps(_mm256_castsi256_ps(le_hi)) as u32) << 8)
+                    .count_ones()
+            }
+        };
+        let mask = |blocks: &[Block], vals: &[u32]| -> u32 {
+            assert!(blocks.len() >= 2 * vals.len());
             let mut a = _mm256_set1_epi32(-1);
             let mut b = a;
             for (d, &v) in vals.iter().enumerate() {
                 let x = _mm256_set1_epi32(v as i32);
-                let lo = blocks.get_unchecked(2 * d).0.as_ptr();
-                let hi = blocks.get_unchecked(2 * d + 1).0.as_ptr();
-                for (acc, o) in [(&mut a, 0), (&mut b, 8)] {
-                    let l = _mm256_loadu_si256(lo.add(o).cast());
-                    let h = _mm256_loadu_si256(hi.add(o).cast());
-                    let ge = _mm256_cmpeq_epi32(_mm256_max_epu32(l, x), x);
-                    let le = _mm256_cmpeq_epi32(_mm256_max_epu32(x, h), h);
-                    *acc = _mm256_and_si256(*acc, _mm256_and_si256(ge, le));
+                // SAFETY: blocks `2d` and `2d + 1` are in `blocks`
+                // (checked above); two 32-byte loads from each.
+                unsafe {
+                    let lo = blocks.get_unchecked(2 * d).0.as_ptr();
+                    let hi = blocks.get_unchecked(2 * d + 1).0.as_ptr();
+                    for (acc, o) in [(&mut a, 0), (&mut b, 8)] {
+                        let l = _mm256_loadu_si256(lo.add(o).cast());
+                        let h = _mm256_loadu_si256(hi.add(o).cast());
+                        let ge = _mm256_cmpeq_epi32(_mm256_max_epu32(l, x), x);
+                        let le = _mm256_cmpeq_epi32(_mm256_max_epu32(x, h), h);
+                        *acc = _mm256_and_si256(*acc, _mm256_and_si256(ge, le));
+                    }
                 }
             }
             _mm256_movemask_ps(_mm256_castsi256_ps(a)) as u32
                 | (_mm256_movemask_ps(_mm256_castsi256_ps(b)) as u32) << 8
-        }
+        };
+        c.burst(keys, stride, out, v, count, mask)
     }
 
     /// The classifier's lookups with AVX-512: a node's child by one
-    /// compare into a mask, a leaf group's lanes by two per dimension.
+    /// compare into a mask, a leaf group's lanes by two per dimension
+    /// (closures for the reason given at [`classify_avx2`]).
     ///
     /// SAFETY: the CPU has AVX-512F.
     #[target_feature(enable = "avx512f,popcnt")]
@@ -193,35 +192,30 @@ mod x86 {
         out: &mut [Option<u32>],
         v: &Verifier,
     ) {
-        c.burst(keys, stride, out, v, count_avx512, mask_avx512)
-    }
-
-    #[inline(always)]
-    fn count_avx512(b: &Block, x: u32) -> u32 {
-        // SAFETY: only called from `classify_avx512` (AVX-512F); a block
-        // is sixteen `u32`, one 64-byte load.
-        unsafe {
-            let v = _mm512_loadu_si512(b.0.as_ptr().cast());
+        let count = |b: &Block, x: u32| -> u32 {
+            // SAFETY: a block is sixteen `u32`, one 64-byte load.
+            let v = unsafe { _mm512_loadu_si512(b.0.as_ptr().cast()) };
             (_mm512_cmple_epu32_mask(v, _mm512_set1_epi32(x as i32)) as u32).count_ones()
-        }
-    }
-
-    #[inline(always)]
-    fn mask_avx512(blocks: &[Block], vals: &[u32]) -> u32 {
-        assert!(blocks.len() >= 2 * vals.len());
-        // SAFETY: only called from `classify_avx512` (AVX-512F); every
-        // block read is in `blocks` (checked above), one 64-byte load each.
-        unsafe {
+        };
+        let mask = |blocks: &[Block], vals: &[u32]| -> u32 {
+            assert!(blocks.len() >= 2 * vals.len());
             let mut m: __mmask16 = 0xffff;
             for (d, &v) in vals.iter().enumerate() {
                 let x = _mm512_set1_epi32(v as i32);
-                let l = _mm512_loadu_si512(blocks.get_unchecked(2 * d).0.as_ptr().cast());
-                let h = _mm512_loadu_si512(blocks.get_unchecked(2 * d + 1).0.as_ptr().cast());
+                // SAFETY: blocks `2d` and `2d + 1` are in `blocks`
+                // (checked above); one 64-byte load from each.
+                let (l, h) = unsafe {
+                    (
+                        _mm512_loadu_si512(blocks.get_unchecked(2 * d).0.as_ptr().cast()),
+                        _mm512_loadu_si512(blocks.get_unchecked(2 * d + 1).0.as_ptr().cast()),
+                    )
+                };
                 m = _mm512_mask_cmple_epu32_mask(m, l, x);
                 m = _mm512_mask_cmple_epu32_mask(m, x, h);
             }
             m as u32
-        }
+        };
+        c.burst(keys, stride, out, v, count, mask)
     }
 
     pub(crate) struct Avx512;

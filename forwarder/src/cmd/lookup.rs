@@ -1,5 +1,7 @@
 //! `forwarder lookup`: load a set file, optionally delete elements, and
-//! print the matching element (or `nomatch`) for every key of a key file.
+//! print the matching element (or `nomatch`) for every key of a key file;
+//! or load a ClassBench rule set and print the matching rule's number for
+//! every header of a trace.
 
 use matcher::file::{parse_delete_file, parse_key_file, FileError, SetFile};
 use matcher::{Impl, InsertMode, Set};
@@ -8,6 +10,59 @@ use std::path::Path;
 
 fn read(path: &Path) -> Result<String, String> {
     std::fs::read_to_string(path).map_err(|e| format!("{}: error: {e}", path.display()))
+}
+
+fn implementation(imp: Option<&str>) -> Result<Impl, String> {
+    match imp {
+        Some(s) => {
+            let i = Impl::parse(s).map_err(|e| format!("error: --impl: {e}"))?;
+            if !i.supported() {
+                return Err(format!("error: --impl: this CPU cannot run `{s}`"));
+            }
+            Ok(i)
+        }
+        None => Impl::from_env().map_err(|e| format!("error: {e}")),
+    }
+}
+
+/// `--classbench RULES --trace TRACE`: the rules as a first-match set
+/// (first rule first), the number of the rule each header matches (its
+/// 0-based line) or `nomatch`, one line per header, in bursts of 32; the
+/// output `dpdk-test-acl` gives for the same files.
+pub fn classbench(
+    rules_path: &Path,
+    trace_path: &Path,
+    imp: Option<&str>,
+    out: &mut dyn Write,
+) -> Result<(), String> {
+    use matcher::classbench as cb;
+    let imp = implementation(imp)?;
+    let name = rules_path.display().to_string();
+    let rules = cb::parse_rules(&name, &read(rules_path)?).map_err(|e| e.to_string())?;
+    let tname = trace_path.display().to_string();
+    let keys = cb::parse_trace(&tname, &read(trace_path)?).map_err(|e| e.to_string())?;
+    let mut set = Set::new(cb::decl());
+    for e in rules.elements {
+        set.insert(e, InsertMode::Create)
+            .map_err(|e| format!("{name}: error: {e}"))?;
+    }
+    let snap = set.commit();
+    let mut scratch = snap.scratch();
+    let mut w = std::io::BufWriter::new(out);
+    let mut found = [None; 32];
+    for chunk in keys.chunks(32) {
+        let flat: Vec<u8> = chunk.iter().flatten().copied().collect();
+        let n = chunk.len();
+        snap.lookup_burst_with(imp, &flat, 13, &mut found[..n], &mut scratch);
+        for id in &found[..n] {
+            let r = match id.and_then(|id| snap.element(id)).and_then(cb::rule_number) {
+                Some(n) => writeln!(w, "{n}"),
+                None => writeln!(w, "nomatch"),
+            };
+            r.map_err(|e| format!("error: writing output: {e}"))?;
+        }
+    }
+    w.flush().map_err(|e| format!("error: writing output: {e}"))
 }
 
 /// Runs the command; every error comes back as `FILE:LINE: error: ...`.
@@ -21,16 +76,7 @@ pub fn run(
     imp: Option<&str>,
     out: &mut dyn Write,
 ) -> Result<(), String> {
-    let imp = match imp {
-        Some(s) => {
-            let i = Impl::parse(s).map_err(|e| format!("error: --impl: {e}"))?;
-            if !i.supported() {
-                return Err(format!("error: --impl: this CPU cannot run `{s}`"));
-            }
-            i
-        }
-        None => Impl::from_env().map_err(|e| format!("error: {e}"))?,
-    };
+    let imp = implementation(imp)?;
     let set_name = set_path.display().to_string();
     let file = SetFile::parse(&set_name, &read(set_path)?).map_err(|e| e.to_string())?;
     let decl = file.decl.clone();

@@ -343,7 +343,25 @@ impl Control {
             // large diff costs more element by element than a fresh
             // build (measured: replacing 30,000 of 30,000 elements one by
             // one took 8 s, building them 0.1 s).
-            if removed + added > REBUILD_ABOVE.max(ns.elements.len() / 8) {
+            // In a first-match set, elements of equal priority rank by
+            // the order they were added: a change in place keeps the
+            // file's order only when what it adds comes after everything
+            // it keeps; otherwise the set is built in the file's order.
+            let in_order = ns.decl.policy() != matcher::Policy::FirstMatch || {
+                let first_added = ns.elements.iter().position(|e| !old.contains(e));
+                let last_kept = ns.elements.iter().rposition(|e| old.contains(e));
+                let kept_new = ns.elements.iter().filter(|e| old.contains(*e));
+                let kept_old = self.cfg.sets[j]
+                    .elements
+                    .iter()
+                    .filter(|e| now.contains(*e));
+                kept_new.eq(kept_old)
+                    && match (first_added, last_kept) {
+                        (Some(a), Some(k)) => a > k,
+                        _ => true,
+                    }
+            };
+            if !in_order || removed + added > REBUILD_ABOVE.max(ns.elements.len() / 8) {
                 fresh.push(Some(snapshot::build_set(ns)?));
                 plan.push(None);
                 rep.sets_rebuilt += 1;
