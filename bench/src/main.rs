@@ -194,13 +194,12 @@ fn main() {
                 });
             }
             let cases = if cases.is_empty() {
-                ::matcher::selftest::Case::ALL.to_vec()
+                matcher::Bench::all()
             } else {
                 cases
                     .iter()
                     .map(|c| {
-                        ::matcher::selftest::Case::from_name(c)
-                            .ok_or_else(|| format!("unknown case `{c}`"))
+                        matcher::Bench::from_name(c).ok_or_else(|| format!("unknown case `{c}`"))
                     })
                     .collect::<Result<_, _>>()?
             };

@@ -73,9 +73,12 @@ enum Column {
     Pipapo4,
     PipapoSwitch,
     Simd(Impl),
-    /// The best vector kernel with the interval tree turned off: bursts
-    /// go through the bitmap lead, one key after another.
+    /// The best vector kernel over the bitmaps alone (no interval tree,
+    /// no classifier): bursts go through the bitmap lead, one key after
+    /// another.
     NoTree(Impl),
+    /// The best vector kernel, one key at a time (shapes only).
+    Single(Impl),
     /// DPDK's classifier, `rte_acl` (feature `dpdk`), on the cases it can
     /// express (no MAC fields).
     #[cfg_attr(not(feature = "dpdk"), allow(dead_code))]
@@ -93,6 +96,7 @@ impl Column {
             Column::PipapoSwitch => "pipapo_switch",
             Column::Simd(i) => i.name(),
             Column::NoTree(_) => "simd_no_tree",
+            Column::Single(_) => "single_key",
             Column::Acl => "rte_acl",
         }
     }
@@ -100,10 +104,12 @@ impl Column {
 
 /// Everything one case's columns look keys up in.
 struct Structures {
+    /// The kernel's algorithm alone (bitmaps, no tree, no classifier),
+    /// 4-bit groups, and with the 8/4-bit switch.
     snap4: std::sync::Arc<Snapshot>,
+    snap_bitmaps: std::sync::Arc<Snapshot>,
+    /// The set as the forwarder builds it.
     snap: std::sync::Arc<Snapshot>,
-    /// The same set without an interval tree.
-    snap_no_tree: std::sync::Arc<Snapshot>,
     hash: AHashSet<[u8; 32]>,
     tree: BTreeMap<u128, (u128, u32)>,
     linear: Vec<u128>,
@@ -114,7 +120,7 @@ struct Structures {
 
 /// Results of one case.
 pub struct CaseResult {
-    pub case: Case,
+    pub name: String,
     pub entries: usize,
     pub cells: Vec<(&'static str, f64)>, // (column, ns per lookup)
     pub load_s: f64,
@@ -176,9 +182,14 @@ fn make_keys(case: Case, elems: &[Element], snap: &Snapshot, n: usize, rng: &mut
     recs
 }
 
-fn build(case: Case, elems: &[Element]) -> (Structures, f64, f64, f64, f64) {
-    let decl = case.decl();
+fn build(decl: &SetDecl, elems: &[Element]) -> (Structures, f64, f64, f64, f64) {
+    let decl = decl.clone();
     let nfields = decl.fields().len();
+    let bitmaps = SetConfig {
+        interval_tree: false,
+        classifier: false,
+        ..SetConfig::default()
+    };
     // The 4-bit-only set: a zero threshold switches every field at once,
     // and a zero low threshold never switches back.
     let mut set4 = Set::with_config(
@@ -186,22 +197,18 @@ fn build(case: Case, elems: &[Element]) -> (Structures, f64, f64, f64, f64) {
         SetConfig {
             lt_size_high: 0,
             lt_size_low: 0,
-            ..SetConfig::default()
+            ..bitmaps
         },
     );
     for e in elems {
         set4.insert(e.clone(), InsertMode::Create).unwrap();
     }
     let snap4 = set4.commit();
-    let no_tree = SetConfig {
-        interval_tree: false,
-        ..SetConfig::default()
-    };
-    let mut set_nt = Set::with_config(decl.clone(), no_tree);
+    let mut set_b = Set::with_config(decl.clone(), bitmaps);
     for e in elems {
-        set_nt.insert(e.clone(), InsertMode::Create).unwrap();
+        set_b.insert(e.clone(), InsertMode::Create).unwrap();
     }
-    let snap_no_tree = set_nt.commit();
+    let snap_bitmaps = set_b.commit();
     let t = Instant::now();
     let mut set = Set::new(decl.clone());
     for e in elems {
@@ -230,8 +237,8 @@ fn build(case: Case, elems: &[Element]) -> (Structures, f64, f64, f64, f64) {
     (
         Structures {
             snap4,
+            snap_bitmaps,
             snap,
-            snap_no_tree,
             hash,
             tree,
             linear,
@@ -255,7 +262,7 @@ fn measure(col: Column, s: &Structures, x: &Extractor, recs: &[u8], rounds: usiz
     #[cfg(feature = "dpdk")]
     let mut acl_out = [0u32; BURST];
     let mut scratch = s.snap.scratch();
-    scratch.ensure(s.snap4.scratch_words());
+    scratch.ensure(s.snap4.scratch_words().max(s.snap_bitmaps.scratch_words()));
     let decl = s.snap.decl();
     let t0 = decl.fields()[0];
     let mut found = 0usize;
@@ -299,12 +306,18 @@ fn measure(col: Column, s: &Structures, x: &Extractor, recs: &[u8], rounds: usiz
                         found += hit.is_some() as usize;
                     }
                 }
+                Column::Single(i) => {
+                    for j in 0..n {
+                        let k = &keys[j * stride..(j + 1) * stride];
+                        found += s.snap.lookup_with(i, k, &mut scratch).is_some() as usize;
+                    }
+                }
                 Column::Pipapo4 | Column::PipapoSwitch | Column::Simd(_) | Column::NoTree(_) => {
                     let (snap, imp) = match col {
                         Column::Pipapo4 => (&s.snap4, Impl::Scalar),
                         Column::Simd(i) => (&s.snap, i),
-                        Column::NoTree(i) => (&s.snap_no_tree, i),
-                        _ => (&s.snap, Impl::Scalar),
+                        Column::NoTree(i) => (&s.snap_bitmaps, i),
+                        _ => (&s.snap_bitmaps, Impl::Scalar),
                     };
                     snap.lookup_burst_with(imp, &keys, stride, &mut out[..n], &mut scratch);
                     found += out[..n].iter().flatten().count();
@@ -327,13 +340,17 @@ fn measure(col: Column, s: &Structures, x: &Extractor, recs: &[u8], rounds: usiz
     ns
 }
 
-fn dump(dir: &Path, case: Case, elems: &[Element], recs: &[u8]) -> std::io::Result<()> {
+fn dump(
+    dir: &Path,
+    case: &str,
+    decl: &SetDecl,
+    elems: &[Element],
+    recs: &[u8],
+) -> std::io::Result<()> {
     std::fs::create_dir_all(dir)?;
-    let decl = case.decl();
-    let name = case.name().replace(',', "-");
+    let name = case.replace(',', "-");
     let mut set = format!(
-        "# nft_concat_range.sh {} with {} entries\n{decl}\n",
-        case.name(),
+        "# bench matcher {case} with {} entries\n{decl}\n",
         elems.len()
     );
     for e in elems {
@@ -342,7 +359,7 @@ fn dump(dir: &Path, case: Case, elems: &[Element], recs: &[u8]) -> std::io::Resu
     }
     std::fs::write(dir.join(format!("{name}.set")), set)?;
     let mut keys = String::new();
-    let x = Extractor::new(&decl);
+    let x = Extractor::new(decl);
     let mut key = vec![0u8; x.klen + 16];
     for rec in recs.chunks(REC) {
         x.extract(rec, &mut key);
@@ -357,7 +374,194 @@ pub struct Options {
     pub quick: bool,
     pub dump: Option<std::path::PathBuf>,
     pub imp: Option<Impl>,
-    pub cases: Vec<Case>,
+    pub cases: Vec<Bench>,
+}
+
+/// A case of the table: one of the kernel selftest's, or a shape of
+/// real policies.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Bench {
+    Selftest(Case),
+    Shape(Shape),
+}
+
+impl Bench {
+    /// Every case: the selftest's, then the shapes.
+    pub fn all() -> Vec<Bench> {
+        Case::ALL
+            .into_iter()
+            .map(Bench::Selftest)
+            .chain(Shape::ALL.into_iter().map(Bench::Shape))
+            .collect()
+    }
+
+    pub fn from_name(s: &str) -> Option<Bench> {
+        Case::from_name(s).map(Bench::Selftest).or_else(|| {
+            Shape::ALL
+                .into_iter()
+                .find(|x| x.name() == s)
+                .map(Bench::Shape)
+        })
+    }
+}
+
+/// Sets shaped like firewall policies, where fields repeat across
+/// elements: what the selftest's sets (every field distinct per entry)
+/// never show.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Shape {
+    /// `ipv4_addr . inet_service . inet_proto`: 200 servers × the same 20
+    /// service ports, tcp (4,000).
+    HostsServices,
+    /// `ipv4_addr . inet_service`: 1,000 /24 networks × the same 5 port
+    /// ranges (5,000).
+    NetsRanges,
+    /// `ipv4_addr . inet_service`: 100 hosts × 100 ports (10,000): no
+    /// field alone narrows a key below 100 candidates.
+    Grid,
+    /// `ipv4_addr`: a blocklist of 25,000 /24s and 25,000 /32s (50,000).
+    Blocklist,
+}
+
+impl Shape {
+    pub const ALL: [Shape; 4] = [
+        Shape::HostsServices,
+        Shape::NetsRanges,
+        Shape::Grid,
+        Shape::Blocklist,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Shape::HostsServices => "hosts-x-services",
+            Shape::NetsRanges => "nets-x-ranges",
+            Shape::Grid => "grid-100x100",
+            Shape::Blocklist => "blocklist",
+        }
+    }
+
+    fn decl(self) -> SetDecl {
+        SetDecl::parse(match self {
+            Shape::HostsServices => "type ipv4_addr . inet_service . inet_proto",
+            Shape::NetsRanges | Shape::Grid => "type ipv4_addr . inet_service",
+            Shape::Blocklist => "type ipv4_addr",
+        })
+        .expect("valid")
+    }
+
+    fn elements(self) -> Vec<Element> {
+        use matcher::Range;
+        let el = |key: Vec<Range>| Element {
+            key: key.into(),
+            data: None,
+            priority: None,
+        };
+        let mut rng = Rng(0x5a5e ^ self as u64);
+        match self {
+            Shape::HostsServices => {
+                const PORTS: [u128; 20] = [
+                    22, 25, 53, 80, 110, 123, 143, 389, 443, 465, 587, 636, 993, 995, 1194, 3306,
+                    5432, 6379, 8080, 8443,
+                ];
+                let mut out = Vec::new();
+                for h in 0..200u128 {
+                    // Servers scattered over a /16, as a DMZ's are.
+                    let addr = 0x0a01_0000 | (h * 257 + rng.below(200) as u128) & 0xffff;
+                    for p in PORTS {
+                        out.push(el(vec![
+                            Range::single(addr),
+                            Range::single(p),
+                            Range::single(6),
+                        ]));
+                    }
+                }
+                out.sort_by_key(|e| (e.key[0].start, e.key[1].start));
+                out.dedup_by_key(|e| (e.key[0].start, e.key[1].start));
+                out
+            }
+            Shape::NetsRanges => {
+                const RANGES: [(u128, u128); 5] = [
+                    (0, 1023),
+                    (1024, 4999),
+                    (5000, 9999),
+                    (10000, 32767),
+                    (49152, 65535),
+                ];
+                let mut out = Vec::new();
+                for n in 0..1000u128 {
+                    let net = 0x0a00_0000 | n * 97 % 65536 << 8;
+                    for (lo, hi) in RANGES {
+                        out.push(el(vec![Range::new(net, net | 0xff), Range::new(lo, hi)]));
+                    }
+                }
+                out
+            }
+            Shape::Grid => {
+                let mut out = Vec::new();
+                for h in 0..100u128 {
+                    for p in 0..100u128 {
+                        out.push(el(vec![
+                            Range::single(0x0a02_0000 | h * 131),
+                            Range::single(1000 + p * 7),
+                        ]));
+                    }
+                }
+                out
+            }
+            Shape::Blocklist => {
+                let mut out = Vec::new();
+                // /24s at even /16-offsets, /32s in the odd ones: disjoint.
+                for k in 0..25_000u128 {
+                    let a = (0x0b00_0000 + (k * 2) * 256) & 0xffff_ff00;
+                    out.push(el(vec![Range::new(a, a | 0xff)]));
+                    let b = 0x0b00_0000 + (k * 2 + 1) * 256 + rng.below(256) as u128;
+                    out.push(el(vec![Range::single(b)]));
+                }
+                out
+            }
+        }
+    }
+}
+
+/// Keys for a shape: half hits (an element's ranges, a random value in
+/// each), half misses (a hit with one field taken from another element:
+/// known hosts on ports they do not serve; or values from nowhere).
+fn shape_keys(elems: &[Element], snap: &Snapshot, n: usize, rng: &mut Rng) -> Vec<u8> {
+    let decl = snap.decl().clone();
+    let mut scratch = snap.scratch();
+    let mut recs = vec![0u8; n * REC];
+    let pick = |rng: &mut Rng, r: &matcher::Range| {
+        r.start + rng.below((r.end - r.start + 1) as u64) as u128
+    };
+    let (mut hits, mut misses, mut i, mut guard) = (0, 0, 0, 0usize);
+    while i < n {
+        guard += 1;
+        let want_hit = hits * 2 < n && (misses * 2 >= n || rng.below(2) == 0);
+        let e = &elems[rng.below(elems.len() as u64) as usize];
+        let mut values: Vec<u128> = e.key.iter().map(|r| pick(rng, r)).collect();
+        if !want_hit {
+            let f = rng.below(values.len() as u64) as usize;
+            let o = &elems[rng.below(elems.len() as u64) as usize];
+            values[f] = if rng.below(4) == 0 {
+                rng.next_u64() as u128 & decl.fields()[f].max()
+            } else {
+                pick(rng, &o.key[f])
+            };
+        }
+        let key = decl.key_from_values(&values);
+        let hit = snap.lookup_with(Impl::Scalar, &key, &mut scratch).is_some();
+        if hit != want_hit && guard <= 50 * n {
+            continue;
+        }
+        if hit {
+            hits += 1;
+        } else {
+            misses += 1;
+        }
+        write_record(&decl, &values, &mut recs[i * REC..(i + 1) * REC]);
+        i += 1;
+    }
+    recs
 }
 
 /// Releases the EAL the `rte_acl` column started, and its runtime files,
@@ -390,12 +594,19 @@ pub fn run(o: Options) -> Result<(), String> {
     let target_lookups = if o.quick { 1_000_000 } else { 4_000_000 };
     let mut results = Vec::new();
     for &case in &o.cases {
-        let entries = case.perf_entries();
-        let elems = case.entries(entries);
-        let (s, load_s, add_us, delete_us, commit_us) = build(case, &elems);
-        let recs = make_keys(case, &elems, &s.snap, nkeys, &mut rng);
+        let (name, decl, elems) = match case {
+            Bench::Selftest(c) => (c.name().to_string(), c.decl(), c.entries(c.perf_entries())),
+            Bench::Shape(sh) => (sh.name().to_string(), sh.decl(), sh.elements()),
+        };
+        let entries = elems.len();
+        let (s, load_s, add_us, delete_us, commit_us) = build(&decl, &elems);
+        let recs = match case {
+            Bench::Selftest(c) => make_keys(c, &elems, &s.snap, nkeys, &mut rng),
+            Bench::Shape(_) => shape_keys(&elems, &s.snap, nkeys, &mut rng),
+        };
         if let Some(dir) = &o.dump {
-            dump(dir, case, &elems, &recs).map_err(|e| format!("--dump {}: {e}", dir.display()))?;
+            dump(dir, &name, &decl, &elems, &recs)
+                .map_err(|e| format!("--dump {}: {e}", dir.display()))?;
         }
         let x = Extractor::new(s.snap.decl());
         let mut cols = vec![
@@ -409,6 +620,9 @@ pub fn run(o: Options) -> Result<(), String> {
         cols.extend(simd.iter().map(|&i| Column::Simd(i)));
         if let Some(&best) = simd.last() {
             cols.push(Column::NoTree(best));
+            if matches!(case, Bench::Shape(_)) {
+                cols.push(Column::Single(best));
+            }
         }
         #[cfg(feature = "dpdk")]
         if s.acl.is_some() {
@@ -440,7 +654,7 @@ pub fn run(o: Options) -> Result<(), String> {
             .map(|f| f.group_bits().to_string())
             .collect();
         results.push(CaseResult {
-            case,
+            name,
             entries,
             cells,
             load_s,
@@ -465,14 +679,14 @@ fn print_json(results: &[CaseResult]) {
         for (col, ns) in &r.cells {
             println!(
                 "{{\"case\":\"{}\",\"entries\":{},\"column\":\"{col}\",\"ns_per_lookup\":{ns:.2},\"mlookups_per_s\":{:.2}}}",
-                r.case.name(),
+                r.name,
                 r.entries,
                 1e3 / ns
             );
         }
         println!(
             "{{\"case\":\"{}\",\"entries\":{},\"load_s\":{:.4},\"add_us\":{:.1},\"delete_us\":{:.1},\"commit_us\":{:.1},\"memory_bytes\":{},\"group_bits\":\"{}\",\"interval_tree\":{}}}",
-            r.case.name(),
+            r.name,
             r.entries,
             r.load_s,
             r.add_us,
@@ -509,7 +723,7 @@ fn print_table(results: &[CaseResult]) {
     }
     println!("---:|---:|---:|");
     for r in results {
-        print!("| {} | {} |", r.case.name(), r.entries);
+        print!("| {} | {} |", r.name, r.entries);
         for c in &cols {
             match r.cells.iter().find(|x| x.0 == *c) {
                 Some((_, ns)) => print!(" {ns:.1} ({:.1}) |", 1e3 / ns),
@@ -545,7 +759,7 @@ fn print_table(results: &[CaseResult]) {
     for r in results {
         println!(
             "| {} | {} | {:.1} | {:.1} | {:.1} | {:.0} | {} | {} | {} |",
-            r.case.name(),
+            r.name,
             r.entries,
             r.load_s * 1e3,
             r.add_us,

@@ -33,4 +33,8 @@ fn main() {
         keys.len(),
         snap.classifier_shape()
     );
+    println!(
+        "leaves by groups of 16: {:?}",
+        snap.classifier_leaf_groups()
+    );
 }

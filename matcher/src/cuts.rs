@@ -477,6 +477,16 @@ impl Cuts {
             + self.shadows.capacity() * 8
     }
 
+    /// Leaves by their number of groups of sixteen: `[g]` leaves have
+    /// `g` groups (the last entry counts every larger leaf too).
+    pub(crate) fn leaf_groups(&self) -> Vec<usize> {
+        let mut h = vec![0; 9];
+        for &(_, g) in &self.leaves {
+            h[(g as usize).min(8)] += 1;
+        }
+        h
+    }
+
     /// Nodes, leaves, elements and leaf entries (for the bench's report).
     pub(crate) fn shape(&self) -> (usize, usize, usize, usize) {
         (

@@ -306,6 +306,12 @@ impl Snapshot {
         self.classifier.as_ref().map(|c| c.tree().shape())
     }
 
+    /// The classifier's leaves by their number of groups of sixteen
+    /// elements (index 8 counts 8 and more), if lookups use one.
+    pub fn classifier_leaf_groups(&self) -> Option<Vec<usize>> {
+        self.classifier.as_ref().map(|c| c.tree().leaf_groups())
+    }
+
     /// Looks up a key and returns the matching element.
     pub fn lookup_element(&self, key: &[u8], scratch: &mut Scratch) -> Option<&Element> {
         self.lookup(key, scratch).and_then(|id| self.element(id))
