@@ -489,7 +489,7 @@ impl Shape {
                 ];
                 let mut out = Vec::new();
                 for n in 0..1000u128 {
-                    let net = 0x0a00_0000 | n * 97 % 65536 << 8;
+                    let net = 0x0a00_0000 | ((n * 97 % 65536) << 8);
                     for (lo, hi) in RANGES {
                         out.push(el(vec![Range::new(net, net | 0xff), Range::new(lo, hi)]));
                     }
@@ -501,7 +501,7 @@ impl Shape {
                 for h in 0..100u128 {
                     for p in 0..100u128 {
                         out.push(el(vec![
-                            Range::single(0x0a02_0000 | h * 131),
+                            Range::single(0x0a02_0000 | (h * 131)),
                             Range::single(1000 + p * 7),
                         ]));
                     }
