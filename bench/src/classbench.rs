@@ -226,10 +226,11 @@ pub fn run(o: Options) -> Result<(), String> {
             });
         }
         if !o.json {
-            let (nodes, leaves, elems, entries) = snap.classifier_shape().unwrap_or_default();
+            let (trees, nodes, leaves, elems, entries) =
+                snap.classifier_shape().unwrap_or_default();
             eprintln!(
-                "{set}: {} rules ({} repeat an earlier one), tree of {nodes} nodes, {leaves} leaves, \
-                 {entries} entries for {elems} elements",
+                "{set}: {} rules ({} repeat an earlier one), {trees} tree(s) of {nodes} nodes, \
+                 {leaves} leaves, {entries} entries for {elems} elements",
                 rules.rules, rules.shadowed
             );
         }

@@ -241,7 +241,8 @@ pub(crate) struct Cuts {
     /// Per leaf: first group block and group count.
     leaves: Vec<(u32, u32)>,
     groups: Groups,
-    root: u32,
+    /// One tree per anchor dimension (see [`Cuts::build`]).
+    roots: Vec<u32>,
     /// Rank of every id the tree holds (`u64::MAX` for others).
     rank: Vec<u64>,
     /// Ids of elements that cover some node's region and so shadow the
@@ -250,6 +251,8 @@ pub(crate) struct Cuts {
     /// Elements the tree was built from, and entries its leaves hold.
     elements: usize,
     entries: usize,
+    /// Whether the copy budget ran out, leaving leaves uncut.
+    exhausted: bool,
 }
 
 struct Builder<'a> {
@@ -286,6 +289,9 @@ impl Builder<'_> {
                 }
                 rules = &rules[..p + 1];
             }
+        }
+        if rules.len() > LEAF_MAX && self.budget < rules.len() {
+            self.out.exhausted = true;
         }
         if rules.len() <= LEAF_MAX || depth >= MAX_DEPTH || self.budget < rules.len() {
             return self.leaf(rules);
@@ -418,11 +424,37 @@ fn spans(cuts: &[u32], lo: u32, hi: u32) -> (usize, usize) {
 impl Cuts {
     /// Builds the tree of `all` (in any order; ranks decide) over `dims`.
     /// `exact`: every field is one dimension.
+    ///
+    /// Elements are split by their *anchor*, the dimension in which their
+    /// range is the smallest share of the dimension, and each group gets a
+    /// tree of its own, as EffiCuts separates rules by size: an element
+    /// wide in a dimension (a wildcard source) is copied into every child
+    /// of each cut of that dimension, and a tree whose elements are all
+    /// narrow in some dimension copies few. A lookup descends every tree
+    /// (a few: ACLs anchor on addresses, ports and protocols) and keeps the
+    /// first-ranked answer.
+    ///
+    /// Every tree costs each key a descent, so one tree is built first;
+    /// only when it copied wide elements until its budget ran out (and
+    /// left leaves uncut) is it replaced by a tree per anchor. (Measured
+    /// on ClassBench: one tree is faster on every 1K set and on acl1_10K,
+    /// the forest on fw1_10K and ipc1_10K, whose wildcard-heavy rules
+    /// blew one tree up 20-fold; a cost model sampling the elements' own
+    /// range ends chose wrong on fw1_1K.)
     pub(crate) fn build(dims: Vec<Dim>, exact: bool, mut all: Vec<Entry>) -> Cuts {
         all.sort_by_key(|e| e.rank);
+        let one = Cuts::build_forest(&dims, exact, &all, false);
+        if !one.exhausted {
+            return one;
+        }
+        Cuts::build_forest(&dims, exact, &all, true)
+    }
+
+    /// The trees of `all` (sorted by rank): one, or one per anchor.
+    fn build_forest(dims: &[Dim], exact: bool, all: &[Entry], split: bool) -> Cuts {
         let top = all.iter().map(|e| e.id as usize + 1).max().unwrap_or(0);
         let mut rank = vec![u64::MAX; top];
-        for e in &all {
+        for e in all {
             rank[e.id as usize] = e.rank;
         }
         let out = Cuts {
@@ -431,25 +463,50 @@ impl Cuts {
             node_dim: Vec::new(),
             leaves: Vec::new(),
             groups: Groups::default(),
-            root: 0,
+            roots: Vec::new(),
             rank,
             shadows: Vec::new(),
             elements: all.len(),
             entries: 0,
-            dims: dims.clone(),
+            exhausted: false,
+            dims: dims.to_vec(),
         };
+        let anchor = |e: &Entry| {
+            (0..dims.len())
+                .min_by(|&a, &b| {
+                    let share = |d: usize| {
+                        let (lo, hi) = e.ranges[d];
+                        (hi - lo) as f64 / dims[d].max() as f64
+                    };
+                    share(a).total_cmp(&share(b))
+                })
+                .unwrap_or(0)
+        };
+        let mut by_anchor: Vec<Vec<u32>> = vec![Vec::new(); dims.len()];
+        for (i, e) in all.iter().enumerate() {
+            by_anchor[anchor(e)].push(i as u32);
+        }
+        if !split {
+            let one: Vec<u32> = (0..all.len() as u32).collect();
+            by_anchor = vec![one];
+        }
         let mut b = Builder {
-            dims: &dims,
+            dims,
             exact,
-            all: &all,
+            all,
             out,
-            budget: (16 * all.len()).max(1 << 16),
+            budget: (16 * all.len()).max(1 << 17),
         };
         let mut region: Vec<(u32, u32)> = dims.iter().map(|d| (0, d.max())).collect();
-        let rules: Vec<u32> = (0..all.len() as u32).collect();
-        let root = b.build(&rules, &mut region, 0);
+        let mut roots = Vec::new();
+        for rules in by_anchor.iter().filter(|r| !r.is_empty()) {
+            roots.push(b.build(rules, &mut region, 0));
+        }
+        if roots.is_empty() {
+            roots.push(b.leaf(&[]));
+        }
         let mut out = b.out;
-        out.root = root;
+        out.roots = roots;
         out
     }
 
@@ -487,9 +544,11 @@ impl Cuts {
         h
     }
 
-    /// Nodes, leaves, elements and leaf entries (for the bench's report).
-    pub(crate) fn shape(&self) -> (usize, usize, usize, usize) {
+    /// Trees, nodes, leaves, elements and leaf entries (for the bench's
+    /// report).
+    pub(crate) fn shape(&self) -> (usize, usize, usize, usize, usize) {
         (
+            self.roots.len(),
             self.nodes.len(),
             self.leaves.len(),
             self.elements,
@@ -565,9 +624,9 @@ impl Classifier {
 
     /// The leaf a key's dimension values lead to.
     #[inline(always)]
-    fn descend(&self, vals: &[u32], count: impl Fn(&Block, u32) -> u32) -> u32 {
+    fn descend(&self, root: u32, vals: &[u32], count: impl Fn(&Block, u32) -> u32) -> u32 {
         let t = &*self.tree;
-        let mut r = t.root;
+        let mut r = root;
         while r & LEAF == 0 {
             let n = &t.nodes[r as usize];
             let x = vals[t.node_dim[r as usize] as usize];
@@ -606,8 +665,8 @@ impl Classifier {
         None
     }
 
-    /// The first-ranked element holding `key`, from the leaf `leaf` and
-    /// the extra elements.
+    /// The first-ranked element of leaf `leaf` holding `key`, with its
+    /// rank (`u64::MAX` and an unused id for none).
     #[inline(always)]
     fn resolve(
         &self,
@@ -616,36 +675,48 @@ impl Classifier {
         key: &[u8],
         verify: &impl Verify,
         mask: impl Fn(&[Block], &[u32]) -> u32 + Copy,
-    ) -> Option<u32> {
+    ) -> (u64, u32) {
         let t = &*self.tree;
         let (start, n) = t.leaves[leaf as usize];
-        let found = self.first_in(
+        match self.first_in(
             (&t.groups.blocks[start as usize..], n),
             !self.gone.is_empty(),
             vals,
             key,
             verify,
             mask,
-        );
-        if self.extra_groups == 0 {
-            return found.map(|(id, _)| id);
+        ) {
+            Some((id, _)) => (t.rank[id as usize], id),
+            None => (u64::MAX, u32::MAX),
         }
-        let more = self.first_in(
-            (&self.extra.blocks, self.extra_groups),
-            false,
-            vals,
-            key,
-            verify,
-            mask,
-        );
-        match (found, more) {
-            (Some((a, _)), Some((b, at))) => Some(if self.extra_rank[at] < t.rank[a as usize] {
-                b
-            } else {
-                a
-            }),
-            (a, b) => a.or(b).map(|(id, _)| id),
+    }
+
+    /// The answer of the trees' best `(rank, id)` and the extra elements.
+    #[inline(always)]
+    fn with_extra(
+        &self,
+        best: (u64, u32),
+        vals: &[u32],
+        key: &[u8],
+        verify: &impl Verify,
+        mask: impl Fn(&[Block], &[u32]) -> u32 + Copy,
+    ) -> Option<u32> {
+        if self.extra_groups != 0 {
+            let more = self.first_in(
+                (&self.extra.blocks, self.extra_groups),
+                false,
+                vals,
+                key,
+                verify,
+                mask,
+            );
+            if let Some((id, at)) = more {
+                if self.extra_rank[at] < best.0 {
+                    return Some(id);
+                }
+            }
         }
+        (best.0 != u64::MAX).then_some(best.1)
     }
 
     /// The dimension values of a key.
@@ -669,8 +740,12 @@ impl Classifier {
         let mut buf = [0u32; MAX_DIMS];
         let vals = &mut buf[..nd];
         self.values(key, vals);
-        let leaf = self.descend(vals, count);
-        self.resolve(leaf, vals, key, verify, mask)
+        let mut best = (u64::MAX, u32::MAX);
+        for &root in &self.tree.roots {
+            let leaf = self.descend(root, vals, &count);
+            best = best.min(self.resolve(leaf, vals, key, verify, mask));
+        }
+        self.with_extra(best, vals, key, verify, mask)
     }
 
     /// Looks up to [`BURST`] keys up: every key's values, then the
@@ -701,24 +776,37 @@ impl Classifier {
             for j in 0..n {
                 self.values(&keys[j * stride..], &mut vals[j * nd..(j + 1) * nd]);
             }
-            let mut at = [t.root; BURST];
-            let mut inner = t.root & LEAF == 0;
-            while inner {
-                inner = false;
-                for j in 0..n {
-                    let r = at[j];
-                    if r & LEAF == 0 {
-                        let node = &t.nodes[r as usize];
-                        let x = vals[j * nd + t.node_dim[r as usize] as usize];
-                        let next = node.child[(count(&node.cuts, x) as usize).min(LANES - 1)];
-                        at[j] = next;
-                        inner |= next & LEAF == 0;
+            let mut best = [(u64::MAX, u32::MAX); BURST];
+            for &root in &t.roots {
+                let mut at = [root; BURST];
+                let mut inner = root & LEAF == 0;
+                while inner {
+                    inner = false;
+                    for j in 0..n {
+                        let r = at[j];
+                        if r & LEAF == 0 {
+                            let node = &t.nodes[r as usize];
+                            let x = vals[j * nd + t.node_dim[r as usize] as usize];
+                            let next = node.child[(count(&node.cuts, x) as usize).min(LANES - 1)];
+                            at[j] = next;
+                            inner |= next & LEAF == 0;
+                        }
                     }
+                }
+                for j in 0..n {
+                    let found = self.resolve(
+                        at[j] & !LEAF,
+                        &vals[j * nd..(j + 1) * nd],
+                        &keys[j * stride..],
+                        verify,
+                        mask,
+                    );
+                    best[j] = best[j].min(found);
                 }
             }
             for (j, o) in outs.iter_mut().enumerate() {
-                *o = self.resolve(
-                    at[j] & !LEAF,
+                *o = self.with_extra(
+                    best[j],
                     &vals[j * nd..(j + 1) * nd],
                     &keys[j * stride..],
                     verify,

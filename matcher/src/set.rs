@@ -299,10 +299,10 @@ impl Snapshot {
         }
     }
 
-    /// The classifier's tree: nodes, leaves, elements and leaf entries
-    /// (how much the tree copied wide elements into several leaves), if
-    /// lookups use one.
-    pub fn classifier_shape(&self) -> Option<(usize, usize, usize, usize)> {
+    /// The classifier's trees: trees, nodes, leaves, elements and leaf
+    /// entries (how much the trees copied wide elements into several
+    /// leaves), if lookups use one.
+    pub fn classifier_shape(&self) -> Option<(usize, usize, usize, usize, usize)> {
         self.classifier.as_ref().map(|c| c.tree().shape())
     }
 
