@@ -6,7 +6,11 @@
 //! An element of a set is a *concatenation* of fields, each a single value,
 //! a prefix or an arbitrary range: `192.0.2.0/24 . 1000-2000 : drop`. A key
 //! (one value per field) matches an element when every field's value lies in
-//! that field's range. Elements never overlap: a key matches at most one.
+//! that field's range. In nft's sets elements never overlap: a key matches
+//! at most one. A first-match set (`flags priority`, [`Policy::FirstMatch`])
+//! takes overlapping elements, and a key matches the first in rank order,
+//! as in an ACL; it is looked up with the decision tree of the `cuts`
+//! module only.
 //!
 //! ## Rules
 //!
@@ -74,6 +78,12 @@
 //! match. Both give the answers of the full walk above, which stays the
 //! fallback; the differential tests hold all of them to a linear scan.
 //!
+//! Sets that get no interval tree (fields repeating across elements:
+//! hosts x services) are looked up in a decision tree of cuts instead
+//! (`cuts.rs`: 16-way nodes on one dimension, leaves of sixteen elements
+//! checked two vector compares per dimension), shared by the snapshots
+//! that follow until enough has changed.
+//!
 //! ## Updates
 //!
 //! Insertion appends the element's rules to each field and its mappings to
@@ -94,7 +104,9 @@
 //! - [`syntax`]: the nft text forms of declarations, elements and keys;
 //! - [`mod@file`]: set files, key files and their errors with line numbers;
 //! - [`Set`] and [`Snapshot`]: the tables, updates and lookups;
-//! - [`mod@reference`]: a linear scan every fast path is tested against.
+//! - [`mod@reference`]: a linear scan every fast path is tested against;
+//! - [`classbench`]: ClassBench rule sets and traces, as DPDK's
+//!   `dpdk-test-acl` reads them.
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
