@@ -382,12 +382,12 @@ mod acl {
                     for (c, chunk) in keys.chunks(BURST * STRIDE).enumerate() {
                         let n = chunk.len() / STRIDE;
                         a.ctx.classify(chunk, STRIDE, &mut out[..n]);
-                        for j in 0..n {
+                        for (j, &got) in out[..n].iter().enumerate() {
                             let i = c * BURST + j;
-                            if out[j] != w[i] + 1 {
+                            if got != w[i] + 1 {
                                 return Err(format!(
                                     "rte_acl {name}: header {i} gives {}, the reference {}",
-                                    out[j] as i64 - 1,
+                                    got as i64 - 1,
                                     w[i]
                                 ));
                             }

@@ -169,33 +169,65 @@ pub(crate) fn entry(dims: &[Dim], id: u32, rank: u64, key: &[crate::Range]) -> E
     }
 }
 
-/// Elements checked together: per group of [`LANES`], a block of ids
-/// then, per dimension, a block of lows and a block of highs. Unused lanes
-/// have an empty range (low `MAX`, high 0) and match nothing.
+/// Elements checked together, in groups of 4, 8 or 16 lanes (a leaf's
+/// width: the fewest that hold it, so a leaf of three elements reads 176
+/// bytes of a 5-tuple, not 704): per group, the lanes' ids, then per
+/// dimension their lows and their highs. Unused lanes have an empty range
+/// (low `MAX`, high 0) and match nothing. A group of `w` lanes starts at a
+/// multiple of `w` words of a 64-byte-aligned array, so no vector load
+/// of it straddles a cache line.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Groups {
     blocks: Vec<Block>,
+    /// Words in use.
+    len: usize,
+}
+
+/// Where a leaf's groups are: first word, group count, lanes a group.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Leaf {
+    start: u32,
+    groups: u16,
+    width: u16,
 }
 
 impl Groups {
-    fn push_entries(&mut self, dims: usize, entries: &[&Entry]) -> (u32, u32) {
-        let start = self.blocks.len() as u32;
-        let per = 1 + 2 * dims;
-        for chunk in entries.chunks(LANES) {
-            let at = self.blocks.len();
-            self.blocks.resize(at + per, Block([0; LANES]));
+    fn words(&self) -> &[u32] {
+        bytemuck::cast_slice(&self.blocks)
+    }
+
+    fn push_entries(&mut self, dims: usize, entries: &[&Entry]) -> Leaf {
+        let width = match entries.len() {
+            0..=4 => 4,
+            5..=8 => 8,
+            _ => LANES,
+        };
+        let per = width * (1 + 2 * dims);
+        let groups = entries.len().div_ceil(width);
+        let start = self.len.next_multiple_of(width);
+        self.len = start + per * groups;
+        self.blocks
+            .resize(self.len.div_ceil(LANES), Block([0; LANES]));
+        let words: &mut [u32] = bytemuck::cast_slice_mut(&mut self.blocks);
+        for (g, chunk) in entries.chunks(width).enumerate() {
+            let at = start + g * per;
             for d in 0..dims {
-                self.blocks[at + 1 + 2 * d] = Block([u32::MAX; LANES]);
+                let lo = at + width * (1 + 2 * d);
+                words[lo..lo + width].fill(u32::MAX);
             }
             for (l, e) in chunk.iter().enumerate() {
-                self.blocks[at].0[l] = e.id;
+                words[at + l] = e.id;
                 for d in 0..dims {
-                    self.blocks[at + 1 + 2 * d].0[l] = e.ranges[d].0;
-                    self.blocks[at + 2 + 2 * d].0[l] = e.ranges[d].1;
+                    words[at + width * (1 + 2 * d) + l] = e.ranges[d].0;
+                    words[at + width * (2 + 2 * d) + l] = e.ranges[d].1;
                 }
             }
         }
-        (start, entries.len().div_ceil(LANES) as u32)
+        Leaf {
+            start: start as u32,
+            groups: groups as u16,
+            width: width as u16,
+        }
     }
 
     fn memory_usage(&self) -> usize {
@@ -205,18 +237,22 @@ impl Groups {
 
 /// The check of one group, scalar (the compiler vectorises its lane
 /// loop): the mask of the lanes whose ranges hold `vals` (one value per
-/// dimension), bit `l` for lane `l`. `blocks` holds the group's range
-/// blocks, low then high per dimension.
+/// dimension), bit `l` for lane `l`. `r` holds the group's ranges, `w`
+/// lanes a row: the lows then the highs of each dimension.
 #[inline(always)]
-pub(crate) fn mask_scalar(blocks: &[Block], vals: &[u32]) -> u32 {
+pub(crate) fn mask_scalar(r: &[u32], w: usize, vals: &[u32]) -> u32 {
     let mut ok = [true; LANES];
     for (d, &v) in vals.iter().enumerate() {
-        let (lo, hi) = (&blocks[2 * d].0, &blocks[2 * d + 1].0);
-        for l in 0..LANES {
+        let (lo, hi) = (
+            &r[2 * d * w..(2 * d + 1) * w],
+            &r[(2 * d + 1) * w..(2 * d + 2) * w],
+        );
+        for l in 0..w {
             ok[l] &= (lo[l] <= v) & (v <= hi[l]);
         }
     }
-    ok.iter()
+    ok[..w]
+        .iter()
         .enumerate()
         .fold(0, |m, (l, &o)| m | (o as u32) << l)
 }
@@ -238,8 +274,8 @@ pub(crate) struct Cuts {
     exact: bool,
     nodes: Vec<Node>,
     node_dim: Vec<u8>,
-    /// Per leaf: first group block and group count.
-    leaves: Vec<(u32, u32)>,
+    /// Where each leaf's groups are.
+    leaves: Vec<Leaf>,
     groups: Groups,
     /// One tree per anchor dimension (see [`Cuts::build`]).
     roots: Vec<u32>,
@@ -528,18 +564,18 @@ impl Cuts {
     pub(crate) fn memory_usage(&self) -> usize {
         self.nodes.capacity() * std::mem::size_of::<Node>()
             + self.node_dim.capacity()
-            + self.leaves.capacity() * 8
+            + self.leaves.capacity() * std::mem::size_of::<Leaf>()
             + self.groups.memory_usage()
             + self.rank.capacity() * 8
             + self.shadows.capacity() * 8
     }
 
-    /// Leaves by their number of groups of sixteen: `[g]` leaves have
-    /// `g` groups (the last entry counts every larger leaf too).
+    /// Leaves by their lanes in sixteens: `[g]` leaves have `16g` lanes
+    /// (`[0]`: fewer than 16; the last entry counts every larger leaf).
     pub(crate) fn leaf_groups(&self) -> Vec<usize> {
         let mut h = vec![0; 9];
-        for &(_, g) in &self.leaves {
-            h[(g as usize).min(8)] += 1;
+        for l in &self.leaves {
+            h[(l.groups as usize * l.width as usize / LANES).min(8)] += 1;
         }
         h
     }
@@ -565,7 +601,7 @@ pub(crate) struct Classifier {
     /// Elements inserted since the tree was built, in rank order, and
     /// their ranks.
     extra: Groups,
-    extra_groups: u32,
+    extra_leaf: Leaf,
     extra_rank: Vec<u64>,
     /// Ids deleted since the tree was built (a bitset).
     gone: Vec<u64>,
@@ -584,7 +620,7 @@ impl Classifier {
         extra.sort_by_key(|e| e.rank);
         let mut groups = Groups::default();
         let refs: Vec<&Entry> = extra.iter().collect();
-        let (_, n) = groups.push_entries(tree.dims.len(), &refs);
+        let leaf = groups.push_entries(tree.dims.len(), &refs);
         let mut bits = Vec::new();
         for &id in gone {
             let i = id as usize;
@@ -596,7 +632,7 @@ impl Classifier {
         Classifier {
             tree,
             extra: groups,
-            extra_groups: n,
+            extra_leaf: leaf,
             extra_rank: extra.iter().map(|e| e.rank).collect(),
             gone: bits,
         }
@@ -635,31 +671,33 @@ impl Classifier {
         r & !LEAF
     }
 
-    /// The first element (in rank order) of the groups at `blocks` that
-    /// holds the key, skipping gone ids; its position `(group, lane)` order
-    /// is its rank order.
+    /// The first element (in rank order) of leaf `l` in `words` that
+    /// holds the key, skipping gone ids; its position (group, lane) is its
+    /// rank order.
     #[inline(always)]
     fn first_in(
         &self,
-        (blocks, groups): (&[Block], u32),
+        (words, l): (&[u32], Leaf),
         skip_gone: bool,
         vals: &[u32],
         key: &[u8],
         verify: &impl Verify,
-        mask: impl Fn(&[Block], &[u32]) -> u32,
+        mask: impl Fn(&[u32], usize, &[u32]) -> u32,
     ) -> Option<(u32, usize)> {
-        let per = 1 + 2 * vals.len();
-        for g in 0..groups as usize {
-            let b = &blocks[g * per..(g + 1) * per];
-            let mut m = mask(&b[1..], vals);
+        let w = l.width as usize;
+        let per = w * (1 + 2 * vals.len());
+        for g in 0..l.groups as usize {
+            let at = l.start as usize + g * per;
+            let b = &words[at..at + per];
+            let mut m = mask(&b[w..], w, vals);
             while m != 0 {
-                let l = m.trailing_zeros() as usize;
+                let lane = m.trailing_zeros() as usize;
                 m &= m - 1;
-                let id = b[0].0[l];
+                let id = b[lane];
                 if (skip_gone && self.is_gone(id)) || (!self.tree.exact && !verify.holds(id, key)) {
                     continue;
                 }
-                return Some((id, g * LANES + l));
+                return Some((id, g * w + lane));
             }
         }
         None
@@ -674,12 +712,11 @@ impl Classifier {
         vals: &[u32],
         key: &[u8],
         verify: &impl Verify,
-        mask: impl Fn(&[Block], &[u32]) -> u32 + Copy,
+        mask: impl Fn(&[u32], usize, &[u32]) -> u32 + Copy,
     ) -> (u64, u32) {
         let t = &*self.tree;
-        let (start, n) = t.leaves[leaf as usize];
         match self.first_in(
-            (&t.groups.blocks[start as usize..], n),
+            (t.groups.words(), t.leaves[leaf as usize]),
             !self.gone.is_empty(),
             vals,
             key,
@@ -699,11 +736,11 @@ impl Classifier {
         vals: &[u32],
         key: &[u8],
         verify: &impl Verify,
-        mask: impl Fn(&[Block], &[u32]) -> u32 + Copy,
+        mask: impl Fn(&[u32], usize, &[u32]) -> u32 + Copy,
     ) -> Option<u32> {
-        if self.extra_groups != 0 {
+        if self.extra_leaf.groups != 0 {
             let more = self.first_in(
-                (&self.extra.blocks, self.extra_groups),
+                (self.extra.words(), self.extra_leaf),
                 false,
                 vals,
                 key,
@@ -734,7 +771,7 @@ impl Classifier {
         key: &[u8],
         verify: &impl Verify,
         count: impl Fn(&Block, u32) -> u32,
-        mask: impl Fn(&[Block], &[u32]) -> u32 + Copy,
+        mask: impl Fn(&[u32], usize, &[u32]) -> u32 + Copy,
     ) -> Option<u32> {
         let nd = self.tree.dims.len();
         let mut buf = [0u32; MAX_DIMS];
@@ -759,7 +796,7 @@ impl Classifier {
         out: &mut [Option<u32>],
         verify: &impl Verify,
         count: impl Fn(&Block, u32) -> u32,
-        mask: impl Fn(&[Block], &[u32]) -> u32 + Copy,
+        mask: impl Fn(&[u32], usize, &[u32]) -> u32 + Copy,
     ) {
         let t = &*self.tree;
         let nd = t.dims.len();

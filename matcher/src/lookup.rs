@@ -64,8 +64,11 @@ impl Impl {
                     && std::arch::is_x86_feature_detected!("popcnt")
             }
             #[cfg(target_arch = "x86_64")]
+            // The classifier's narrow leaf groups use AVX2 beside it (every
+            // AVX-512 CPU has it).
             Impl::Avx512 => {
                 std::arch::is_x86_feature_detected!("avx512f")
+                    && std::arch::is_x86_feature_detected!("avx2")
                     && std::arch::is_x86_feature_detected!("popcnt")
             }
             #[cfg(not(target_arch = "x86_64"))]

@@ -152,28 +152,39 @@ mod x86 {
                     .count_ones()
             }
         };
-        let mask = |blocks: &[Block], vals: &[u32]| -> u32 {
-            assert!(blocks.len() >= 2 * vals.len());
-            let mut a = _mm256_set1_epi32(-1);
-            let mut b = a;
-            for (d, &v) in vals.iter().enumerate() {
-                let x = _mm256_set1_epi32(v as i32);
-                // SAFETY: blocks `2d` and `2d + 1` are in `blocks`
-                // (checked above); two 32-byte loads from each.
-                unsafe {
-                    let lo = blocks.get_unchecked(2 * d).0.as_ptr();
-                    let hi = blocks.get_unchecked(2 * d + 1).0.as_ptr();
-                    for (acc, o) in [(&mut a, 0), (&mut b, 8)] {
-                        let l = _mm256_loadu_si256(lo.add(o).cast());
-                        let h = _mm256_loadu_si256(hi.add(o).cast());
+        let mask = |r: &[u32], w: usize, vals: &[u32]| -> u32 {
+            assert!(r.len() >= 2 * w * vals.len() && matches!(w, 4 | 8 | 16));
+            let p = r.as_ptr();
+            // SAFETY: every load reads `w` words of row `2d` or `2d + 1`
+            // of `r`, inside it (checked above); SSE4.1 is part of AVX2.
+            unsafe {
+                if w == 4 {
+                    let mut a = _mm_set1_epi32(-1);
+                    for (d, &v) in vals.iter().enumerate() {
+                        let x = _mm_set1_epi32(v as i32);
+                        let l = _mm_loadu_si128(p.add(2 * d * 4).cast());
+                        let h = _mm_loadu_si128(p.add((2 * d + 1) * 4).cast());
+                        let ge = _mm_cmpeq_epi32(_mm_max_epu32(l, x), x);
+                        let le = _mm_cmpeq_epi32(_mm_max_epu32(x, h), h);
+                        a = _mm_and_si128(a, _mm_and_si128(ge, le));
+                    }
+                    return _mm_movemask_ps(_mm_castsi128_ps(a)) as u32;
+                }
+                let mut m = 0;
+                for half in 0..w / 8 {
+                    let mut a = _mm256_set1_epi32(-1);
+                    for (d, &v) in vals.iter().enumerate() {
+                        let x = _mm256_set1_epi32(v as i32);
+                        let l = _mm256_loadu_si256(p.add(2 * d * w + 8 * half).cast());
+                        let h = _mm256_loadu_si256(p.add((2 * d + 1) * w + 8 * half).cast());
                         let ge = _mm256_cmpeq_epi32(_mm256_max_epu32(l, x), x);
                         let le = _mm256_cmpeq_epi32(_mm256_max_epu32(x, h), h);
-                        *acc = _mm256_and_si256(*acc, _mm256_and_si256(ge, le));
+                        a = _mm256_and_si256(a, _mm256_and_si256(ge, le));
                     }
+                    m |= (_mm256_movemask_ps(_mm256_castsi256_ps(a)) as u32) << (8 * half);
                 }
+                m
             }
-            _mm256_movemask_ps(_mm256_castsi256_ps(a)) as u32
-                | (_mm256_movemask_ps(_mm256_castsi256_ps(b)) as u32) << 8
         };
         c.burst(keys, stride, out, v, count, mask)
     }
@@ -183,7 +194,7 @@ mod x86 {
     /// (closures for the reason given at [`classify_avx2`]).
     ///
     /// SAFETY: the CPU has AVX-512F.
-    #[target_feature(enable = "avx512f,popcnt")]
+    #[target_feature(enable = "avx512f,avx2,popcnt")]
     #[inline(never)]
     pub(crate) unsafe fn classify_avx512(
         c: &Classifier,
@@ -197,23 +208,51 @@ mod x86 {
             let v = unsafe { _mm512_loadu_si512(b.0.as_ptr().cast()) };
             (_mm512_cmple_epu32_mask(v, _mm512_set1_epi32(x as i32)) as u32).count_ones()
         };
-        let mask = |blocks: &[Block], vals: &[u32]| -> u32 {
-            assert!(blocks.len() >= 2 * vals.len());
-            let mut m: __mmask16 = 0xffff;
-            for (d, &v) in vals.iter().enumerate() {
-                let x = _mm512_set1_epi32(v as i32);
-                // SAFETY: blocks `2d` and `2d + 1` are in `blocks`
-                // (checked above); one 64-byte load from each.
-                let (l, h) = unsafe {
-                    (
-                        _mm512_loadu_si512(blocks.get_unchecked(2 * d).0.as_ptr().cast()),
-                        _mm512_loadu_si512(blocks.get_unchecked(2 * d + 1).0.as_ptr().cast()),
-                    )
-                };
-                m = _mm512_mask_cmple_epu32_mask(m, l, x);
-                m = _mm512_mask_cmple_epu32_mask(m, x, h);
+        let mask = |r: &[u32], w: usize, vals: &[u32]| -> u32 {
+            assert!(r.len() >= 2 * w * vals.len() && matches!(w, 4 | 8 | 16));
+            let p = r.as_ptr();
+            // SAFETY: every load reads `w` words of row `2d` or `2d + 1`
+            // of `r`, inside it (checked above); AVX2 and SSE4.1 come with
+            // AVX-512F (`Impl::Avx512` checks for AVX2 too).
+            unsafe {
+                match w {
+                    16 => {
+                        let mut m: __mmask16 = 0xffff;
+                        for (d, &v) in vals.iter().enumerate() {
+                            let x = _mm512_set1_epi32(v as i32);
+                            let l = _mm512_loadu_si512(p.add(2 * d * 16).cast());
+                            let h = _mm512_loadu_si512(p.add((2 * d + 1) * 16).cast());
+                            m = _mm512_mask_cmple_epu32_mask(m, l, x);
+                            m = _mm512_mask_cmple_epu32_mask(m, x, h);
+                        }
+                        m as u32
+                    }
+                    8 => {
+                        let mut a = _mm256_set1_epi32(-1);
+                        for (d, &v) in vals.iter().enumerate() {
+                            let x = _mm256_set1_epi32(v as i32);
+                            let l = _mm256_loadu_si256(p.add(2 * d * 8).cast());
+                            let h = _mm256_loadu_si256(p.add((2 * d + 1) * 8).cast());
+                            let ge = _mm256_cmpeq_epi32(_mm256_max_epu32(l, x), x);
+                            let le = _mm256_cmpeq_epi32(_mm256_max_epu32(x, h), h);
+                            a = _mm256_and_si256(a, _mm256_and_si256(ge, le));
+                        }
+                        _mm256_movemask_ps(_mm256_castsi256_ps(a)) as u32
+                    }
+                    _ => {
+                        let mut a = _mm_set1_epi32(-1);
+                        for (d, &v) in vals.iter().enumerate() {
+                            let x = _mm_set1_epi32(v as i32);
+                            let l = _mm_loadu_si128(p.add(2 * d * 4).cast());
+                            let h = _mm_loadu_si128(p.add((2 * d + 1) * 4).cast());
+                            let ge = _mm_cmpeq_epi32(_mm_max_epu32(l, x), x);
+                            let le = _mm_cmpeq_epi32(_mm_max_epu32(x, h), h);
+                            a = _mm_and_si128(a, _mm_and_si128(ge, le));
+                        }
+                        _mm_movemask_ps(_mm_castsi128_ps(a)) as u32
+                    }
+                }
             }
-            m as u32
         };
         c.burst(keys, stride, out, v, count, mask)
     }

@@ -36,7 +36,7 @@ pub(crate) const MAX_COVER: u32 = 4;
 const LIST: u32 = 1 << 31;
 
 /// One node of the tree: sixteen sorted values, padded with `u32::MAX`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, bytemuck::Pod, bytemuck::Zeroable)]
 #[repr(C, align(64))]
 pub(crate) struct Block(pub(crate) [u32; FANOUT]);
 
