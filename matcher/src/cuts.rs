@@ -759,7 +759,8 @@ impl Classifier {
     /// The dimension values of a key.
     #[inline(always)]
     fn values(&self, key: &[u8], vals: &mut [u32]) {
-        for (v, d) in vals.iter_mut().zip(&self.tree.dims) {
+        let dims = &self.tree.dims[..vals.len()];
+        for (v, d) in vals.iter_mut().zip(dims) {
             *v = d.value(key);
         }
     }
@@ -787,7 +788,9 @@ impl Classifier {
 
     /// Looks up to [`BURST`] keys up: every key's values, then the
     /// descent of all keys level by level (their loads overlap), then
-    /// each key's leaf.
+    /// each key's leaf. Instantiated for each dimension count up to 6 (a
+    /// 5-tuple has five), as the bitmap lookup is for each field shape, so
+    /// that the loops over dimensions unroll.
     #[inline(always)]
     pub(crate) fn burst(
         &self,
@@ -798,8 +801,30 @@ impl Classifier {
         count: impl Fn(&Block, u32) -> u32,
         mask: impl Fn(&[u32], usize, &[u32]) -> u32 + Copy,
     ) {
+        match self.tree.dims.len() {
+            1 => self.burst_n::<1>(keys, stride, out, verify, count, mask),
+            2 => self.burst_n::<2>(keys, stride, out, verify, count, mask),
+            3 => self.burst_n::<3>(keys, stride, out, verify, count, mask),
+            4 => self.burst_n::<4>(keys, stride, out, verify, count, mask),
+            5 => self.burst_n::<5>(keys, stride, out, verify, count, mask),
+            6 => self.burst_n::<6>(keys, stride, out, verify, count, mask),
+            _ => self.burst_n::<0>(keys, stride, out, verify, count, mask),
+        }
+    }
+
+    /// [`Classifier::burst`] for `ND` dimensions (0: any number).
+    #[inline(always)]
+    fn burst_n<const ND: usize>(
+        &self,
+        keys: &[u8],
+        stride: usize,
+        out: &mut [Option<u32>],
+        verify: &impl Verify,
+        count: impl Fn(&Block, u32) -> u32,
+        mask: impl Fn(&[u32], usize, &[u32]) -> u32 + Copy,
+    ) {
         let t = &*self.tree;
-        let nd = t.dims.len();
+        let nd = if ND == 0 { t.dims.len() } else { ND };
         for (c, outs) in out.chunks_mut(BURST).enumerate() {
             let keys = &keys[c * BURST * stride..];
             let n = outs.len();
