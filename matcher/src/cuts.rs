@@ -40,8 +40,9 @@
 //! changes. In between, a commit shares the last tree and adds two small
 //! things: the elements inserted since (*extra*, checked like one leaf) and
 //! the ids deleted since (*gone*, skipped where a leaf names them). A
-//! deleted element that shadowed others in the tree, or too many changes,
-//! make the next commit rebuild.
+//! deleted element that shadowed others in the tree brings the elements
+//! it may have shadowed (ranked after it, overlapping it) into *extra*;
+//! too many changes make the next commit rebuild.
 
 use crate::tree::Block;
 use std::sync::Arc;
@@ -589,8 +590,8 @@ impl Cuts {
         out
     }
 
-    /// Whether deleting `id` needs a rebuild (it shadows elements that
-    /// the tree dropped).
+    /// Whether `id` shadows elements that the tree dropped somewhere
+    /// (deleting it must bring them back).
     pub(crate) fn shadows(&self, id: u32) -> bool {
         let i = id as usize;
         self.shadows

@@ -770,8 +770,11 @@ impl Set {
         if self.tracking() {
             if let Some(p) = self.extra.iter().position(|&x| x == id) {
                 self.extra.swap_remove(p);
-            } else if let Some(c) = self.cuts.as_ref().filter(|c| c.holds(id)) {
-                self.rebuild |= c.shadows(id);
+            }
+            if let Some(c) = self.cuts.clone().filter(|c| c.holds(id)) {
+                if c.shadows(id) {
+                    self.unshadow(id);
+                }
                 self.gone.push(id);
                 free = false;
             }
@@ -854,6 +857,40 @@ impl Set {
         }
         let extra = self.extra.iter().map(|&id| entry(id, self)).collect();
         Classifier::new(self.cuts.clone().expect("built"), extra, &self.gone)
+    }
+
+    /// Before element `id`, which shadowed others in the tree's regions
+    /// it covers, is deleted: the elements it may have shadowed (ranked
+    /// after it, overlapping it, held by the tree) join the extra
+    /// elements, where they are found without it. A scan of the elements,
+    /// instead of a rebuild of the tree; past the delta's limit, the
+    /// rebuild.
+    fn unshadow(&mut self, id: u32) {
+        let Some(c) = self.cuts.clone() else {
+            return;
+        };
+        let e = self.elems[id as usize].clone().expect("live element");
+        let rank = |s: &Set, i: usize| {
+            let e = s.elems[i].as_deref().expect("live element");
+            ((e.priority.unwrap_or(0) as u64) << 40 | s.seqs[i], i)
+        };
+        let mine = rank(self, id as usize);
+        let mut under = Vec::new();
+        for (i, o) in self.elems.iter().enumerate() {
+            let Some(o) = o else { continue };
+            if i as u32 != id && c.holds(i as u32) && o.overlaps(&e) && rank(self, i) > mine {
+                under.push(i as u32);
+                if self.extra.len() + self.gone.len() + under.len() > cuts::MAX_DELTA {
+                    self.rebuild = true;
+                    return;
+                }
+            }
+        }
+        for i in under {
+            if !self.extra.contains(&i) {
+                self.extra.push(i);
+            }
+        }
     }
 
     /// Whether updates are recorded as changes to the last tree: not when
