@@ -82,6 +82,17 @@ unsafe impl Sync for Classifier {}
 
 static SEQ: AtomicU32 = AtomicU32::new(0);
 
+/// Releases the EAL that rte_acl's columns started, and its runtime
+/// files, however a run ends (declare it before the classifiers, so it
+/// drops after them).
+pub struct EalGuard;
+
+impl Drop for EalGuard {
+    fn drop(&mut self) {
+        forwarder::port::dpdk::shutdown();
+    }
+}
+
 /// Starts the EAL for rte_acl (once per process; later calls do nothing):
 /// no huge pages, no devices, and SIMD up to 512 bits so that rte_acl may
 /// pick, and be set to, its AVX-512 methods.

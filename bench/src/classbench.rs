@@ -123,7 +123,7 @@ fn answers(snap: &Snapshot, imp: Impl, keys: &[u8]) -> Vec<Option<u32>> {
 
 pub fn run(o: Options) -> Result<(), String> {
     #[cfg(feature = "dpdk")]
-    let _eal = EalGuard;
+    let _eal = crate::acl::EalGuard;
     let imps: Vec<Impl> = match o.imp {
         Some(i) => vec![i],
         None => Impl::available(),
@@ -279,16 +279,6 @@ pub fn run(o: Options) -> Result<(), String> {
         }
     }
     Ok(())
-}
-
-#[cfg(feature = "dpdk")]
-struct EalGuard;
-
-#[cfg(feature = "dpdk")]
-impl Drop for EalGuard {
-    fn drop(&mut self) {
-        forwarder::port::dpdk::shutdown();
-    }
 }
 
 /// rte_acl on the ClassBench rules as `dpdk-test-acl` sets them up: the

@@ -139,33 +139,24 @@ fn write_record(decl: &SetDecl, values: &[u128], rec: &mut [u8]) {
     }
 }
 
-/// Keys: half hits spread over every element, half misses (values in the
-/// gaps or past the last entry, or a hit with one field changed).
-fn make_keys(case: Case, elems: &[Element], snap: &Snapshot, n: usize, rng: &mut Rng) -> Vec<u8> {
+/// Header records of `n` keys, half hits and half misses as the
+/// snapshot answers them: `values(rng, hit, desperate)` makes a key meant
+/// to hit or miss (`desperate` once 50 tries a key have not given the
+/// balance, when any key is taken).
+fn balanced_keys(
+    snap: &Snapshot,
+    n: usize,
+    rng: &mut Rng,
+    mut values: impl FnMut(&mut Rng, bool, bool) -> Vec<u128>,
+) -> Vec<u8> {
     let decl = snap.decl().clone();
-    let ranges = case.ranges(elems.len());
-    let top = ranges.last().map(|r| r.1).unwrap_or(0);
     let mut scratch = snap.scratch();
     let mut recs = vec![0u8; n * REC];
-    let (mut hits, mut misses) = (0, 0);
-    let mut i = 0;
-    let mut guard = 0usize;
+    let (mut hits, mut misses, mut i, mut guard) = (0, 0, 0, 0usize);
     while i < n {
         guard += 1;
         let want_hit = hits * 2 < n && (misses * 2 >= n || rng.below(2) == 0);
-        let values = if want_hit {
-            let (s, e) = ranges[rng.below(ranges.len() as u64) as usize];
-            case.key_values(s + rng.below((e - s + 1) as u64) as u128)
-        } else if rng.below(2) == 0 || guard > 50 * n {
-            case.key_values(rng.below(top as u64 + 2000) as u128)
-        } else {
-            let (s, e) = ranges[rng.below(ranges.len() as u64) as usize];
-            let mut v = case.key_values(s + rng.below((e - s + 1) as u64) as u128);
-            let f = rng.below(v.len() as u64) as usize;
-            let t = decl.fields()[f];
-            v[f] = (v[f] ^ (1 + rng.below(1 << 12) as u128)) & t.max();
-            v
-        };
+        let values = values(rng, want_hit, guard > 50 * n);
         let key = decl.key_from_values(&values);
         let hit = snap.lookup_with(Impl::Scalar, &key, &mut scratch).is_some();
         if hit != want_hit && guard <= 50 * n {
@@ -180,6 +171,29 @@ fn make_keys(case: Case, elems: &[Element], snap: &Snapshot, n: usize, rng: &mut
         i += 1;
     }
     recs
+}
+
+/// Keys: half hits spread over every element, half misses (values in the
+/// gaps or past the last entry, or a hit with one field changed).
+fn make_keys(case: Case, elems: &[Element], snap: &Snapshot, n: usize, rng: &mut Rng) -> Vec<u8> {
+    let decl = snap.decl().clone();
+    let ranges = case.ranges(elems.len());
+    let top = ranges.last().map(|r| r.1).unwrap_or(0);
+    balanced_keys(snap, n, rng, |rng, want_hit, desperate| {
+        if want_hit {
+            let (s, e) = ranges[rng.below(ranges.len() as u64) as usize];
+            case.key_values(s + rng.below((e - s + 1) as u64) as u128)
+        } else if rng.below(2) == 0 || desperate {
+            case.key_values(rng.below(top as u64 + 2000) as u128)
+        } else {
+            let (s, e) = ranges[rng.below(ranges.len() as u64) as usize];
+            let mut v = case.key_values(s + rng.below((e - s + 1) as u64) as u128);
+            let f = rng.below(v.len() as u64) as usize;
+            let t = decl.fields()[f];
+            v[f] = (v[f] ^ (1 + rng.below(1 << 12) as u128)) & t.max();
+            v
+        }
+    })
 }
 
 fn build(decl: &SetDecl, elems: &[Element]) -> (Structures, f64, f64, f64, f64) {
@@ -528,15 +542,10 @@ impl Shape {
 /// known hosts on ports they do not serve; or values from nowhere).
 fn shape_keys(elems: &[Element], snap: &Snapshot, n: usize, rng: &mut Rng) -> Vec<u8> {
     let decl = snap.decl().clone();
-    let mut scratch = snap.scratch();
-    let mut recs = vec![0u8; n * REC];
     let pick = |rng: &mut Rng, r: &matcher::Range| {
         r.start + rng.below((r.end - r.start + 1) as u64) as u128
     };
-    let (mut hits, mut misses, mut i, mut guard) = (0, 0, 0, 0usize);
-    while i < n {
-        guard += 1;
-        let want_hit = hits * 2 < n && (misses * 2 >= n || rng.below(2) == 0);
+    balanced_keys(snap, n, rng, |rng, want_hit, _| {
         let e = &elems[rng.below(elems.len() as u64) as usize];
         let mut values: Vec<u128> = e.key.iter().map(|r| pick(rng, r)).collect();
         if !want_hit {
@@ -548,38 +557,13 @@ fn shape_keys(elems: &[Element], snap: &Snapshot, n: usize, rng: &mut Rng) -> Ve
                 pick(rng, &o.key[f])
             };
         }
-        let key = decl.key_from_values(&values);
-        let hit = snap.lookup_with(Impl::Scalar, &key, &mut scratch).is_some();
-        if hit != want_hit && guard <= 50 * n {
-            continue;
-        }
-        if hit {
-            hits += 1;
-        } else {
-            misses += 1;
-        }
-        write_record(&decl, &values, &mut recs[i * REC..(i + 1) * REC]);
-        i += 1;
-    }
-    recs
-}
-
-/// Releases the EAL the `rte_acl` column started, and its runtime files,
-/// however the run ends (declared before the cases' structures, so it
-/// drops after their classifiers).
-#[cfg(feature = "dpdk")]
-struct EalGuard;
-
-#[cfg(feature = "dpdk")]
-impl Drop for EalGuard {
-    fn drop(&mut self) {
-        forwarder::port::dpdk::shutdown();
-    }
+        values
+    })
 }
 
 pub fn run(o: Options) -> Result<(), String> {
     #[cfg(feature = "dpdk")]
-    let _eal = EalGuard;
+    let _eal = crate::acl::EalGuard;
     let mut rng = Rng(0x5eed);
     let simd: Vec<Impl> = match o.imp {
         Some(i) if !i.supported() => return Err(format!("this CPU cannot run `{i}`")),

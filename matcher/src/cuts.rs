@@ -509,6 +509,16 @@ impl Cuts {
         }
     }
 
+    /// The child of node `r` that a key of dimension values `vals` goes
+    /// to (`count`: the block's values at or below a value). A key of
+    /// `u32::MAX` counts the padding too, 16 in all, read as the last slot.
+    #[inline(always)]
+    fn child(&self, r: u32, vals: &[u32], count: impl Fn(&Block, u32) -> u32) -> u32 {
+        let n = &self.nodes[r as usize];
+        let x = vals[self.node_dim[r as usize] as usize];
+        n.child[(count(&n.cuts, x) as usize).min(LANES - 1)]
+    }
+
     /// What looking `points` up costs, in a model: a node visited counts
     /// 1, a leaf group 1 plus a half per 4 lanes, a tree 2 more.
     fn cost(&self, points: &[Vec<u32>]) -> f64 {
@@ -518,9 +528,7 @@ impl Cuts {
                 let mut r = root;
                 total += 2.0;
                 while r & LEAF == 0 {
-                    let n = &self.nodes[r as usize];
-                    let x = vals[self.node_dim[r as usize] as usize];
-                    r = n.child[(crate::tree::count_le(&n.cuts, x) as usize).min(LANES - 1)];
+                    r = self.child(r, vals, crate::tree::count_le);
                     total += 1.0;
                 }
                 let l = self.leaves[(r & !LEAF) as usize];
@@ -705,12 +713,9 @@ impl Classifier {
     /// The leaf a key's dimension values lead to.
     #[inline(always)]
     fn descend(&self, root: u32, vals: &[u32], count: impl Fn(&Block, u32) -> u32) -> u32 {
-        let t = &*self.tree;
         let mut r = root;
         while r & LEAF == 0 {
-            let n = &t.nodes[r as usize];
-            let x = vals[t.node_dim[r as usize] as usize];
-            r = n.child[(count(&n.cuts, x) as usize).min(LANES - 1)];
+            r = self.tree.child(r, vals, &count);
         }
         r & !LEAF
     }
@@ -894,9 +899,7 @@ impl Classifier {
                     for j in 0..n {
                         let r = at[j];
                         if r & LEAF == 0 {
-                            let node = &t.nodes[r as usize];
-                            let x = vals[j * nd + t.node_dim[r as usize] as usize];
-                            let next = node.child[(count(&node.cuts, x) as usize).min(LANES - 1)];
+                            let next = t.child(r, &vals[j * nd..(j + 1) * nd], &count);
                             at[j] = next;
                             inner |= next & LEAF == 0;
                         }

@@ -29,6 +29,62 @@ mod x86 {
     use crate::tree::{Block, Intervals};
     use std::arch::x86_64::*;
 
+    // The compares shared by the AVX2 and AVX-512 functions below, as
+    // macros: expanded inside each `#[target_feature]` function, their
+    // intrinsics inline there (a helper function of their own would call
+    // each intrinsic out of line). Each is used inside an `unsafe` block
+    // whose SAFETY comment covers its loads.
+
+    /// The values of block `$b` at or below `$x`: two 256-bit unsigned
+    /// compares (`max(v, x) == x` is `v <= x`) and a popcount.
+    macro_rules! count_le_avx2 {
+        ($b:expr, $x:expr) => {{
+            let xv = _mm256_set1_epi32($x as i32);
+            let p = $b.0.as_ptr();
+            let lo = _mm256_loadu_si256(p.cast());
+            let hi = _mm256_loadu_si256(p.add(8).cast());
+            let le_lo = _mm256_cmpeq_epi32(_mm256_max_epu32(lo, xv), xv);
+            let le_hi = _mm256_cmpeq_epi32(_mm256_max_epu32(hi, xv), xv);
+            (_mm256_movemask_ps(_mm256_castsi256_ps(le_lo)) as u32
+                | (_mm256_movemask_ps(_mm256_castsi256_ps(le_hi)) as u32) << 8)
+                .count_ones()
+        }};
+    }
+
+    /// The mask of the lanes `$at..$at + 8` of a leaf group (rows of `$w`
+    /// words at `$p`: lows, highs per dimension) whose ranges hold every
+    /// value of `$vals`: four 256-bit compares per dimension.
+    macro_rules! lanes8_avx2 {
+        ($p:expr, $w:expr, $at:expr, $vals:expr) => {{
+            let mut a = _mm256_set1_epi32(-1);
+            for (d, &v) in $vals.iter().enumerate() {
+                let x = _mm256_set1_epi32(v as i32);
+                let l = _mm256_loadu_si256($p.add(2 * d * $w + $at).cast());
+                let h = _mm256_loadu_si256($p.add((2 * d + 1) * $w + $at).cast());
+                let ge = _mm256_cmpeq_epi32(_mm256_max_epu32(l, x), x);
+                let le = _mm256_cmpeq_epi32(_mm256_max_epu32(x, h), h);
+                a = _mm256_and_si256(a, _mm256_and_si256(ge, le));
+            }
+            _mm256_movemask_ps(_mm256_castsi256_ps(a)) as u32
+        }};
+    }
+
+    /// [`lanes8_avx2`] for a group of 4 lanes, with 128-bit compares.
+    macro_rules! lanes4_sse {
+        ($p:expr, $vals:expr) => {{
+            let mut a = _mm_set1_epi32(-1);
+            for (d, &v) in $vals.iter().enumerate() {
+                let x = _mm_set1_epi32(v as i32);
+                let l = _mm_loadu_si128($p.add(2 * d * 4).cast());
+                let h = _mm_loadu_si128($p.add((2 * d + 1) * 4).cast());
+                let ge = _mm_cmpeq_epi32(_mm_max_epu32(l, x), x);
+                let le = _mm_cmpeq_epi32(_mm_max_epu32(x, h), h);
+                a = _mm_and_si128(a, _mm_and_si128(ge, le));
+            }
+            _mm_movemask_ps(_mm_castsi128_ps(a)) as u32
+        }};
+    }
+
     /// Checks what the vector loops rely on: `res` and `src` of one length
     /// `n`, a multiple of `lanes`, and every bucket window `at[g]..at[g]+n`
     /// inside `lt`.
@@ -65,20 +121,8 @@ mod x86 {
     #[inline(never)]
     unsafe fn descend_avx2(t: &Intervals, xs: &[u32], ranks: &mut [u32]) {
         t.descend(xs, ranks, |b: &Block, x: u32| {
-            let xv = _mm256_set1_epi32(x as i32);
-            let p = b.0.as_ptr();
             // SAFETY: a block is sixteen `u32`, two 32-byte loads.
-            let (lo, hi) = unsafe {
-                (
-                    _mm256_loadu_si256(p.cast()),
-                    _mm256_loadu_si256(p.add(8).cast()),
-                )
-            };
-            let le_lo = _mm256_cmpeq_epi32(_mm256_max_epu32(lo, xv), xv);
-            let le_hi = _mm256_cmpeq_epi32(_mm256_max_epu32(hi, xv), xv);
-            let m = _mm256_movemask_ps(_mm256_castsi256_ps(le_lo)) as u32
-                | (_mm256_movemask_ps(_mm256_castsi256_ps(le_hi)) as u32) << 8;
-            m.count_ones()
+            unsafe { count_le_avx2!(b, x) }
         })
     }
 
@@ -123,10 +167,7 @@ mod x86 {
 
     /// The classifier's lookups with AVX2: a node's child by two 256-bit
     /// compares, a leaf group's lanes by four per dimension (`max(a, b)
-    /// == b` is `a <= b`, unsigned). The compares are closures defined
-    /// here so that they inherit this function's target features and
-    /// their intrinsics inline (a helper function of its own would call
-    /// each intrinsic out of line).
+    /// == b` is `a <= b`, unsigned).
     ///
     /// SAFETY: the CPU has AVX2.
     #[target_feature(enable = "avx2,popcnt")]
@@ -140,17 +181,7 @@ mod x86 {
     ) {
         let count = |b: &Block, x: u32| -> u32 {
             // SAFETY: a block is sixteen `u32`, two 32-byte loads.
-            unsafe {
-                let xv = _mm256_set1_epi32(x as i32);
-                let p = b.0.as_ptr();
-                let lo = _mm256_loadu_si256(p.cast());
-                let hi = _mm256_loadu_si256(p.add(8).cast());
-                let le_lo = _mm256_cmpeq_epi32(_mm256_max_epu32(lo, xv), xv);
-                let le_hi = _mm256_cmpeq_epi32(_mm256_max_epu32(hi, xv), xv);
-                (_mm256_movemask_ps(_mm256_castsi256_ps(le_lo)) as u32
-                    | (_mm256_movemask_ps(_mm256_castsi256_ps(le_hi)) as u32) << 8)
-                    .count_ones()
-            }
+            unsafe { count_le_avx2!(b, x) }
         };
         let mask = |r: &[u32], w: usize, vals: &[u32]| -> u32 {
             assert!(r.len() >= 2 * w * vals.len() && matches!(w, 4 | 8 | 16));
@@ -158,32 +189,11 @@ mod x86 {
             // SAFETY: every load reads `w` words of row `2d` or `2d + 1`
             // of `r`, inside it (checked above); SSE4.1 is part of AVX2.
             unsafe {
-                if w == 4 {
-                    let mut a = _mm_set1_epi32(-1);
-                    for (d, &v) in vals.iter().enumerate() {
-                        let x = _mm_set1_epi32(v as i32);
-                        let l = _mm_loadu_si128(p.add(2 * d * 4).cast());
-                        let h = _mm_loadu_si128(p.add((2 * d + 1) * 4).cast());
-                        let ge = _mm_cmpeq_epi32(_mm_max_epu32(l, x), x);
-                        let le = _mm_cmpeq_epi32(_mm_max_epu32(x, h), h);
-                        a = _mm_and_si128(a, _mm_and_si128(ge, le));
-                    }
-                    return _mm_movemask_ps(_mm_castsi128_ps(a)) as u32;
+                match w {
+                    4 => lanes4_sse!(p, vals),
+                    8 => lanes8_avx2!(p, 8, 0, vals),
+                    _ => lanes8_avx2!(p, 16, 0, vals) | lanes8_avx2!(p, 16, 8, vals) << 8,
                 }
-                let mut m = 0;
-                for half in 0..w / 8 {
-                    let mut a = _mm256_set1_epi32(-1);
-                    for (d, &v) in vals.iter().enumerate() {
-                        let x = _mm256_set1_epi32(v as i32);
-                        let l = _mm256_loadu_si256(p.add(2 * d * w + 8 * half).cast());
-                        let h = _mm256_loadu_si256(p.add((2 * d + 1) * w + 8 * half).cast());
-                        let ge = _mm256_cmpeq_epi32(_mm256_max_epu32(l, x), x);
-                        let le = _mm256_cmpeq_epi32(_mm256_max_epu32(x, h), h);
-                        a = _mm256_and_si256(a, _mm256_and_si256(ge, le));
-                    }
-                    m |= (_mm256_movemask_ps(_mm256_castsi256_ps(a)) as u32) << (8 * half);
-                }
-                m
             }
         };
         c.burst(keys, stride, out, v, count, mask)
@@ -191,7 +201,7 @@ mod x86 {
 
     /// The classifier's lookups with AVX-512: a node's child by one
     /// compare into a mask, a leaf group's lanes by two per dimension
-    /// (closures for the reason given at [`classify_avx2`]).
+    /// (groups of 4 and 8 lanes as with AVX2).
     ///
     /// SAFETY: the CPU has AVX-512F.
     #[target_feature(enable = "avx512f,avx2,popcnt")]
@@ -227,30 +237,8 @@ mod x86 {
                         }
                         m as u32
                     }
-                    8 => {
-                        let mut a = _mm256_set1_epi32(-1);
-                        for (d, &v) in vals.iter().enumerate() {
-                            let x = _mm256_set1_epi32(v as i32);
-                            let l = _mm256_loadu_si256(p.add(2 * d * 8).cast());
-                            let h = _mm256_loadu_si256(p.add((2 * d + 1) * 8).cast());
-                            let ge = _mm256_cmpeq_epi32(_mm256_max_epu32(l, x), x);
-                            let le = _mm256_cmpeq_epi32(_mm256_max_epu32(x, h), h);
-                            a = _mm256_and_si256(a, _mm256_and_si256(ge, le));
-                        }
-                        _mm256_movemask_ps(_mm256_castsi256_ps(a)) as u32
-                    }
-                    _ => {
-                        let mut a = _mm_set1_epi32(-1);
-                        for (d, &v) in vals.iter().enumerate() {
-                            let x = _mm_set1_epi32(v as i32);
-                            let l = _mm_loadu_si128(p.add(2 * d * 4).cast());
-                            let h = _mm_loadu_si128(p.add((2 * d + 1) * 4).cast());
-                            let ge = _mm_cmpeq_epi32(_mm_max_epu32(l, x), x);
-                            let le = _mm_cmpeq_epi32(_mm_max_epu32(x, h), h);
-                            a = _mm_and_si128(a, _mm_and_si128(ge, le));
-                        }
-                        _mm_movemask_ps(_mm_castsi128_ps(a)) as u32
-                    }
+                    8 => lanes8_avx2!(p, 8, 0, vals),
+                    _ => lanes4_sse!(p, vals),
                 }
             }
         };

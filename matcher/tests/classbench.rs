@@ -5,7 +5,7 @@
 //! back at their places, the same again.
 
 use flate2::read::GzDecoder;
-use matcher::{classbench, Impl, InsertMode, Set};
+use matcher::{classbench, Impl, InsertMode, Set, Snapshot};
 use std::io::Read;
 
 pub fn testdata(name: &str) -> String {
@@ -26,6 +26,18 @@ fn answers(set: &str) -> Vec<u32> {
         .collect()
 }
 
+/// Every header looked up in a burst with `imp` gives rte_acl's answer.
+fn assert_answers(snap: &Snapshot, imp: Impl, flat: &[u8], want: &[u32], what: &str) {
+    let mut out = vec![None; want.len()];
+    snap.lookup_burst_with(imp, flat, 13, &mut out, &mut snap.scratch());
+    for (i, (o, w)) in out.iter().zip(want).enumerate() {
+        let got = o
+            .and_then(|id| snap.element(id))
+            .and_then(classbench::rule_number);
+        assert_eq!(got, Some(*w), "{what} {imp}: header {i}");
+    }
+}
+
 fn check(set: &str) {
     let rules = classbench::parse_rules(set, &testdata(set)).unwrap();
     let keys = classbench::parse_trace(set, &testdata(&format!("{set}_trace"))).unwrap();
@@ -40,13 +52,7 @@ fn check(set: &str) {
     let mut scratch = snap.scratch();
     let mut out = vec![None; keys.len()];
     for imp in Impl::available() {
-        snap.lookup_burst_with(imp, &flat, 13, &mut out, &mut scratch);
-        for (i, (o, w)) in out.iter().zip(&want).enumerate() {
-            let got = o
-                .and_then(|id| snap.element(id))
-                .and_then(classbench::rule_number);
-            assert_eq!(got, Some(*w), "{set} {imp}: header {i}");
-        }
+        assert_answers(&snap, imp, &flat, &want, set);
         for (i, k) in keys.iter().enumerate().step_by(7) {
             let got = snap
                 .lookup_with(imp, k, &mut scratch)
@@ -98,13 +104,7 @@ fn check(set: &str) {
     }
     let snap = s.commit();
     for imp in Impl::available() {
-        snap.lookup_burst_with(imp, &flat, 13, &mut out, &mut scratch);
-        for (i, (o, w)) in out.iter().zip(&want).enumerate() {
-            let got = o
-                .and_then(|id| snap.element(id))
-                .and_then(classbench::rule_number);
-            assert_eq!(got, Some(*w), "{set} {imp}, rules put back: header {i}");
-        }
+        assert_answers(&snap, imp, &flat, &want, &format!("{set}, rules put back,"));
     }
 }
 

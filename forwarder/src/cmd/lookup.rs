@@ -50,8 +50,10 @@ pub fn classbench(
     let mut scratch = snap.scratch();
     let mut w = std::io::BufWriter::new(out);
     let mut found = [None; 32];
+    let mut flat = Vec::with_capacity(32 * 13);
     for chunk in keys.chunks(32) {
-        let flat: Vec<u8> = chunk.iter().flatten().copied().collect();
+        flat.clear();
+        flat.extend(chunk.iter().flatten());
         let n = chunk.len();
         snap.lookup_burst_with(imp, &flat, 13, &mut found[..n], &mut scratch);
         for id in &found[..n] {
