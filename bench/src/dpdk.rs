@@ -25,16 +25,16 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-const MAC0: [u8; 6] = [2, 0, 0, 0, 0, 1];
-const MAC1: [u8; 6] = [2, 0, 0, 0, 0, 2];
+pub(crate) const MAC0: [u8; 6] = [2, 0, 0, 0, 0, 1];
+pub(crate) const MAC1: [u8; 6] = [2, 0, 0, 0, 0, 2];
 
-fn examples() -> PathBuf {
+pub(crate) fn examples() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples")
 }
 
 /// A pcap file (microsecond timestamps, Ethernet) of `frames`, addressed
 /// to `dst`.
-fn write_pcap(path: &Path, frames: &[Vec<u8>], dst: [u8; 6]) -> Result<(), String> {
+pub(crate) fn write_pcap(path: &Path, frames: &[Vec<u8>], dst: [u8; 6]) -> Result<(), String> {
     let mut b = Vec::new();
     // Magic; version 2.4 (two u16, as one little-endian u32); time zone;
     // accuracy; snap length; link type 1 (Ethernet).
@@ -58,7 +58,7 @@ fn write_pcap(path: &Path, frames: &[Vec<u8>], dst: [u8; 6]) -> Result<(), Strin
 }
 
 /// The example's configuration with its two ports on pcap devices.
-fn forwarder_config(
+pub(crate) fn forwarder_config(
     dir: &Path,
     eal: &[String],
     pcap: [&Path; 2],
@@ -108,7 +108,19 @@ mbufs = {mbufs}
 }
 
 /// Median per-second forwarded Mpps of `forwarder run --mode`.
-fn forwarder_mpps(bin: &Path, cfg: &Path, mode: &str, secs: u64) -> Result<f64, String> {
+pub(crate) fn forwarder_mpps(bin: &Path, cfg: &Path, mode: &str, secs: u64) -> Result<f64, String> {
+    forwarder_run(bin, cfg, mode, secs).map(|(mpps, _)| mpps)
+}
+
+/// Median per-second forwarded Mpps of `forwarder run --mode`, and the
+/// share of received frames it forwarded over the whole run (its
+/// summary's `total: rx N tx M`).
+pub(crate) fn forwarder_run(
+    bin: &Path,
+    cfg: &Path,
+    mode: &str,
+    secs: u64,
+) -> Result<(f64, f64), String> {
     let o = Command::new(bin)
         .args([
             "run",
@@ -147,7 +159,22 @@ fn forwarder_mpps(bin: &Path, cfg: &Path, mode: &str, secs: u64) -> Result<f64, 
     if std::env::var_os("BENCH_DPDK_VERBOSE").is_some() {
         eprintln!("forwarder --mode {mode}:\n{out}");
     }
-    Ok(median(&mut tx))
+    // `  total: rx 61802240 tx 55925285 in 2.0 s: ...`
+    let share = out
+        .lines()
+        .rev()
+        .find_map(|l| {
+            let w: Vec<&str> = l.split_whitespace().collect();
+            match w.as_slice() {
+                ["total:", "rx", rx, "tx", tx, "in", ..] => {
+                    let (rx, tx): (f64, f64) = (rx.parse().ok()?, tx.parse().ok()?);
+                    (rx > 0.0).then(|| tx / rx)
+                }
+                _ => None,
+            }
+        })
+        .ok_or_else(|| format!("forwarder --mode {mode}: no summary in\n{out}"))?;
+    Ok((median(&mut tx), share))
 }
 
 /// Seconds testpmd may take to start forwarding (measured: about 3 s
@@ -447,7 +474,7 @@ const VARIANTS: &[(&str, &str, &str, Option<&str>)] = &[
 ];
 
 /// Removes a directory when dropped.
-struct RemoveOnDrop(PathBuf);
+pub(crate) struct RemoveOnDrop(pub(crate) PathBuf);
 
 impl Drop for RemoveOnDrop {
     fn drop(&mut self) {

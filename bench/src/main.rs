@@ -12,6 +12,8 @@
 //!   the cost of adding or deleting one element in the loaded set;
 //! - `bench dpdk`: the forwarder on DPDK ports beside DPDK's testpmd, with
 //!   and without huge pages;
+//! - `bench l3fwd`: the forwarder beside DPDK's l3fwd (LPM and ACL), built
+//!   from Debian's `dpdk-doc` sources, on the same pcap devices;
 //! - `bench reload`: file change to serving, by set size and kind of
 //!   change; the workers' longest gap between bursts in a reload storm.
 
@@ -25,6 +27,7 @@ mod classbench;
 mod dpdk;
 mod forward;
 mod hash;
+mod l3fwd;
 mod load;
 mod matcher;
 mod reload;
@@ -121,6 +124,25 @@ enum Cmd {
         #[arg(long)]
         rounds: Option<usize>,
     },
+    /// The forwarder beside DPDK's l3fwd, built from the installed example
+    /// sources (dpdk-doc), on the same pcap devices, alternating rounds
+    /// (needs root and `cargo build --release -p forwarder --features
+    /// dpdk`).
+    L3fwd {
+        /// Print JSON Lines instead of a Markdown table.
+        #[arg(long)]
+        json: bool,
+        /// Shorter runs, 2 rounds, 100,000 extra routes.
+        #[arg(long)]
+        quick: bool,
+        /// Rounds of every variant, alternating (default 5).
+        #[arg(long)]
+        rounds: Option<usize>,
+        /// Generated IPv4 routes added to both for the full-table
+        /// variants (default 1,000,000; 0: none).
+        #[arg(long)]
+        routes: Option<usize>,
+    },
     /// Reloads: file change to serving; gaps between bursts meanwhile.
     Reload {
         /// Print JSON Lines instead of Markdown tables.
@@ -168,6 +190,17 @@ fn main() {
             mbufs,
             rounds,
         } => dpdk::run(json, quick, mbufs, rounds),
+        Cmd::L3fwd {
+            json,
+            quick,
+            rounds,
+            routes,
+        } => l3fwd::run(l3fwd::Options {
+            json,
+            quick,
+            rounds,
+            routes,
+        }),
         Cmd::Reload { json, quick } => {
             reload::run(json, quick);
             Ok(())
