@@ -5,7 +5,8 @@
 //! routing in the full table (with and without the dst cache); (d)
 //! `full`: + classification against the example's rule sets, the flow
 //! cache off; `full+flowcache`: the same with the default flow cache.
-//! Then both full variants again at other numbers of flows per port.
+//! Then `io` and both full variants again at other numbers of flows per
+//! port (`io@N`: the synthetic port's own cost at that many flows).
 //! Each run counts what the workers forward after a warm-up, from their
 //! published counters: steady state, not thread start or cold caches.
 
@@ -99,13 +100,14 @@ pub fn run(json: bool, quick: bool, runs: Option<usize>, seconds: Option<f64>, o
     let t_fc = Arc::new(Tables::build(&flow_cached, 1).expect("tables"));
     // The example's flow mix, then fewer and more flows per port (the
     // ports' configurations differ; the tables are the same).
-    let sweep: Vec<(String, Config, Config)> = FLOWS
+    let sweep: Vec<(String, Config, Config, Config)> = FLOWS
         .iter()
         .map(|&n| {
             (
                 n.to_string(),
                 with_flows(no_flow_cache.clone(), n),
                 with_flows(flow_cached.clone(), n),
+                with_flows(small.clone(), n),
             )
         })
         .collect();
@@ -117,7 +119,10 @@ pub fn run(json: bool, quick: bool, runs: Option<usize>, seconds: Option<f64>, o
         ("full".into(), Mode::Full, &no_flow_cache, &t_nfc),
         ("full+flowcache".into(), Mode::Full, &flow_cached, &t_fc),
     ];
-    for (n, off, on) in &sweep {
+    for (n, off, on, io) in &sweep {
+        // The synthetic port's own cost at that many flows (its frames
+        // spread over more lines), beside what the pipeline adds.
+        variants.push((format!("io@{n}"), Mode::Io, io, &t_small));
         variants.push((format!("full@{n}"), Mode::Full, off, &t_nfc));
         variants.push((format!("full+flowcache@{n}"), Mode::Full, on, &t_fc));
     }
@@ -135,24 +140,33 @@ pub fn run(json: bool, quick: bool, runs: Option<usize>, seconds: Option<f64>, o
         }
     }
     if !json {
-        println!("Mpps forwarded, synthetic ports, 64-byte frames, burst 32, median of {reps} run(s) of {secs} s; full table {v4} IPv4 + {v6} IPv6 routes (built in {build_s:.1} s)");
+        println!("Mpps forwarded, synthetic ports, 64-byte frames, burst 32, median (best) of {reps} run(s) of {secs} s, round-robin; full table {v4} IPv4 + {v6} IPv6 routes (built in {build_s:.1} s)");
         println!();
-        println!("| variant | 1 core | 2 cores | 2 cores / 1 core | ns per packet (1 core) |");
+        println!(
+            "| variant | 1 core | 2 cores | 2 cores / 1 core | ns per packet (1 core, median) |"
+        );
         println!("|---|---:|---:|---:|---:|");
     }
+    let best = |v: &[f64]| v.iter().copied().fold(f64::NAN, f64::max);
     for (v, (name, _, _, _)) in variants.iter().enumerate() {
+        let runs: Vec<Vec<f64>> = samples[v].clone();
         let one = median(&mut samples[v][0]);
         let two = median(&mut samples[v][1]);
         if json {
-            // The sweep's rows: `variant` `full` or `full+flowcache` with
-            // `flows` per port.
+            // The sweep's rows: `variant` `io`, `full` or `full+flowcache`
+            // with `flows` per port. `mpps` is the median of the runs,
+            // `best` the fastest (the machine's fast phase), `runs` each
+            // run's figure in the order measured.
             let (variant, flows) = match name.split_once('@') {
                 Some((v, n)) => (v, format!(",\"flows\":{n}")),
                 None => (name.as_str(), String::new()),
             };
-            for (cores, mpps) in [(1, one), (2, two)] {
+            for (c, (cores, mpps)) in [(1, one), (2, two)].into_iter().enumerate() {
+                let all: Vec<String> = runs[c].iter().map(|x| format!("{x:.2}")).collect();
                 println!(
-                    "{{\"variant\":\"{variant}\",\"cores\":{cores},\"mpps\":{mpps:.2}{flows}}}"
+                    "{{\"variant\":\"{variant}\",\"cores\":{cores},\"mpps\":{mpps:.2},\"median\":{mpps:.2},\"best\":{:.2},\"runs\":[{}]{flows}}}",
+                    best(&runs[c]),
+                    all.join(",")
                 );
             }
         } else {
@@ -161,12 +175,14 @@ pub fn run(json: bool, quick: bool, runs: Option<usize>, seconds: Option<f64>, o
                 println!("Flows per port (the example has 4,096 on p0 and the default 1,024 on p1), flow cache of {} entries per core storing one miss in {}:", fc.entries, fc.insert_one_in);
                 println!();
                 println!(
-                    "| variant | 1 core | 2 cores | 2 cores / 1 core | ns per packet (1 core) |"
+                    "| variant | 1 core | 2 cores | 2 cores / 1 core | ns per packet (1 core, median) |"
                 );
                 println!("|---|---:|---:|---:|---:|");
             }
             println!(
-                "| {name} | {one:.2} | {two:.2} | {:.2}x | {:.1} |",
+                "| {name} | {one:.2} ({:.2}) | {two:.2} ({:.2}) | {:.2}x | {:.1} |",
+                best(&runs[0]),
+                best(&runs[1]),
                 two / one,
                 1e3 / one
             );
