@@ -194,6 +194,16 @@ impl LpmTable {
         }
     }
 
+    /// Prefetches the first-level entry of IPv4 `addr` (where the table
+    /// prefetches at all, see [`PREFETCH_ROUTES`]): a caller with other
+    /// work to do before its burst lookup lets the misses overlap that.
+    #[inline(always)]
+    pub fn prefetch_v4(&self, addr: u32) {
+        if self.prefetch {
+            prefetch(self.top_ref((addr >> 8) as usize));
+        }
+    }
+
     /// [`LpmTable::lookup_burst`] for IPv4, in 32-bit arithmetic: the
     /// first level is one load per address (24 bits), the second, for
     /// the few routes longer than /24, a branch-free pass.

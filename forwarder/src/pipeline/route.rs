@@ -4,52 +4,55 @@
 use super::{Fate, Pipeline, MAX_BURST};
 use crate::snapshot::Tables;
 use crate::wire::{Drop, L3};
-use routecache::FlowKey;
+use routecache::{FlowKey, Targets};
 
 impl Pipeline {
     /// The FIB's targets of the packets still going, one batched lookup
     /// per family.
     pub(super) fn lookup_routes(&mut self, tables: &Tables, n: usize) {
-        self.dst4.clear();
-        self.dst6.clear();
-        self.idx4.clear();
-        self.idx6.clear();
-        for i in 0..n {
+        let (mut n4, mut n6) = (0, 0);
+        for i in 0..n.min(MAX_BURST) {
             if matches!(self.fate[i], Fate::Dropped(_) | Fate::Cached) {
                 continue;
             }
             let p = &self.parsed[i];
             match p.l3 {
                 L3::V4 => {
-                    self.dst4.push(p.dst as u32);
-                    self.idx4.push(i as u8);
+                    self.dst4[n4] = p.dst as u32;
+                    self.idx4[n4] = i as u8;
+                    n4 += 1;
                 }
                 L3::V6 => {
-                    self.dst6.push(p.dst);
-                    self.idx6.push(i as u8);
+                    self.dst6[n6] = p.dst;
+                    self.idx6[n6] = i as u8;
+                    n6 += 1;
                 }
             }
         }
         let fib = &tables.fib;
         let gen = fib.generation();
         let mut found = [None; MAX_BURST];
-        self.router4.route_burst(
-            &self.dst4,
-            gen,
-            |k, o| fib.lookup_burst_v4(k, o),
-            &mut found[..self.dst4.len()],
-        );
-        for (j, &i) in self.idx4.iter().enumerate() {
-            self.targets[i as usize] = found[j];
+        if n4 > 0 {
+            self.router4.route_burst(
+                &self.dst4[..n4],
+                gen,
+                |k, o| fib.lookup_burst_v4(k, o),
+                &mut found[..n4],
+            );
+            for (j, &i) in self.idx4[..n4].iter().enumerate() {
+                self.targets[i as usize] = found[j];
+            }
         }
-        self.router6.route_burst(
-            &self.dst6,
-            gen,
-            |k, o| fib.lookup_burst_v6(k, o),
-            &mut found[..self.dst6.len()],
-        );
-        for (j, &i) in self.idx6.iter().enumerate() {
-            self.targets[i as usize] = found[j];
+        if n6 > 0 {
+            self.router6.route_burst(
+                &self.dst6[..n6],
+                gen,
+                |k, o| fib.lookup_burst_v6(k, o),
+                &mut found[..n6],
+            );
+            for (j, &i) in self.idx6[..n6].iter().enumerate() {
+                self.targets[i as usize] = found[j];
+            }
         }
     }
 
@@ -60,17 +63,24 @@ impl Pipeline {
     pub(super) fn next_hop(&self, tables: &Tables, i: usize) -> Result<u32, Drop> {
         let p = &self.parsed[i];
         let t = self.targets[i].ok_or(Drop::NoRoute)?;
-        let flow = FlowKey {
-            src: p.src,
-            dst: p.dst,
-            sport: p.sport,
-            dport: p.dport,
-            proto: p.proto,
+        // The flow's hash only picks an ECMP member: a route to one next
+        // hop (every route of a typical full table) does without it.
+        let hash = if Targets::is_ecmp(t) {
+            FlowKey {
+                src: p.src,
+                dst: p.dst,
+                sport: p.sport,
+                dport: p.dport,
+                proto: p.proto,
+            }
+            .hash(tables.flow_seed)
+        } else {
+            0
         };
         tables
             .fib
             .targets()
-            .resolve_index(t, flow.hash(tables.flow_seed))
+            .resolve_index(t, hash)
             .ok_or(Drop::UnknownNextHop)
     }
 }
