@@ -32,6 +32,8 @@ fn net_port(n: usize) -> Workload {
                 key: vec![Range::new(base, base | host), port].into(),
                 data: None,
                 priority: None,
+                timeout: None,
+                expires: None,
             }
         })
         .collect();
@@ -52,6 +54,8 @@ fn addresses(n: usize) -> Workload {
                 key: vec![Range::single(a)].into(),
                 data: None,
                 priority: None,
+                timeout: None,
+                expires: None,
             }
         })
         .collect();

@@ -469,6 +469,8 @@ impl Shape {
             key: key.into(),
             data: None,
             priority: None,
+            timeout: None,
+            expires: None,
         };
         let mut rng = Rng(0x5a5e ^ self as u64);
         match self {

@@ -943,6 +943,12 @@ fn route_cache(loc: &Located, c: Option<schema::RouteCache>) -> Result<RouteCach
     })
 }
 
+/// Why a configuration's elements take no `timeout`.
+const NO_FILE_TIMEOUTS: &str = "an element of the configuration or a set file has no `timeout`: \
+     they are the durable elements (each reload and restart would start its clock again); \
+     elements that expire are added at run time (`forwarder element add`), where the set's \
+     `timeout` or their own applies";
+
 fn validate_set(
     loc: &Located,
     s: &schema::Set,
@@ -952,6 +958,16 @@ fn validate_set(
     let mut decl = SetDecl::parse(s.type_.get_ref()).map_err(|e| loc.of(&s.type_, e))?;
     if let Some(p) = &s.policy {
         let policy = matcher::Policy::parse(p.get_ref()).map_err(|e| loc.of(p, e))?;
+        if policy == matcher::Policy::FirstMatch && decl.has_timeouts() {
+            return Err(loc.of(
+                p,
+                format!(
+                    "`policy = \"{}\"` with `flags timeout` (`{decl}`): an expired element \
+                     would still hide the ones ranked after it",
+                    p.get_ref()
+                ),
+            ));
+        }
         if decl.policy() != matcher::Policy::Disjoint && decl.policy() != policy {
             return Err(loc.of(
                 p,
@@ -1025,10 +1041,13 @@ fn validate_set(
     // line in that file; overlaps and duplicates checked by the set itself.
     let mut inline = Vec::new();
     for e in &s.elements {
-        inline.push(
-            decl.parse_element(e.get_ref())
-                .map_err(|err| loc.of(e, err.to_string()))?,
-        );
+        let el = decl
+            .parse_element(e.get_ref())
+            .map_err(|err| loc.of(e, err.to_string()))?;
+        if el.timeout.is_some() {
+            return Err(loc.of(e, NO_FILE_TIMEOUTS));
+        }
+        inline.push(el);
     }
     let mut set = matcher::Set::new(decl.clone());
     for (el, e) in inline.iter().zip(&s.elements) {
@@ -1090,6 +1109,14 @@ fn set_file(
     })?;
     let mut elements = inline.clone();
     for (line, el) in parsed {
+        if el.timeout.is_some() {
+            return Err(ConfigError {
+                file: name.clone(),
+                line,
+                col: 1,
+                message: format!("`{}`: {NO_FILE_TIMEOUTS}", decl.format_element(&el)),
+            });
+        }
         set.insert(el.clone(), InsertMode::Create)
             .map_err(|err| ConfigError {
                 file: name.clone(),

@@ -27,6 +27,7 @@
 //! holds the subcommands (`run`, `lookup`, `reload`, `stats`).
 #![deny(unsafe_code)]
 
+pub mod clock;
 pub mod cmd;
 pub mod control;
 pub mod pipeline;

@@ -34,6 +34,10 @@ pub struct RuleSet {
 pub struct Tables {
     /// Increases with every published snapshot.
     pub generation: u64,
+    /// The earliest deadline of any set's elements (on [`crate::clock`]),
+    /// [`matcher::NEVER`] when none expires: before it, a worker
+    /// checks no match's deadline.
+    pub next_expiry: u64,
     /// Rule sets, in evaluation order.
     pub sets: Vec<RuleSet>,
     /// Routes, next hops, ECMP groups.
@@ -179,6 +183,8 @@ pub struct Status {
     pub failed: AtomicU64,
     /// Microseconds the last applied reload took (parse to swap).
     pub last_reload_us: AtomicU64,
+    /// Run-time elements removed because their timeout passed.
+    pub expired: AtomicU64,
     last: Mutex<String>,
 }
 
@@ -238,6 +244,7 @@ impl Tables {
     pub fn empty() -> Tables {
         Tables {
             generation: 0,
+            next_expiry: matcher::NEVER,
             sets: Vec::new(),
             fib: Fib::new().publish(),
             port_names: Vec::new(),
@@ -260,12 +267,22 @@ impl Tables {
         fib: Arc<FibSnapshot>,
         generation: u64,
         flow_seed: u32,
+        quick: bool,
     ) -> Tables {
         let sets: Vec<RuleSet> = cfg
             .sets
             .iter()
             .zip(&mut working.sets)
-            .map(|(s, set)| rule_set(s, set.commit()))
+            .map(|(s, set)| {
+                rule_set(
+                    s,
+                    if quick {
+                        set.commit_quick()
+                    } else {
+                        set.commit()
+                    },
+                )
+            })
             .collect();
         let slots = cfg
             .forwarder
@@ -275,6 +292,11 @@ impl Tables {
             .collect();
         Tables {
             generation,
+            next_expiry: sets
+                .iter()
+                .map(|s| s.snap.next_expiry())
+                .min()
+                .unwrap_or(matcher::NEVER),
             sets,
             fib,
             port_names: cfg.ports.iter().map(|p| p.name.clone()).collect(),
@@ -292,6 +314,13 @@ impl Tables {
         let fib = working.fib.publish();
         fib.prepare();
         let seed = routecache::hash::random_seed();
-        Ok(Tables::assemble(cfg, &mut working, fib, generation, seed))
+        Ok(Tables::assemble(
+            cfg,
+            &mut working,
+            fib,
+            generation,
+            seed,
+            false,
+        ))
     }
 }

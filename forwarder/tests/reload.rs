@@ -528,3 +528,190 @@ fn three_thousand_reloads_leak_nothing() {
     assert!(seen.bad.lock().unwrap().is_empty());
     std::fs::remove_dir_all(d).ok();
 }
+
+/// Run-time element changes are published as quick snapshots (the
+/// changes beside the set's last full commit) and compacted later into
+/// the same elements with tables of their own; a reload meanwhile keeps
+/// them on top of the files, and every snapshot answers as the elements
+/// it lists.
+#[test]
+fn run_time_changes_go_quick_then_compact() {
+    use forwarder::control::ElementOp;
+    let d = dir("quick");
+    let cfg = d.join("forwarder.toml");
+    let set = d.join("deny.set");
+    let mut text = String::new();
+    for i in 0..2000u32 {
+        text.push_str(&format!("10.{}.{}.0/24 . 7000\n", i >> 8, i & 255));
+    }
+    std::fs::write(&set, &text).unwrap();
+    let conf = ab('A').replace(
+        "elements = [\"198.51.100.0/24 . 7000\"]",
+        &format!("file = \"{}\"", set.display()),
+    );
+    assert!(
+        conf.contains("file ="),
+        "the configuration names the set file"
+    );
+    std::fs::write(&cfg, &conf).unwrap();
+    let mut c = Control::start(&cfg).unwrap();
+    let shared = c.shared();
+    let snap = || shared.tables.load().sets[0].snap.clone();
+    let hits = |s: &matcher::Snapshot, key: &str| {
+        let k = s.decl().parse_key(key).unwrap();
+        s.lookup(&k, &mut s.scratch())
+            .and_then(|id| s.element(id))
+            .is_some()
+    };
+    assert!(!snap().is_quick());
+    c.elements(ElementOp::Add, "deny", &["192.0.2.0/24 . 7000".into()])
+        .unwrap();
+    c.elements(ElementOp::Delete, "deny", &["10.0.5.0/24 . 7000".into()])
+        .unwrap();
+    let s = snap();
+    assert!(s.is_quick(), "a run-time change is published quickly");
+    assert_eq!(s.len(), 2000);
+    assert!(hits(&s, "192.0.2.9 . 7000"));
+    assert!(!hits(&s, "10.0.5.1 . 7000"));
+    assert!(hits(&s, "10.0.6.1 . 7000"));
+    // A file change meanwhile: the run-time changes stay on top.
+    text.push_str("198.51.100.0/24 . 7000\n");
+    std::fs::write(&set, &text).unwrap();
+    c.reload().unwrap();
+    let s = snap();
+    assert!(!s.is_quick(), "a reload commits in full");
+    assert_eq!(s.len(), 2001);
+    assert!(hits(&s, "192.0.2.9 . 7000") && hits(&s, "198.51.100.1 . 7000"));
+    assert!(!hits(&s, "10.0.5.1 . 7000"));
+    c.elements(ElementOp::Add, "deny", &["203.0.113.0/24 . 7000".into()])
+        .unwrap();
+    assert!(snap().is_quick());
+    assert!(!c.compact_due(), "not while changes are coming");
+    std::thread::sleep(forwarder::control::COMPACT_QUIET);
+    assert!(c.compact_due());
+    c.compact();
+    let s = snap();
+    assert!(!s.is_quick() && !c.compact_due());
+    assert_eq!(s.len(), 2002);
+    for (key, hit) in [
+        ("203.0.113.5 . 7000", true),
+        ("192.0.2.9 . 7000", true),
+        ("10.0.5.1 . 7000", false),
+        ("10.0.7.1 . 7000", true),
+        ("10.0.7.1 . 7001", false),
+    ] {
+        assert_eq!(hits(&s, key), hit, "{key}");
+    }
+    std::fs::remove_dir_all(d).ok();
+}
+
+/// Run-time elements with a timeout (`flags timeout`): in force until
+/// their deadline, then no match at once on the workers (the flow cache's
+/// stored decision notwithstanding), removed by the control side's sweep,
+/// renewed when added again, listed with the time they have left.
+#[test]
+fn run_time_elements_expire_at_their_deadline() {
+    use forwarder::control::ElementOp;
+    use forwarder::pipeline::Pipeline;
+    let d = dir("expire");
+    let cfg = d.join("forwarder.toml");
+    let text = ab('A').replace(
+        "type = \"ipv4_addr . inet_service\"",
+        "type = \"ipv4_addr . inet_service; flags timeout; timeout 1h\"",
+    ) + "[flow_cache]\nentries = 1024\ninsert_one_in = 1\n";
+    std::fs::write(&cfg, text).unwrap();
+    let mut c = Control::start(&cfg).unwrap();
+    let shared = c.shared();
+    let frame = build::ipv4(0xc000_0201, 0xc633_6402, 64, L4::Udp(1000, 8000), 8);
+    let forwarded = |t: &Tables, pipe: &mut Pipeline| {
+        let mut b = Burst::new();
+        for _ in 0..4 {
+            b.push(&frame);
+        }
+        pipe.process(t, &mut b);
+        pipe.out[0].len()
+    };
+    let listed = |c: &Control, what: &str| {
+        c.list("deny")
+            .unwrap()
+            .elements
+            .into_iter()
+            .find(|e| e.starts_with(what))
+    };
+    let t = shared.tables.load_full();
+    assert_eq!(t.next_expiry, matcher::NEVER);
+    let mut pipe = Pipeline::new(&t, 1);
+    assert_eq!(forwarded(&t, &mut pipe), 4);
+
+    c.elements(
+        ElementOp::Add,
+        "deny",
+        &["198.51.100.0/24 . 8000 timeout 300ms".into()],
+    )
+    .unwrap();
+    let t = shared.tables.load_full();
+    assert_ne!(t.next_expiry, matcher::NEVER);
+    for _ in 0..4 {
+        assert_eq!(forwarded(&t, &mut pipe), 0, "dropped while it lives");
+    }
+    assert!(
+        pipe.flow_cache_stats().hits > 0,
+        "the flow cache holds the drop"
+    );
+    let e = listed(&c, "198.51.100.0/24 . 8000").unwrap();
+    assert!(
+        e.starts_with("198.51.100.0/24 . 8000 timeout 300ms expires "),
+        "{e}"
+    );
+    // Without its own timeout, the set's.
+    c.elements(ElementOp::Add, "deny", &["203.0.113.0/24 . 53".into()])
+        .unwrap();
+    let e = listed(&c, "203.0.113.0/24 . 53").unwrap();
+    assert!(
+        e.starts_with("203.0.113.0/24 . 53 timeout 1h expires "),
+        "{e}"
+    );
+    assert_eq!(c.expire(), 0);
+
+    std::thread::sleep(Duration::from_millis(350));
+    // Past the deadline, the sweep not yet run: the same snapshot's match
+    // counts as none.
+    assert_eq!(forwarded(&t, &mut pipe), 4, "forwarded once expired");
+    assert_eq!(listed(&c, "198.51.100.0/24 . 8000"), None);
+    assert_eq!(c.expire(), 1);
+    assert_eq!(shared.status.expired.load(Relaxed), 1);
+    let t2 = shared.tables.load_full();
+    assert!(t2.generation > t.generation);
+    assert_eq!(t2.sets[0].snap.len(), 2);
+    assert_eq!(forwarded(&t2, &mut pipe), 4);
+
+    // Added again before its deadline, an element gets a new one.
+    let renew = |c: &mut Control| {
+        c.elements(
+            ElementOp::Add,
+            "deny",
+            &["192.0.2.0/24 . 9 timeout 250ms".into()],
+        )
+        .unwrap()
+    };
+    renew(&mut c);
+    std::thread::sleep(Duration::from_millis(150));
+    renew(&mut c);
+    std::thread::sleep(Duration::from_millis(150));
+    assert_eq!(c.expire(), 0, "renewed");
+    assert!(listed(&c, "192.0.2.0/24 . 9 timeout 250ms").is_some());
+    std::thread::sleep(Duration::from_millis(150));
+    assert_eq!(c.expire(), 1);
+
+    // A file's elements take none.
+    std::fs::write(
+        &cfg,
+        std::fs::read_to_string(&cfg)
+            .unwrap()
+            .replace(". 7000\"", ". 7000 timeout 1m\""),
+    )
+    .unwrap();
+    let err = c.reload().unwrap_err();
+    assert!(err.contains("forwarder element add"), "{err}");
+    std::fs::remove_dir_all(d).ok();
+}

@@ -146,6 +146,8 @@ pub fn parse_rules(name: &str, text: &str) -> Result<Rules, FileError> {
             key: key.into(),
             data: Some(Data::Value(FieldType::Mark, n as u128)),
             priority: None,
+            timeout: None,
+            expires: None,
         });
     }
     Ok(Rules {

@@ -128,6 +128,8 @@ mod tree;
 pub use error::{excerpt, ErrorKind, SetError};
 pub use field::{FieldType, Range};
 pub use lookup::{Impl, Scratch};
-pub use set::{InsertMode, MemoryUsage, Op, Set, SetConfig, Snapshot};
-pub use syntax::{Data, DataType, Element, Policy, SetDecl, Verdict};
+pub use set::{InsertMode, MemoryUsage, Op, Set, SetConfig, Snapshot, DELTA_ID, NEVER, QUICK_MAX};
+pub use syntax::{
+    format_duration, parse_duration, Data, DataType, Element, Policy, SetDecl, Verdict,
+};
 pub use table::{Chunk, FieldTable, Mapping};

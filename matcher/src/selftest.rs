@@ -135,6 +135,8 @@ impl Case {
             key,
             data: None,
             priority: None,
+            timeout: None,
+            expires: None,
         }
     }
 

@@ -131,22 +131,78 @@ fn tables_memory(fields: &[FieldTable], elems: &Vec<Option<Arc<Element>>>) -> Me
     }
 }
 
-/// A committed, immutable copy of a set: what readers look keys up in.
+/// The tables a full commit builds: what a snapshot's lookups run on,
+/// shared by the quick snapshots that follow it (see [`Set::commit_quick`]).
 #[derive(Clone, Debug)]
-pub struct Snapshot {
-    decl: Arc<SetDecl>,
+struct Base {
     fields: Vec<FieldTable>,
     lead: Lead,
     /// The tree lookups of first-match sets, and the bursts of sets
     /// without an interval tree, go through.
     classifier: Option<Classifier>,
+    elems: Vec<Option<Arc<Element>>>,
+    /// Each element's deadline ([`Element::expires`]), when any has one.
+    expiry: Option<Box<[u64]>>,
+}
+
+impl Base {
+    fn expiry_of(elems: &[Option<Arc<Element>>]) -> (Option<Box<[u64]>>, u64) {
+        if elems.iter().flatten().all(|e| e.expires.is_none()) {
+            return (None, NEVER);
+        }
+        let t: Box<[u64]> = elems
+            .iter()
+            .map(|e| e.as_ref().and_then(|e| e.expires).unwrap_or(NEVER))
+            .collect();
+        let first = t.iter().copied().min().unwrap_or(NEVER);
+        (Some(t), first)
+    }
+}
+
+/// What changed since the base: the elements added (a small set of their
+/// own) and the base's elements deleted (a bit per base id).
+#[derive(Debug)]
+struct Delta {
+    added: Arc<Snapshot>,
+    removed: Box<[u64]>,
+}
+
+impl Delta {
+    #[inline(always)]
+    fn removed(&self, id: u32) -> bool {
+        self.removed
+            .get(id as usize / 64)
+            .is_some_and(|w| w >> (id % 64) & 1 != 0)
+    }
+}
+
+/// A deadline that never comes.
+pub const NEVER: u64 = u64::MAX;
+
+/// The bit that marks the ids of a quick snapshot's added elements (see
+/// [`Set::commit_quick`]); ids of a set stay below it.
+pub const DELTA_ID: u32 = 1 << 31;
+
+/// A committed, immutable copy of a set: what readers look keys up in.
+///
+/// A snapshot is either a full one (its own tables) or a quick one: the
+/// tables of the last full commit, shared, with what changed since beside
+/// them (the elements added, in a small set of their own, and a bit for
+/// each deleted one). A key then matches the base's element unless that
+/// element is deleted, else the added elements' (a disjoint set has at
+/// most one element a key matches, so the order cannot change an answer).
+#[derive(Clone, Debug)]
+pub struct Snapshot {
+    decl: Arc<SetDecl>,
+    base: Arc<Base>,
+    delta: Option<Arc<Delta>>,
     /// `decl.key_len()` and the scratch words a lookup needs, computed
     /// once: the fast path asks for them on every call.
     key_len: usize,
     scratch_words: usize,
-    elems: Vec<Option<Arc<Element>>>,
     len: usize,
     version: u64,
+    next_expiry: u64,
 }
 
 impl Snapshot {
@@ -160,12 +216,17 @@ impl Snapshot {
             key_len: decl.key_len(),
             scratch_words: 0,
             decl,
-            fields,
-            lead: Lead::default(),
-            classifier: None,
-            elems: Vec::new(),
+            base: Arc::new(Base {
+                fields,
+                lead: Lead::default(),
+                classifier: None,
+                elems: Vec::new(),
+                expiry: None,
+            }),
+            delta: None,
             len: 0,
             version: 0,
+            next_expiry: NEVER,
         }
     }
 
@@ -189,14 +250,15 @@ impl Snapshot {
         self.version
     }
 
-    /// The per-field tables (for inspection and the vectorised lookups).
+    /// The per-field tables (for inspection and the vectorised lookups):
+    /// the base's, in a quick snapshot.
     pub fn fields(&self) -> &[FieldTable] {
-        &self.fields
+        &self.base.fields
     }
 
     /// The field lookups start from (see the lookup module), if any.
     pub fn lead_field(&self) -> Option<usize> {
-        self.lead.field()
+        self.base.lead.field()
     }
 
     /// Scratch words a lookup in this snapshot needs.
@@ -208,6 +270,12 @@ impl Snapshot {
     /// A scratch sized for this snapshot.
     pub fn scratch(&self) -> Scratch {
         Scratch::with_words(self.scratch_words())
+    }
+
+    /// Whether this is a quick snapshot: the last full commit's tables
+    /// with the changes since beside them ([`Set::commit_quick`]).
+    pub fn is_quick(&self) -> bool {
+        self.delta.is_some()
     }
 
     /// Looks up a key (the fields' bytes back to back, see
@@ -225,11 +293,27 @@ impl Snapshot {
     #[inline]
     pub fn lookup_with(&self, imp: Impl, key: &[u8], scratch: &mut Scratch) -> Option<u32> {
         assert!(key.len() >= self.key_len, "key too short");
-        if let Some(c) = self.classifier.as_ref().filter(|_| self.classify_single()) {
+        let r = self.base_lookup(imp, key, scratch);
+        match &self.delta {
+            None => r,
+            Some(d) => match r {
+                Some(id) if !d.removed(id) => Some(id),
+                _ => d
+                    .added
+                    .lookup_with(imp, key, scratch)
+                    .map(|id| id | DELTA_ID),
+            },
+        }
+    }
+
+    #[inline]
+    fn base_lookup(&self, imp: Impl, key: &[u8], scratch: &mut Scratch) -> Option<u32> {
+        let b = &*self.base;
+        if let Some(c) = b.classifier.as_ref().filter(|_| self.classify_single()) {
             return crate::simd::classify(imp, c, key, &self.verifier());
         }
         scratch.ensure(self.scratch_words());
-        lookup::lookup(imp, &self.fields, &self.lead, key, scratch)
+        lookup::lookup(imp, &b.fields, &b.lead, key, scratch)
     }
 
     /// Looks up a burst of keys: `keys` holds `out.len()` keys back to
@@ -269,12 +353,25 @@ impl Snapshot {
             keys.len() >= (out.len() - 1) * stride + klen,
             "keys too short"
         );
-        if let Some(c) = self.classifier.as_ref().filter(|_| self.classify_burst()) {
+        let b = &*self.base;
+        if let Some(c) = b.classifier.as_ref().filter(|_| self.classify_burst()) {
             crate::simd::classify_burst(imp, c, keys, stride, out, &self.verifier());
-            return;
+        } else {
+            scratch.ensure(self.scratch_words());
+            lookup::lookup_burst(imp, &b.fields, &b.lead, keys, stride, out, scratch);
         }
-        scratch.ensure(self.scratch_words());
-        lookup::lookup_burst(imp, &self.fields, &self.lead, keys, stride, out, scratch)
+        if let Some(d) = &self.delta {
+            // The few added since the base, key by key: a quick snapshot
+            // lives only until the control side compacts it.
+            for (i, o) in out.iter_mut().enumerate() {
+                if o.is_none_or(|id| d.removed(id)) {
+                    *o = d
+                        .added
+                        .lookup_with(imp, &keys[i * stride..i * stride + klen], scratch)
+                        .map(|id| id | DELTA_ID);
+                }
+            }
+        }
     }
 
     /// Whether single keys go through the classifier: always in
@@ -282,19 +379,19 @@ impl Snapshot {
     /// leads the bitmap lookup to a few candidates.
     #[inline(always)]
     fn classify_single(&self) -> bool {
-        self.decl.policy() == Policy::FirstMatch || self.lead.field().is_none()
+        self.decl.policy() == Policy::FirstMatch || self.base.lead.field().is_none()
     }
 
     /// Whether bursts go through the classifier: where no interval tree
     /// serves them.
     #[inline(always)]
     fn classify_burst(&self) -> bool {
-        self.decl.policy() == Policy::FirstMatch || !self.lead.has_tree()
+        self.decl.policy() == Policy::FirstMatch || !self.base.lead.has_tree()
     }
 
     fn verifier(&self) -> Verifier<'_> {
         Verifier {
-            elems: &self.elems,
+            elems: &self.base.elems,
             fields: self.decl.fields(),
         }
     }
@@ -303,13 +400,16 @@ impl Snapshot {
     /// entries (how much the trees copied wide elements into several
     /// leaves), if lookups use one.
     pub fn classifier_shape(&self) -> Option<(usize, usize, usize, usize, usize)> {
-        self.classifier.as_ref().map(|c| c.tree().shape())
+        self.base.classifier.as_ref().map(|c| c.tree().shape())
     }
 
     /// The classifier's leaves by their number of groups of sixteen
     /// elements (index 8 counts 8 and more), if lookups use one.
     pub fn classifier_leaf_groups(&self) -> Option<Vec<usize>> {
-        self.classifier.as_ref().map(|c| c.tree().leaf_groups())
+        self.base
+            .classifier
+            .as_ref()
+            .map(|c| c.tree().leaf_groups())
     }
 
     /// Looks up a key and returns the matching element.
@@ -317,30 +417,76 @@ impl Snapshot {
         self.lookup(key, scratch).and_then(|id| self.element(id))
     }
 
-    /// The element with id `id`.
+    /// The element with id `id` (as a lookup returns it).
     #[inline]
     pub fn element(&self, id: u32) -> Option<&Element> {
-        self.elems.get(id as usize)?.as_deref()
+        match &self.delta {
+            Some(d) if id & DELTA_ID != 0 => d.added.element(id & !DELTA_ID),
+            Some(d) if d.removed(id) => None,
+            _ => self.base.elems.get(id as usize)?.as_deref(),
+        }
+    }
+
+    /// When element `id` (as a lookup returns it) stops matching: its
+    /// [`Element::expires`], [`NEVER`] without one. A caller that honours
+    /// deadlines treats a match whose deadline has passed as no match.
+    #[inline]
+    pub fn expires(&self, id: u32) -> u64 {
+        match &self.delta {
+            Some(d) if id & DELTA_ID != 0 => d.added.expires(id & !DELTA_ID),
+            _ => self
+                .base
+                .expiry
+                .as_ref()
+                .and_then(|t| t.get(id as usize).copied())
+                .unwrap_or(NEVER),
+        }
+    }
+
+    /// The earliest deadline of any element, [`NEVER`] when none has one:
+    /// before it, no match needs its deadline checked.
+    #[inline]
+    pub fn next_expiry(&self) -> u64 {
+        self.next_expiry
     }
 
     /// All elements, in no particular order.
     pub fn elements(&self) -> impl Iterator<Item = &Element> {
-        self.elems.iter().flatten().map(|e| &**e)
+        let d = self.delta.as_deref();
+        let base = self
+            .base
+            .elems
+            .iter()
+            .enumerate()
+            .filter(move |(id, _)| d.is_none_or(|d| !d.removed(*id as u32)))
+            .filter_map(|(_, e)| e.as_deref());
+        let added = d.into_iter().flat_map(|d| d.added.elements());
+        base.chain(Box::new(added) as Box<dyn Iterator<Item = &Element>>)
     }
 
-    /// Bytes held by this snapshot.
+    /// Bytes held by this snapshot (a quick one counts its base too).
     pub fn memory_usage(&self) -> MemoryUsage {
-        MemoryUsage {
-            lead: self.lead.memory_usage(),
-            classifier: self.classifier.as_ref().map_or(0, Classifier::memory_usage),
-            ..tables_memory(&self.fields, &self.elems)
+        let b = &*self.base;
+        let mut m = MemoryUsage {
+            lead: b.lead.memory_usage(),
+            classifier: b.classifier.as_ref().map_or(0, Classifier::memory_usage),
+            ..tables_memory(&b.fields, &b.elems)
+        };
+        if let Some(d) = &self.delta {
+            let a = d.added.memory_usage();
+            m.lookup_tables += a.lookup_tables;
+            m.mapping_tables += a.mapping_tables;
+            m.elements += a.elements + d.removed.len() * 8;
+            m.lead += a.lead;
+            m.classifier += a.classifier;
         }
+        m
     }
 
     /// Whether the lead field finds candidates with an interval tree
     /// (see [`SetConfig::interval_tree`]).
     pub fn has_interval_tree(&self) -> bool {
-        self.lead.has_tree()
+        self.base.lead.has_tree()
     }
 }
 
@@ -386,7 +532,33 @@ pub struct Set {
     gone: Vec<u32>,
     retired: Vec<u32>,
     rebuild: bool,
+    /// What changed since the last full commit, kept while it is little
+    /// enough for [`Set::commit_quick`]; `None` otherwise, and in the
+    /// small set that holds a quick snapshot's added elements.
+    quick: Option<Quick>,
+    /// Whether this is such a small set (it keeps no `quick` of its own).
+    inner: bool,
 }
+
+/// The changes since the last full commit, as a quick snapshot shows
+/// them: the elements added since (in a small set of their own) and the
+/// base's ids deleted since (bits). Every insert and delete of the
+/// working copy is mirrored here while it lives.
+struct Quick {
+    added: Box<Set>,
+    removed: Vec<u64>,
+    /// Bits set since the last commit (an abort clears them).
+    removed_now: Vec<u32>,
+    /// Changes mirrored since the base, and as of the last commit.
+    changes: usize,
+    changes_committed: usize,
+}
+
+/// Changes since the last full commit past which [`Set::commit_quick`]
+/// commits in full: every lookup that misses the base looks in the added
+/// elements too, so they stay few, and a full commit of a large set costs
+/// milliseconds, not more.
+pub const QUICK_MAX: usize = 4096;
 
 /// Checks a candidate of the classifier against every field in full (sets
 /// with fields wider than 4 bytes), without allocating.
@@ -445,7 +617,7 @@ impl Set {
             rebuild: true,
             seqs: Vec::new(),
             next_seq: 0,
-            fields: committed.fields.clone(),
+            fields: committed.base.fields.clone(),
             decl,
             config,
             elems: Vec::new(),
@@ -455,6 +627,8 @@ impl Set {
             undo: Vec::new(),
             committed,
             candidates: Vec::new(),
+            quick: None,
+            inner: false,
         }
     }
 
@@ -547,6 +721,12 @@ impl Set {
                 )));
             }
         }
+        if (e.timeout.is_some() || e.expires.is_some()) && !self.decl.has_timeouts() {
+            return Err(SetError::invalid(format!(
+                "`{}`: `timeout` needs a set with `flags timeout`",
+                text()
+            )));
+        }
         if e.priority.is_some() && self.decl.policy() != Policy::FirstMatch {
             return Err(SetError::invalid(format!(
                 "`{}`: `priority` needs a set with `flags priority`",
@@ -625,6 +805,7 @@ impl Set {
             // Overlaps are what a first-match set is for.
             let id = self.insert_tables(Arc::new(e));
             self.undo.push(Undo::Inserted(id));
+            self.quick_inserted(id);
             return Ok(());
         }
         let mut cands = std::mem::take(&mut self.candidates);
@@ -648,7 +829,45 @@ impl Set {
         self.candidates = cands;
         let id = self.insert_tables(Arc::new(e));
         self.undo.push(Undo::Inserted(id));
+        self.quick_inserted(id);
         Ok(())
+    }
+
+    /// Mirrors the insert of element `id` into the quick changes.
+    fn quick_inserted(&mut self, id: u32) {
+        let Some(q) = &mut self.quick else { return };
+        q.changes += 1;
+        let e = self.elems[id as usize].as_deref().expect("live element");
+        // The working copy found it free of overlaps with every element,
+        // so with the added ones too; should that ever not hold, the next
+        // commit is a full one rather than a wrong answer.
+        if q.changes > QUICK_MAX || q.added.insert(e.clone(), InsertMode::Create).is_err() {
+            self.quick = None;
+        }
+    }
+
+    /// Mirrors the delete of `e`, which had id `id`, into the quick
+    /// changes: an element added since the base leaves the added ones, a
+    /// base element gets its bit.
+    fn quick_deleted(&mut self, e: &Element, id: u32) {
+        let Some(q) = &mut self.quick else { return };
+        q.changes += 1;
+        if q.changes > QUICK_MAX {
+            self.quick = None;
+            return;
+        }
+        if q.added.get(&e.key).is_some() {
+            if q.added.delete(&e.key).is_err() {
+                self.quick = None;
+            }
+            return;
+        }
+        let w = id as usize / 64;
+        if q.removed.len() <= w {
+            q.removed.resize(w + 1, 0);
+        }
+        q.removed[w] |= 1 << (id % 64);
+        q.removed_now.push(id);
     }
 
     /// Adds a new element (known valid and, in a disjoint set, free of
@@ -743,6 +962,8 @@ impl Set {
                     key: key.into(),
                     data: None,
                     priority: None,
+                    timeout: None,
+                    expires: None,
                 })
             } else {
                 format!("{key:?}")
@@ -756,6 +977,7 @@ impl Set {
         let e = self.delete_tables(id);
         let out = (*e).clone();
         self.undo.push(Undo::Deleted(e, id, seq));
+        self.quick_deleted(&out, id);
         Ok(out)
     }
 
@@ -922,10 +1144,11 @@ impl Set {
         self.rebuild = true;
     }
 
-    /// Publishes the working copy as the new committed snapshot. Readers of
-    /// earlier snapshots keep theirs, unchanged.
+    /// Publishes the working copy as the new committed snapshot, with
+    /// tables of its own (a full commit: it also compacts a quick
+    /// snapshot). Readers of earlier snapshots keep theirs, unchanged.
     pub fn commit(&mut self) -> Arc<Snapshot> {
-        if self.undo.is_empty() {
+        if self.undo.is_empty() && !self.committed.is_quick() {
             return self.committed.clone();
         }
         self.undo.clear();
@@ -946,6 +1169,7 @@ impl Set {
             };
             (lead, classifier)
         };
+        let (expiry, next_expiry) = Base::expiry_of(&self.elems);
         let snap = Snapshot {
             key_len: self.decl.key_len(),
             scratch_words: fields
@@ -954,10 +1178,78 @@ impl Set {
                 .max()
                 .unwrap_or(0),
             decl: self.decl.clone(),
-            fields,
-            lead,
-            classifier,
-            elems: self.elems.clone(),
+            base: Arc::new(Base {
+                fields,
+                lead,
+                classifier,
+                elems: self.elems.clone(),
+                expiry,
+            }),
+            delta: None,
+            len: self.exact.len(),
+            version: self.committed.version + 1,
+            next_expiry,
+        };
+        self.committed = Arc::new(snap);
+        // Quick snapshots for disjoint sets: in a first-match set an added
+        // element may rank before a base element the same key matches.
+        self.quick = (!self.inner && self.decl.policy() == Policy::Disjoint).then(|| {
+            let mut added = Set::with_config((*self.decl).clone(), self.config);
+            added.inner = true;
+            Quick {
+                added: Box::new(added),
+                removed: Vec::new(),
+                removed_now: Vec::new(),
+                changes: 0,
+                changes_committed: 0,
+            }
+        });
+        self.committed.clone()
+    }
+
+    /// Publishes the working copy as the new committed snapshot in time
+    /// proportional to the changes since the last full commit, not to the
+    /// set: the snapshot shares that commit's tables and carries the
+    /// changes beside them (see [`Snapshot`]). A full [`Set::commit`]
+    /// later compacts it; lookups pay for the changes until then. Where
+    /// the changes are many (more than [`QUICK_MAX`]) or the set is a
+    /// first-match one, this is a full commit.
+    pub fn commit_quick(&mut self) -> Arc<Snapshot> {
+        if self.undo.is_empty() {
+            return self.committed.clone();
+        }
+        let Some(q) = &mut self.quick else {
+            return self.commit();
+        };
+        let added = q.added.commit();
+        self.undo.clear();
+        q.removed_now.clear();
+        q.changes_committed = q.changes;
+        let base = self.committed.base.clone();
+        let snap = Snapshot {
+            key_len: self.committed.key_len,
+            scratch_words: self.committed.scratch_words.max(added.scratch_words()),
+            decl: self.decl.clone(),
+            // The base's earliest among those not deleted: a deleted one's
+            // deadline would have readers check deadlines until the next
+            // full commit. One pass over the deadlines, only where some
+            // base element has one.
+            next_expiry: match &base.expiry {
+                None => NEVER,
+                Some(t) => t
+                    .iter()
+                    .enumerate()
+                    .filter(|&(i, _)| q.removed.get(i / 64).is_none_or(|w| w >> (i % 64) & 1 == 0))
+                    .map(|(_, &d)| d)
+                    .min()
+                    .unwrap_or(NEVER),
+            }
+            .min(added.next_expiry()),
+            base,
+            delta: Some(Arc::new(Delta {
+                added,
+                removed: q.removed.clone().into_boxed_slice(),
+            })),
             len: self.exact.len(),
             version: self.committed.version + 1,
         };
@@ -965,8 +1257,21 @@ impl Set {
         self.committed.clone()
     }
 
+    /// Whether the committed snapshot is a quick one (a full
+    /// [`Set::commit`] would compact it).
+    pub fn is_quick(&self) -> bool {
+        self.committed.is_quick()
+    }
+
     /// Drops every change since the last commit.
     pub fn abort(&mut self) {
+        if let Some(q) = &mut self.quick {
+            q.added.abort();
+            for id in q.removed_now.drain(..) {
+                q.removed[id as usize / 64] &= !(1 << (id % 64));
+            }
+            q.changes = q.changes_committed;
+        }
         while let Some(u) = self.undo.pop() {
             match u {
                 Undo::Inserted(id) => {
@@ -983,6 +1288,21 @@ impl Set {
     /// operation every operation of the batch (and anything uncommitted
     /// before it) is rolled back, and the error names the operation.
     pub fn apply(&mut self, ops: impl IntoIterator<Item = Op>) -> Result<Arc<Snapshot>, SetError> {
+        self.apply_ops(ops)?;
+        Ok(self.commit())
+    }
+
+    /// [`Set::apply`] with a quick commit ([`Set::commit_quick`]): for
+    /// small batches on large sets, whose full commit copies every table.
+    pub fn apply_quick(
+        &mut self,
+        ops: impl IntoIterator<Item = Op>,
+    ) -> Result<Arc<Snapshot>, SetError> {
+        self.apply_ops(ops)?;
+        Ok(self.commit_quick())
+    }
+
+    fn apply_ops(&mut self, ops: impl IntoIterator<Item = Op>) -> Result<(), SetError> {
         for op in ops {
             let r = match op {
                 Op::Add(e) => self.insert(e, InsertMode::Add),
@@ -994,6 +1314,6 @@ impl Set {
                 return Err(e);
             }
         }
-        Ok(self.commit())
+        Ok(())
     }
 }

@@ -113,6 +113,12 @@ pub struct SetDecl {
     fields: Vec<FieldType>,
     data: Option<DataType>,
     policy: Policy,
+    /// `flags timeout`: elements may carry a `timeout`, and stop matching
+    /// once it has passed.
+    timeouts: bool,
+    /// `timeout T`: the timeout of elements added without one, in
+    /// milliseconds.
+    timeout: Option<u64>,
 }
 
 impl SetDecl {
@@ -128,6 +134,8 @@ impl SetDecl {
             fields,
             data,
             policy: Policy::Disjoint,
+            timeouts: false,
+            timeout: None,
         })
     }
 
@@ -137,21 +145,53 @@ impl SetDecl {
         self
     }
 
-    /// Parses `type F1 . F2 ... [: DATATYPE] [; flags FLAG[, FLAG]]` (the
-    /// leading `type` is optional). Flags: `priority` (see
-    /// [`Policy::FirstMatch`]) and `interval` (every set here is one;
-    /// accepted as nft writes it).
+    /// Parses `type F1 . F2 ... [: DATATYPE] [; flags FLAG[, FLAG]] [;
+    /// timeout T]` (the leading `type` is optional). Flags: `priority` (see
+    /// [`Policy::FirstMatch`]), `timeout` (elements may expire; a set
+    /// `timeout` implies it) and `interval` (every set here is one;
+    /// accepted as nft writes it). Durations as nft writes them: `30s`,
+    /// `10m`, `1h30m`, `2d`, `500ms`.
     pub fn parse(s: &str) -> Result<SetDecl, String> {
         let s = s.trim().trim_end_matches(';').trim();
-        let (s, flags) = match s.split_once(';') {
-            Some((t, f)) => (t.trim(), Some(f.trim())),
-            None => (s, None),
-        };
+        let mut clauses = s.split(';');
+        let t = clauses.next().unwrap_or("").trim();
         let mut policy = Policy::Disjoint;
-        if let Some(f) = flags {
-            policy = parse_flags(f)?;
+        let (mut timeouts, mut timeout) = (false, None);
+        for c in clauses.map(str::trim) {
+            if let Some(d) = c
+                .strip_prefix("timeout")
+                .filter(|r| r.starts_with(char::is_whitespace))
+            {
+                timeout = Some(parse_duration(d.trim())?);
+                timeouts = true;
+            } else {
+                let (p, t) = parse_flags(c)?;
+                policy = if p == Policy::FirstMatch { p } else { policy };
+                timeouts |= t;
+            }
         }
-        Ok(SetDecl::parse_type(s)?.with_policy(policy))
+        if timeouts && policy == Policy::FirstMatch {
+            return Err(
+                "`flags timeout` with `flags priority`: an expired element would still hide \
+                 the ones ranked after it; use a set without `priority`"
+                    .into(),
+            );
+        }
+        let mut d = SetDecl::parse_type(t)?.with_policy(policy);
+        d.timeouts = timeouts;
+        d.timeout = timeout;
+        Ok(d)
+    }
+
+    /// Whether elements may expire (`flags timeout`).
+    pub fn has_timeouts(&self) -> bool {
+        self.timeouts
+    }
+
+    /// The timeout of elements added without one (`timeout T`), in
+    /// milliseconds.
+    pub fn default_timeout(&self) -> Option<u64> {
+        self.timeout
     }
 
     fn parse_type(s: &str) -> Result<SetDecl, String> {
@@ -233,7 +273,7 @@ impl SetDecl {
         let bare = SetDecl {
             fields: self.fields.clone(),
             data: None,
-            policy: self.policy,
+            ..self.clone()
         };
         bare.parse_element_text(key)
             .map(|e| e.key)
@@ -251,6 +291,7 @@ impl SetDecl {
             Some((k, d)) => (k, Some(d.trim())),
             None => (text, None),
         };
+        let (key, timeout) = self.split_timeout(key, &quoted)?;
         let (key, priority) = self.split_priority(key, &quoted)?;
         let parts: Vec<&str> = split_fields(key).collect();
         if parts.len() != self.fields.len() {
@@ -281,7 +322,43 @@ impl SetDecl {
             key: ranges.into_boxed_slice(),
             data,
             priority,
+            timeout,
+            expires: None,
         })
+    }
+
+    /// Splits ` timeout T` off the end of an element's key text (nft's
+    /// element option; `expires`, which listings show, is not taken).
+    fn split_timeout<'a>(
+        &self,
+        key: &'a str,
+        quoted: &str,
+    ) -> Result<(&'a str, Option<u64>), String> {
+        let t = key.trim_end();
+        if let Some((head, _)) = t.rsplit_once(char::is_whitespace) {
+            let head = head.trim_end();
+            if head.ends_with("expires") {
+                return Err(format!(
+                    "`{quoted}`: `expires` is what a listing shows; give `timeout`"
+                ));
+            }
+        }
+        let Some((head, d)) = t.rsplit_once(char::is_whitespace) else {
+            return Ok((key, None));
+        };
+        let Some(head) = head.trim_end().strip_suffix("timeout") else {
+            return Ok((key, None));
+        };
+        if !head.is_empty() && !head.ends_with(char::is_whitespace) {
+            return Ok((key, None));
+        }
+        if !self.timeouts {
+            return Err(format!(
+                "`{quoted}`: `timeout` needs a set with `flags timeout`"
+            ));
+        }
+        let d = parse_duration(d).map_err(|e| format!("`{quoted}`: {e}"))?;
+        Ok((head, Some(d)))
     }
 
     /// Splits ` priority N` off the end of an element's key text (before
@@ -364,6 +441,13 @@ impl SetDecl {
 
     /// Prints an element canonically, as `nft -n list set` does.
     pub fn format_element(&self, e: &Element) -> String {
+        self.format_element_at(e, None)
+    }
+
+    /// [`SetDecl::format_element`], with ` expires T` (the time left,
+    /// as nft lists it) for an element with a deadline when `now` (on the
+    /// deadline's clock) is given.
+    pub fn format_element_at(&self, e: &Element, now: Option<u64>) -> String {
         let mut s = String::new();
         for (i, (t, r)) in self.fields.iter().zip(e.key.iter()).enumerate() {
             if i > 0 {
@@ -373,6 +457,15 @@ impl SetDecl {
         }
         if let Some(p) = e.priority {
             s.push_str(&format!(" priority {p}"));
+        }
+        if let Some(t) = e.timeout {
+            s.push_str(&format!(" timeout {}", format_duration(t)));
+        }
+        if let (Some(d), Some(now)) = (e.expires, now) {
+            s.push_str(&format!(
+                " expires {}",
+                format_duration(d.saturating_sub(now))
+            ));
         }
         if let Some(d) = &e.data {
             s.push_str(" : ");
@@ -411,35 +504,117 @@ impl fmt::Display for SetDecl {
         match self.policy {
             Policy::Disjoint => Ok(()),
             Policy::FirstMatch => f.write_str("; flags priority"),
+        }?;
+        if self.timeouts {
+            f.write_str("; flags timeout")?;
+        }
+        match self.timeout {
+            Some(t) => write!(f, "; timeout {}", format_duration(t)),
+            None => Ok(()),
         }
     }
 }
 
-/// The policy that `flags A, B` (the text after `flags`) asks for.
-fn parse_flags(f: &str) -> Result<Policy, String> {
+/// The policy and whether elements may expire, as `flags A, B` (the
+/// clause after a `;`) asks.
+fn parse_flags(f: &str) -> Result<(Policy, bool), String> {
     let Some(list) = f
         .strip_prefix("flags")
         .filter(|r| r.starts_with(char::is_whitespace))
     else {
         return Err(format!(
-            "expected `flags ...` after `;`, found `{}`",
+            "expected `flags ...` or `timeout ...` after `;`, found `{}`",
             excerpt(f)
         ));
     };
     let mut policy = Policy::Disjoint;
+    let mut timeouts = false;
     for flag in list.split(',').map(str::trim) {
         match flag {
             "priority" => policy = Policy::FirstMatch,
+            "timeout" => timeouts = true,
             "interval" => {}
             _ => {
                 return Err(format!(
-                    "unknown set flag `{}` (interval, priority)",
+                    "unknown set flag `{}` (interval, priority, timeout)",
                     excerpt(flag)
                 ))
             }
         }
     }
-    Ok(policy)
+    Ok((policy, timeouts))
+}
+
+/// Milliseconds a duration as nft writes it gives: one or more of a
+/// number and a unit (`d`, `h`, `m`, `s`, `ms`), largest first:
+/// `1h30m`, `10s`, `250ms`. At least 1 ms, at most 10 years.
+pub fn parse_duration(s: &str) -> Result<u64, String> {
+    let bad = || {
+        format!(
+            "`{}` is not a duration (e.g. 30s, 10m, 1h30m, 2d, 500ms)",
+            excerpt(s)
+        )
+    };
+    let mut rest = s.trim();
+    if rest.is_empty() {
+        return Err(bad());
+    }
+    let mut total: u64 = 0;
+    let mut last_unit = u64::MAX;
+    while !rest.is_empty() {
+        let digits = rest.len() - rest.trim_start_matches(|c: char| c.is_ascii_digit()).len();
+        if digits == 0 || digits > 12 {
+            return Err(bad());
+        }
+        let n: u64 = rest[..digits].parse().map_err(|_| bad())?;
+        rest = &rest[digits..];
+        let (unit, len) = if rest.starts_with("ms") {
+            (1, 2)
+        } else {
+            match rest.chars().next() {
+                Some('s') => (1_000, 1),
+                Some('m') => (60_000, 1),
+                Some('h') => (3_600_000, 1),
+                Some('d') => (86_400_000, 1),
+                _ => return Err(bad()),
+            }
+        };
+        if unit >= last_unit {
+            return Err(bad());
+        }
+        last_unit = unit;
+        rest = &rest[len..];
+        total = n
+            .checked_mul(unit)
+            .and_then(|v| total.checked_add(v))
+            .ok_or_else(bad)?;
+    }
+    if total == 0 || total > 10 * 365 * 86_400_000 {
+        return Err(format!("`{}`: a timeout is 1 ms to 10 years", excerpt(s)));
+    }
+    Ok(total)
+}
+
+/// A duration in milliseconds as nft prints it: `1h30m`, `10s`, `2s500ms`.
+pub fn format_duration(ms: u64) -> String {
+    if ms == 0 {
+        return "0ms".into();
+    }
+    let mut s = String::new();
+    let mut left = ms;
+    for (unit, name) in [
+        (86_400_000, "d"),
+        (3_600_000, "h"),
+        (60_000, "m"),
+        (1_000, "s"),
+        (1, "ms"),
+    ] {
+        if left >= unit {
+            s.push_str(&format!("{}{name}", left / unit));
+            left %= unit;
+        }
+    }
+    s
 }
 
 /// One element of a set: a range per field and, for maps, its data.
@@ -452,6 +627,13 @@ pub struct Element {
     /// `priority N` (first-match sets only): lower ranks first; `None`
     /// ranks as 0.
     pub priority: Option<u32>,
+    /// `timeout T` (sets with `flags timeout` only), in milliseconds: how
+    /// long the element lives once added.
+    pub timeout: Option<u64>,
+    /// When it stops matching, in milliseconds on the caller's clock (the
+    /// forwarder's: see its `clock` module); set by whoever adds it, from
+    /// its `timeout` or the set's. Not part of the element's text.
+    pub expires: Option<u64>,
 }
 
 impl Element {
@@ -550,6 +732,82 @@ impl<'a> Iterator for SplitAlone<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn durations_as_nft_writes_them() {
+        for (text, ms) in [
+            ("30s", 30_000),
+            ("10m", 600_000),
+            ("1h30m", 5_400_000),
+            ("2d", 172_800_000),
+            ("500ms", 500),
+            ("1m2s3ms", 62_003),
+        ] {
+            assert_eq!(parse_duration(text), Ok(ms), "{text}");
+            assert_eq!(format_duration(ms), text);
+        }
+        for bad in [
+            "",
+            "10",
+            "s",
+            "10x",
+            "1s1m",
+            "0s",
+            "5m5m",
+            "-1s",
+            "99999999999999d",
+        ] {
+            assert!(parse_duration(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn timeouts_on_sets_and_elements() {
+        let d =
+            SetDecl::parse("type ipv4_addr . inet_service; flags interval, timeout; timeout 10m")
+                .unwrap();
+        assert!(d.has_timeouts());
+        assert_eq!(d.default_timeout(), Some(600_000));
+        assert_eq!(
+            d.to_string(),
+            "type ipv4_addr . inet_service; flags timeout; timeout 10m"
+        );
+        assert_eq!(SetDecl::parse(&d.to_string()).unwrap(), d);
+        // A set timeout implies the flag.
+        assert!(SetDecl::parse("ipv4_addr; timeout 30s")
+            .unwrap()
+            .has_timeouts());
+        let err = SetDecl::parse("ipv4_addr; flags priority, timeout").unwrap_err();
+        assert!(err.contains("priority"), "{err}");
+        assert!(SetDecl::parse("ipv4_addr; timeout soon").is_err());
+
+        let e = d.parse_element("192.0.2.7 . 22 timeout 30s").unwrap();
+        assert_eq!(e.timeout, Some(30_000));
+        assert_eq!(e.expires, None);
+        assert_eq!(d.format_element(&e), "192.0.2.7 . 22 timeout 30s");
+        let listed = Element {
+            expires: Some(1_000_000 + 12_500),
+            ..e.clone()
+        };
+        assert_eq!(
+            d.format_element_at(&listed, Some(1_000_000)),
+            "192.0.2.7 . 22 timeout 30s expires 12s500ms"
+        );
+        let m = SetDecl::parse("ipv4_addr : verdict; flags timeout").unwrap();
+        let e = m.parse_element("192.0.2.7 timeout 1h : drop").unwrap();
+        assert_eq!(
+            (e.timeout, &e.data),
+            (Some(3_600_000), &Some(Data::Verdict(Verdict::Drop)))
+        );
+        assert!(d
+            .parse_element("192.0.2.7 . 22 timeout 30s expires 10s")
+            .is_err());
+        let plain = SetDecl::parse("ipv4_addr . inet_service").unwrap();
+        let err = plain
+            .parse_element("192.0.2.7 . 22 timeout 30s")
+            .unwrap_err();
+        assert!(err.to_string().contains("flags timeout"), "{err}");
+    }
 
     #[test]
     fn declarations() {

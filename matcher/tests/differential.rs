@@ -1,8 +1,10 @@
 //! The pipapo set against a linear scan: random sets of every field type
 //! and of the selftest's seven concatenations, with insert/delete churn,
 //! batches committed and aborted, and 4/8-bit switches forced by small
-//! thresholds. Inserts are checked too: `overlap` exactly when the linear
-//! model finds an overlapping element, `exists` for duplicates.
+//! thresholds, snapshots committed in full and quickly (the changes beside
+//! the last full commit's tables). Inserts are checked too: `overlap`
+//! exactly when the linear model finds an overlapping element, `exists`
+//! for duplicates.
 
 mod common;
 
@@ -21,6 +23,14 @@ fn check_snapshot(
 ) {
     let linear = LinearSet::new(gen.decl.clone(), model.to_vec());
     assert_eq!(snap.len(), model.len());
+    let mut listed: Vec<String> = snap
+        .elements()
+        .map(|e| gen.decl.format_element(e))
+        .collect();
+    let mut wanted: Vec<String> = model.iter().map(|e| gen.decl.format_element(e)).collect();
+    listed.sort();
+    wanted.sort();
+    assert_eq!(listed, wanted, "the snapshot's elements");
     let mut keys: Vec<Vec<u128>> = (0..64).map(|_| gen.random_key(rng)).collect();
     for e in model {
         for _ in 0..4 {
@@ -120,7 +130,13 @@ fn run(seed: u64, steps: usize, config: SetConfig) -> (bool, bool, bool) {
                 assert_eq!(set.len(), model.len());
             }
             _ => {
-                let snap = set.commit();
+                // Quick commits (the changes beside the last full
+                // commit's tables) and full ones, in any order.
+                let snap = if rng.chance(60) {
+                    set.commit_quick()
+                } else {
+                    set.commit()
+                };
                 saw_tree |= snap.has_interval_tree();
                 assert!(config.interval_tree || !snap.has_interval_tree());
                 committed_model = model.clone();
@@ -271,12 +287,16 @@ fn overlapping_tree_field_agrees_with_linear_scan() {
             key: vec![addr, port].into(),
             data: None,
             priority: None,
+            timeout: None,
+            expires: None,
         });
     }
     elems.push(Element {
         key: vec![Range::single(0x2001_0db8_ffffu128 << 80), Range::new(0, 0)].into(),
         data: None,
         priority: None,
+        timeout: None,
+        expires: None,
     });
     elems.push(Element {
         key: vec![
@@ -286,6 +306,8 @@ fn overlapping_tree_field_agrees_with_linear_scan() {
         .into(),
         data: None,
         priority: None,
+        timeout: None,
+        expires: None,
     });
     let linear = LinearSet::new(decl.clone(), elems.clone());
     let mut rng = Rng(5);

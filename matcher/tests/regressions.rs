@@ -44,6 +44,8 @@ fn validity_checked_on_every_field() {
             key: key.into(),
             data: None,
             priority: None,
+            timeout: None,
+            expires: None,
         };
         let err = set.insert(e, InsertMode::Add).unwrap_err();
         assert_eq!(err.kind, ErrorKind::Invalid);
@@ -53,6 +55,8 @@ fn validity_checked_on_every_field() {
         key: vec![Range::single(1)].into(),
         data: None,
         priority: None,
+        timeout: None,
+        expires: None,
     };
     assert_eq!(
         set.insert(e, InsertMode::Add).unwrap_err().kind,

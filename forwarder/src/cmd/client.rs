@@ -168,10 +168,26 @@ pub fn list(config: &Path, set: &str, out: &mut dyn Write) -> Result<(), String>
         .as_array()
         .map(|a| a.iter().filter_map(|e| e.as_str()).collect())
         .unwrap_or_default();
+    // The declaration's clauses (`type ...; flags ...; timeout T`) on
+    // their own lines, the flags on one, as nft lists them.
+    let mut clauses = v["type"].as_str().unwrap_or("").split(';').map(str::trim);
     let mut s = format!(
-        "table inet forwarder {{\n\t{kind} {set} {{\n\t\t{}\n\t\tflags interval\n",
-        v["type"].as_str().unwrap_or("")
+        "table inet forwarder {{\n\t{kind} {set} {{\n\t\t{}\n",
+        clauses.next().unwrap_or("")
     );
+    let mut flags = vec!["interval"];
+    let mut timeout = None;
+    for c in clauses {
+        if let Some(f) = c.strip_prefix("flags ") {
+            flags.extend(f.split(',').map(str::trim));
+        } else if !c.is_empty() {
+            timeout = Some(c);
+        }
+    }
+    s.push_str(&format!("\t\tflags {}\n", flags.join(",")));
+    if let Some(t) = timeout {
+        s.push_str(&format!("\t\t{t}\n"));
+    }
     if !elements.is_empty() {
         s.push_str(&format!(
             "\t\telements = {{ {} }}\n",

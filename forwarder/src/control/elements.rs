@@ -82,7 +82,9 @@ impl Control {
 
     /// Adds or deletes `texts` (elements in the set file's syntax) in set
     /// `set`, all or nothing, and publishes the result; returns the new
-    /// generation.
+    /// generation. The set's snapshot is a quick one (the changes beside
+    /// the last full commit's tables: time in the size of the change, not
+    /// of the set); the control loop compacts it once requests pause.
     pub fn elements(&mut self, op: ElementOp, set: &str, texts: &[String]) -> Result<u64, String> {
         let j = self.set_index(set)?;
         let decl = self.cfg.sets[j].decl.clone();
@@ -94,55 +96,117 @@ impl Control {
                     key,
                     data: None,
                     priority: None,
+                    timeout: None,
+                    expires: None,
                 }),
             };
             parsed.push(e.map_err(|e| format!("set `{set}`, element {}: {e}", i + 1))?);
         }
-        let ops = parsed.iter().map(|e| match op {
-            ElementOp::Add => Op::Add(e.clone()),
-            ElementOp::Delete => Op::Delete(e.key.clone()),
-        });
-        let before = self.w.sets[j].len();
-        self.w.sets[j]
-            .apply(ops)
+        // Deadlines: the element's own timeout, else the set's, from now.
+        if op == ElementOp::Add && decl.has_timeouts() {
+            let now = crate::clock::now_ms();
+            for e in &mut parsed {
+                e.timeout = e.timeout.or(decl.default_timeout());
+                e.expires = e.timeout.map(|t| now + t);
+            }
+        }
+        let working = &mut self.w.sets[j];
+        // What each element does: an exact duplicate of one in force
+        // changes nothing (nft's `add element`); the same element again
+        // with a deadline gets the new deadline (a detector's repeated
+        // report extends it): deleted and added in the same batch.
+        let mut seen = HashSet::new();
+        let mut ops = Vec::with_capacity(parsed.len());
+        let mut new = Vec::with_capacity(parsed.len());
+        for e in &parsed {
+            match op {
+                ElementOp::Delete => {
+                    ops.push(Op::Delete(e.key.clone()));
+                    new.push(true);
+                }
+                ElementOp::Add => {
+                    let first = seen.insert(&e.key);
+                    let refresh = working.get(&e.key).is_some_and(|old| {
+                        old.data == e.data && old.priority == e.priority && old.expires.is_some()
+                    });
+                    if refresh && first {
+                        ops.push(Op::Delete(e.key.clone()));
+                    }
+                    ops.push(Op::Add(e.clone()));
+                    new.push(first && (refresh || working.get(&e.key).is_none()));
+                }
+            }
+        }
+        working
+            .apply_quick(ops)
             .map_err(|e| format!("set `{set}`: {e}; nothing was changed"))?;
-        let grew = self.w.sets[j].len().saturating_sub(before);
-        // What the reload engine compares the next configuration with: the
-        // elements in force.
-        let elements = Arc::make_mut(&mut self.cfg.sets[j].elements);
+        // What a reload puts back on top of the files.
         let overlay = self.runtime.entry(set.to_string()).or_default();
         overlay.decl = Some(decl);
         match op {
             ElementOp::Add => {
-                // Exact duplicates change nothing; when the set grew by
-                // every element, none was one (the usual case: no scan of
-                // the set's elements).
-                let new: Vec<Element> = if grew == parsed.len() {
-                    parsed
-                } else {
-                    let present: HashSet<&Element> = elements.iter().collect();
-                    let mut seen = HashSet::new();
-                    parsed
-                        .into_iter()
-                        .filter(|e| !present.contains(e) && seen.insert(e.clone()))
-                        .collect()
-                };
-                for e in &new {
-                    overlay.deleted.remove(&e.key);
+                for (e, new) in parsed.into_iter().zip(new) {
+                    if new {
+                        overlay.deleted.remove(&e.key);
+                        overlay.added.retain(|a| a.key != e.key);
+                        overlay.added.push(e);
+                    }
                 }
-                elements.extend(new.iter().cloned());
-                overlay.added.extend(new);
             }
             ElementOp::Delete => {
-                let keys: HashSet<Box<[Range]>> = parsed.into_iter().map(|e| e.key).collect();
-                elements.retain(|e| !keys.contains(&e.key));
-                // An element added at run time goes; a key the files give
-                // stays hidden across reloads.
-                overlay.added.retain(|e| !keys.contains(&e.key));
+                let mut keys: HashSet<Box<[Range]>> = parsed.into_iter().map(|e| e.key).collect();
+                // One added at run time is simply gone; a key the files
+                // give stays hidden across reloads.
+                overlay.added.retain(|e| !keys.remove(&e.key));
                 overlay.deleted.extend(keys);
             }
         }
-        Ok(self.publish_sets())
+        Ok(self.publish_sets(true))
+    }
+
+    /// Removes the run-time elements whose deadline has passed, in one
+    /// batch a set, and publishes the sets without them; returns how many
+    /// went. The control loop calls it every tick; until then, workers
+    /// treat a match past its deadline as none.
+    pub fn expire(&mut self) -> usize {
+        let now = crate::clock::now_ms();
+        let mut gone = 0;
+        for j in 0..self.w.sets.len() {
+            if self.w.sets[j].snapshot().next_expiry() > now {
+                continue;
+            }
+            let Some(o) = self.runtime.get_mut(&self.cfg.sets[j].name) else {
+                continue;
+            };
+            let keys: Vec<Box<[Range]>> = o
+                .added
+                .iter()
+                .filter(|e| e.expires.is_some_and(|d| d <= now))
+                .map(|e| e.key.clone())
+                .collect();
+            if keys.is_empty() {
+                continue;
+            }
+            o.added.retain(|e| e.expires.is_none_or(|d| d > now));
+            gone += keys.len();
+            // Each is in the working copy (the overlay and the set change
+            // together), so the batch cannot fail; should it, the elements
+            // stay in the set and keep being ignored past their deadline.
+            if let Err(e) = self.w.sets[j].apply_quick(keys.into_iter().map(Op::Delete)) {
+                super::server::log(&format!(
+                    "set `{}`: expired elements not removed: {e}",
+                    self.cfg.sets[j].name
+                ));
+            }
+        }
+        if gone > 0 {
+            self.shared
+                .status
+                .expired
+                .fetch_add(gone as u64, std::sync::atomic::Ordering::Relaxed);
+            self.publish_sets(true);
+        }
+        gone
     }
 
     /// Set `set`'s elements in force (the files' with the run-time
@@ -150,12 +214,16 @@ impl Control {
     pub fn list(&self, set: &str) -> Result<Listing, String> {
         let j = self.set_index(set)?;
         let decl = &self.cfg.sets[j].decl;
+        let now = crate::clock::now_ms();
         Ok(Listing {
             decl: decl.to_string(),
             map: decl.data().is_some(),
             elements: self.w.sets[j]
                 .elements()
-                .map(|e| decl.format_element(e))
+                // Past its deadline an element matches nothing, whether or
+                // not the control loop has removed it yet.
+                .filter(|e| e.expires.is_none_or(|d| d > now))
+                .map(|e| decl.format_element_at(e, Some(now)))
                 .collect(),
         })
     }

@@ -29,4 +29,4 @@ mod watch;
 
 pub use crate::snapshot::Status;
 pub use elements::{ElementOp, Listing};
-pub use reload::{Control, Reload};
+pub use reload::{Control, Reload, COMPACT_MAX_AGE, COMPACT_QUIET};

@@ -147,6 +147,13 @@ impl Source {
         );
         family(
             &mut o,
+            "elements_expired_total",
+            "counter",
+            "Run-time set elements removed because their timeout passed.",
+            vec![(String::new(), st.expired.load(Relaxed))],
+        );
+        family(
+            &mut o,
             "last_reload_ok",
             "gauge",
             "1 if the last reload was applied (or none was tried).",

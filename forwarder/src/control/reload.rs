@@ -40,6 +40,8 @@ pub struct Reload {
 /// The control side's state.
 pub struct Control {
     path: PathBuf,
+    /// The configuration as its files give it; the elements in force are
+    /// these with the run-time changes on top ([`Control::with_runtime`]).
     pub(super) cfg: Config,
     /// The working copies; `sets` in the order of `cfg.sets`.
     pub(super) w: Working,
@@ -50,7 +52,11 @@ pub struct Control {
     /// reload (see [`super::elements`]).
     pub(super) runtime: HashMap<String, super::elements::Overlay>,
     flow_seed: u32,
-    shared: Arc<Shared>,
+    pub(super) shared: Arc<Shared>,
+    /// Since when a set's snapshot has been a quick one (run-time element
+    /// changes beside its last full commit), and the last such change:
+    /// see [`Control::compact_due`].
+    pub(super) quick_since: Option<(Instant, Instant)>,
     /// Replaced snapshots, kept until no worker holds them, so that the
     /// last reference (and the freeing of their tables: milliseconds for
     /// large sets) is dropped here, never on a worker's core.
@@ -58,6 +64,13 @@ pub struct Control {
 }
 
 type RouteKey = (bool, u128, u32);
+
+/// See [`Control::compact_due`]: a full commit of a 100,000-element set
+/// takes about 11 ms, which a request arriving meanwhile waits for; a
+/// detector's changes come in bursts, so the pause after one is the time.
+pub const COMPACT_QUIET: Duration = Duration::from_millis(200);
+/// See [`Control::compact_due`].
+pub const COMPACT_MAX_AGE: Duration = Duration::from_secs(5);
 
 /// Element changes to a kept set above which it is built anew instead
 /// (or above an eighth of its size, whichever is more).
@@ -94,6 +107,7 @@ impl Control {
             cfg,
             loader,
             runtime: HashMap::new(),
+            quick_since: None,
             flow_seed: routecache::hash::random_seed(),
             retired: Vec::new(),
             shared: Arc::new(Shared {
@@ -103,7 +117,7 @@ impl Control {
             }),
         };
         let fib = c.w.fib.publish();
-        let t = c.assemble(1, fib);
+        let t = c.assemble(1, fib, false);
         c.publish(t).prepare();
         Ok(c)
     }
@@ -132,8 +146,29 @@ impl Control {
         v
     }
 
-    fn assemble(&mut self, generation: u64, fib: Arc<routecache::FibSnapshot>) -> Tables {
-        Tables::assemble(&self.cfg, &mut self.w, fib, generation, self.flow_seed)
+    /// The tables of generation `generation`: every set's pending changes
+    /// committed (`quick`: beside its last full commit's tables, see
+    /// [`matcher::Set::commit_quick`]; else in full, which also compacts).
+    fn assemble(
+        &mut self,
+        generation: u64,
+        fib: Arc<routecache::FibSnapshot>,
+        quick: bool,
+    ) -> Tables {
+        if quick {
+            let now = Instant::now();
+            self.quick_since = Some((self.quick_since.map_or(now, |q| q.0), now));
+        } else {
+            self.quick_since = None;
+        }
+        Tables::assemble(
+            &self.cfg,
+            &mut self.w,
+            fib,
+            generation,
+            self.flow_seed,
+            quick,
+        )
     }
 
     /// Swaps `t` in for the workers; returns its FIB, to be prepared
@@ -148,15 +183,31 @@ impl Control {
 
     /// Publishes the working copies as they are (the FIB unchanged) as a
     /// new generation; returns it.
-    pub(super) fn publish_sets(&mut self) -> u64 {
+    pub(super) fn publish_sets(&mut self, quick: bool) -> u64 {
         let generation = self.shared.status.generation.load(Relaxed) + 1;
         let fib = match self.w.fib.published() {
             Some(f) => f,
             None => self.w.fib.publish(),
         };
-        let t = self.assemble(generation, fib);
+        let t = self.assemble(generation, fib, quick);
         self.publish(t).prepare();
         generation
+    }
+
+    /// Whether the quick snapshots of run-time changes are due to be
+    /// compacted: once changes pause ([`COMPACT_QUIET`]), and at the latest
+    /// [`COMPACT_MAX_AGE`] after the first, so that lookups pay for the
+    /// changes beside the tables only for a while.
+    pub fn compact_due(&self) -> bool {
+        self.quick_since.is_some_and(|(first, last)| {
+            last.elapsed() >= COMPACT_QUIET || first.elapsed() >= COMPACT_MAX_AGE
+        })
+    }
+
+    /// Commits every set in full and publishes the result: the same
+    /// elements, in tables of their own. Returns the generation.
+    pub fn compact(&mut self) -> u64 {
+        self.publish_sets(false)
     }
 
     /// Frees the replaced snapshots no worker holds any more; returns how
@@ -198,12 +249,16 @@ impl Control {
     /// Applies a configuration loaded from this control's file.
     pub fn apply(&mut self, new: Config, start: Instant) -> Result<Reload, String> {
         self.restart_only(&new)?;
+        // Both sides with the run-time changes on top: the diff is between
+        // the elements in force, and the files' own are kept.
+        let files = new.clone();
         let new = self.with_runtime(new)?;
+        let old = self.with_runtime(self.cfg.clone())?;
         let mut rep = Reload::default();
         // Sets: stage every change in the working copies; on the first
         // error roll back those touched.
         let mut touched = Vec::new();
-        let staged = self.stage_sets(&new, &mut touched, &mut rep);
+        let staged = self.stage_sets(&old, &new, &mut touched, &mut rep);
         let (plan, mut fresh) = match staged {
             Ok(v) => v,
             Err(e) => {
@@ -233,7 +288,7 @@ impl Control {
             && snapshot::route_cache(&new) == snapshot::route_cache(&self.cfg)
             && snapshot::flow_cache(&new) == snapshot::flow_cache(&self.cfg)
         {
-            self.cfg = new;
+            self.cfg = files;
             rep.generation = self.shared.status.generation.load(Relaxed);
             rep.took = start.elapsed();
             return Ok(rep);
@@ -251,13 +306,13 @@ impl Control {
                 None => f.take().expect("a fresh set"),
             })
             .collect();
-        self.cfg = new;
+        self.cfg = files;
         let fib = match (fib_changed, self.w.fib.published()) {
             (false, Some(f)) => f,
             _ => self.w.fib.publish(),
         };
         let generation = self.shared.status.generation.load(Relaxed) + 1;
-        let t = self.assemble(generation, fib);
+        let t = self.assemble(generation, fib, false);
         let fib = self.publish(t);
         rep.published = true;
         rep.generation = generation;
@@ -311,6 +366,7 @@ impl Control {
     #[allow(clippy::type_complexity)]
     fn stage_sets(
         &mut self,
+        old_cfg: &Config,
         new: &Config,
         touched: &mut Vec<usize>,
         rep: &mut Reload,
@@ -318,7 +374,7 @@ impl Control {
         let mut plan = Vec::new();
         let mut fresh = Vec::new();
         for ns in &new.sets {
-            let kept = self.cfg.sets.iter().position(|os| {
+            let kept = old_cfg.sets.iter().position(|os| {
                 os.name == ns.name
                     && os.decl == ns.decl
                     && os.sources == ns.sources
@@ -330,12 +386,12 @@ impl Control {
                 rep.sets_rebuilt += 1;
                 continue;
             };
-            if self.cfg.sets[j].elements == ns.elements {
+            if old_cfg.sets[j].elements == ns.elements {
                 plan.push(Some(j));
                 fresh.push(None);
                 continue;
             }
-            let old: HashSet<&Element> = self.cfg.sets[j].elements.iter().collect();
+            let old: HashSet<&Element> = old_cfg.sets[j].elements.iter().collect();
             let now: HashSet<&Element> = ns.elements.iter().collect();
             let removed = old.iter().filter(|e| !now.contains(*e)).count();
             let added = now.iter().filter(|e| !old.contains(*e)).count();
@@ -351,10 +407,7 @@ impl Control {
                 let first_added = ns.elements.iter().position(|e| !old.contains(e));
                 let last_kept = ns.elements.iter().rposition(|e| old.contains(e));
                 let kept_new = ns.elements.iter().filter(|e| old.contains(*e));
-                let kept_old = self.cfg.sets[j]
-                    .elements
-                    .iter()
-                    .filter(|e| now.contains(*e));
+                let kept_old = old_cfg.sets[j].elements.iter().filter(|e| now.contains(*e));
                 kept_new.eq(kept_old)
                     && match (first_added, last_kept) {
                         (Some(a), Some(k)) => a > k,
@@ -370,11 +423,7 @@ impl Control {
             touched.push(j);
             let set = &mut self.w.sets[j];
             let err = |e: matcher::SetError| format!("set `{}`: {e}", ns.name);
-            for e in self.cfg.sets[j]
-                .elements
-                .iter()
-                .filter(|e| !now.contains(e))
-            {
+            for e in old_cfg.sets[j].elements.iter().filter(|e| !now.contains(e)) {
                 set.delete(&e.key).map_err(err)?;
                 rep.elements_removed += 1;
             }

@@ -105,7 +105,7 @@ impl Conn {
 }
 
 /// Writes a line to the forwarder's log (standard error).
-fn log(msg: &str) {
+pub(crate) fn log(msg: &str) {
     eprintln!("forwarder: {msg}");
 }
 
@@ -245,6 +245,10 @@ fn control_loop(
         if changed.is_some_and(|t| t.elapsed() >= DEBOUNCE) {
             changed = None;
             reload(&mut control, "file changed");
+        }
+        control.expire();
+        if control.compact_due() {
+            control.compact();
         }
         if watching && control.files() != files {
             // A set file added or removed: watch what the new

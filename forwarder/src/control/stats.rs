@@ -99,7 +99,8 @@ impl Source {
     }
 
     /// Everything as one JSON object: `generation`, `last_reload`,
-    /// `reloads`, `reloads_failed`, `last_reload_us`, `total`, `cores`,
+    /// `reloads`, `reloads_failed`, `last_reload_us`, `elements_expired`,
+    /// `total`, `cores`,
     /// `ports`, `sets`, `route_cache`, `flow_cache`.
     pub fn json(&self) -> Value {
         let st = &self.shared.status;
@@ -149,6 +150,7 @@ impl Source {
             "reloads": st.reloads.load(Relaxed),
             "reloads_failed": st.failed.load(Relaxed),
             "last_reload_us": st.last_reload_us.load(Relaxed),
+            "elements_expired": st.expired.load(Relaxed),
             "total": { "rx": rx, "tx": tx, "bursts": bursts, "drops": drops(&total_drops) },
             "cores": cores,
             "ports": self.ports(&ports),

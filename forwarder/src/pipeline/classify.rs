@@ -41,6 +41,9 @@ impl Pipeline {
                 .lookup_burst(keys, klen, &mut self.ids[..m], &mut self.scratch[si]);
             for j in 0..m {
                 let Some(id) = self.ids[j] else { continue };
+                if self.expired_at != 0 && set.snap.expires(id) <= self.expired_at {
+                    continue;
+                }
                 let i = self.which[j] as usize;
                 let fate = match set.action {
                     Action::Drop => Fate::Dropped(Drop::Rule),

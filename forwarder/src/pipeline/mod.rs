@@ -252,6 +252,12 @@ pub struct Pipeline {
     /// Counters.
     pub counters: Counters,
     generation: u64,
+    /// This burst's time (on [`crate::clock`]) once some element's
+    /// deadline has passed, 0 before: then a match whose deadline is not
+    /// after it counts as none, and the flow cache (whose decisions may
+    /// hold such matches) stands aside until the control side has removed
+    /// the expired elements and published the sets without them.
+    expired_at: u64,
     route_cache: routecache::RouteCacheConfig,
     mode: Mode,
     /// The worker's index, which picks its [`Slot`] in each snapshot.
@@ -289,6 +295,7 @@ impl Pipeline {
             out: vec![Vec::with_capacity(MAX_BURST); ports],
             counters: Counters::default(),
             generation: u64::MAX,
+            expired_at: 0,
             route_cache: tables.route_cache,
             mode,
             // No worker's slot while the pipeline is built: the state is
@@ -422,10 +429,19 @@ impl Pipeline {
             Mode::Rewrite => self.rewrite_only(burst, n),
             Mode::Route => self.route(tables, burst, n),
             _ => {
+                // One clock read a burst, and only while some element can
+                // expire.
+                self.expired_at = 0;
+                if tables.next_expiry != matcher::NEVER {
+                    let now = crate::clock::now_ms();
+                    if now >= tables.next_expiry {
+                        self.expired_at = now;
+                    }
+                }
                 // Packets the flow cache did not decide (all of them
                 // without it): when none, the sets and the FIB have
                 // nothing to look up.
-                let left = if self.flows.is_some() {
+                let left = if self.flows.is_some() && self.expired_at == 0 {
                     self.lookup_flows(burst, n)
                 } else {
                     n

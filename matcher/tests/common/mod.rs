@@ -163,6 +163,8 @@ impl Gen {
             key,
             data,
             priority: None,
+            timeout: None,
+            expires: None,
         }
     }
 
