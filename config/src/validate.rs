@@ -279,12 +279,28 @@ pub fn default_socket(config: &Path) -> std::path::PathBuf {
 }
 
 /// The directory of this user's control sockets, which only this user
-/// may write: `/run/forwarder` for root, else `$XDG_RUNTIME_DIR/forwarder`
-/// (systemd's per-user runtime directory), else `forwarder-UID` in the
-/// temporary directory. The forwarder creates it (mode 0700) and refuses
-/// one that another user owns or could write to.
+/// may write: `$RUNTIME_DIRECTORY` when systemd gives one (a unit's
+/// `RuntimeDirectory=forwarder` is `/run/forwarder`, owned by its `User=`,
+/// where root's clients look too), else `/run/forwarder` for root, else
+/// `$XDG_RUNTIME_DIR/forwarder` (systemd's per-user runtime directory),
+/// else `forwarder-UID` in the temporary directory. The forwarder
+/// creates it (mode 0700) and refuses one that another user owns or
+/// could write to.
 pub fn runtime_dir() -> std::path::PathBuf {
     use std::os::unix::fs::MetadataExt;
+    if let Some(d) = std::env::var_os("RUNTIME_DIRECTORY") {
+        // Several directories are separated by colons; the first is ours.
+        let first = d
+            .to_string_lossy()
+            .split(':')
+            .next()
+            .unwrap_or("")
+            .to_string();
+        let d = std::path::PathBuf::from(first);
+        if d.is_absolute() {
+            return d;
+        }
+    }
     // The process's own uid, as the owner of its /proc entry (no libc
     // call, and this crate forbids `unsafe`).
     let uid = std::fs::metadata("/proc/self").map(|m| m.uid()).ok();

@@ -5,7 +5,14 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 #[derive(Parser)]
-#[command(name = "forwarder", version, about = "User-space packet forwarder")]
+#[command(
+    name = "forwarder",
+    version,
+    about = "User-space packet forwarder",
+    after_help = "Without --config, a command reads examples/forwarder.toml under the working \
+                  directory if there is one (a checkout), else /etc/forwarder/forwarder.toml \
+                  (an installed forwarder)."
+)]
 struct Cli {
     #[command(subcommand)]
     cmd: Cmd,
@@ -17,8 +24,8 @@ enum Cmd {
     /// second, a summary at the end.
     Run {
         /// The configuration file.
-        #[arg(long, default_value = "examples/forwarder.toml")]
-        config: PathBuf,
+        #[arg(long)]
+        config: Option<PathBuf>,
         /// Stop after this long (`10s`, `500ms`, `2m`); default: Ctrl-C.
         #[arg(long, value_parser = parse_duration)]
         duration: Option<std::time::Duration>,
@@ -29,20 +36,40 @@ enum Cmd {
         /// (+ routing, no rule sets), `full` (default).
         #[arg(long, default_value = "full", value_parser = parse_mode)]
         mode: forwarder::pipeline::Mode,
+        /// The log on standard error: `text` (`forwarder: LEVEL:
+        /// message`) or `json` (one object a line: `ts`, `level`, `msg`).
+        #[arg(long, default_value = "text", value_parser = ["text", "json"])]
+        log_format: String,
     },
     /// Ask the forwarder running with this configuration to reload it
     /// now (it also reloads on SIGHUP and when the files change).
     Reload {
         /// The configuration file the forwarder was started with.
-        #[arg(long, default_value = "examples/forwarder.toml")]
-        config: PathBuf,
+        #[arg(long)]
+        config: Option<PathBuf>,
+        /// Check the configuration first (as `forwarder check`) and, if it
+        /// has problems, print them and ask nothing of the forwarder.
+        #[arg(long)]
+        check: bool,
+    },
+    /// Check a configuration as `run` would read it (the TOML, every set
+    /// and route file, drivers, interfaces, cores, the tables built)
+    /// without opening a port or touching a running forwarder: a summary
+    /// and exit 0, or every problem as `file:line:col: message` and exit 1.
+    Check {
+        /// The configuration file.
+        #[arg(long)]
+        config: Option<PathBuf>,
+        /// Print JSON (`ok`, and `errors` or the summary's figures).
+        #[arg(long)]
+        json: bool,
     },
     /// Print the counters of the forwarder running with this
     /// configuration, as JSON; `--watch` prints per-second rates.
     Stats {
         /// The configuration file the forwarder was started with.
-        #[arg(long, default_value = "examples/forwarder.toml")]
-        config: PathBuf,
+        #[arg(long)]
+        config: Option<PathBuf>,
         /// Print rates once a second, as `run` does.
         #[arg(long)]
         watch: bool,
@@ -103,8 +130,8 @@ enum ElementCmd {
     /// Print the set's elements in force, as `nft -n list set` does.
     List {
         /// The configuration file the forwarder was started with.
-        #[arg(long, default_value = "examples/forwarder.toml")]
-        config: PathBuf,
+        #[arg(long)]
+        config: Option<PathBuf>,
         /// The set's name.
         set: String,
     },
@@ -113,8 +140,8 @@ enum ElementCmd {
 #[derive(clap::Args)]
 struct ElementArgs {
     /// The configuration file the forwarder was started with.
-    #[arg(long, default_value = "examples/forwarder.toml")]
-    config: PathBuf,
+    #[arg(long)]
+    config: Option<PathBuf>,
     /// The set's name.
     set: String,
     /// Elements in the set file's syntax (`192.0.2.0/24 . 22`).
@@ -127,29 +154,52 @@ struct ElementArgs {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let out = &mut std::io::stdout().lock();
+    let conf = |c: Option<PathBuf>| c.unwrap_or_else(forwarder::cmd::default_config);
     let r = match cli.cmd {
         Cmd::Run {
             config,
             duration,
             mode,
-        } => forwarder::cmd::run::run_mode(&config, duration, mode, out),
-        Cmd::Reload { config } => forwarder::cmd::client::reload(&config, out),
+            log_format,
+        } => {
+            forwarder::log::set_json(log_format == "json");
+            forwarder::cmd::run::run_mode(&conf(config), duration, mode, out)
+        }
+        Cmd::Check { config, json } => {
+            return match forwarder::cmd::check::run(&conf(config), json, out) {
+                Ok(true) => ExitCode::SUCCESS,
+                Ok(false) => ExitCode::FAILURE,
+                Err(e) => report(Err(e)),
+            };
+        }
+        Cmd::Reload { config, check } => {
+            let config = conf(config);
+            if check {
+                if let Err(errs) = forwarder::cmd::check::check(&config) {
+                    return report(Err(format!(
+                        "{}\nnot reloaded: the configuration has the problems above",
+                        errs.join("\n")
+                    )));
+                }
+            }
+            forwarder::cmd::client::reload(&config, out)
+        }
         Cmd::Stats {
             config,
             watch,
             count,
-        } => forwarder::cmd::client::stats(&config, watch, count, out),
+        } => forwarder::cmd::client::stats(&conf(config), watch, count, out),
         Cmd::Element { cmd } => {
             use forwarder::control::ElementOp;
             let (op, a) = match cmd {
                 ElementCmd::Add(a) => (ElementOp::Add, a),
                 ElementCmd::Delete(a) => (ElementOp::Delete, a),
                 ElementCmd::List { config, set } => {
-                    return report(forwarder::cmd::client::list(&config, &set, out));
+                    return report(forwarder::cmd::client::list(&conf(config), &set, out));
                 }
             };
             forwarder::cmd::client::element(
-                &a.config,
+                &conf(a.config),
                 op,
                 &a.set,
                 a.elements,

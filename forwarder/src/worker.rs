@@ -157,21 +157,6 @@ pub fn allowed_cores() -> Vec<usize> {
     v
 }
 
-/// Whether every worker core of `cfg` can be pinned to: it exists, is
-/// online and is in this process's affinity mask. The error names
-/// `cores` in the configuration.
-pub fn check_cores(cfg: &Config) -> Result<(), String> {
-    let allowed = allowed_cores();
-    match cfg.forwarder.cores.iter().find(|c| !allowed.contains(c)) {
-        None => Ok(()),
-        Some(c) => Err(format!(
-            "{}: core {c} cannot be pinned: it does not exist, is offline or is outside this \
-             process's CPU affinity (cores it may use: {allowed:?})",
-            cfg.forwarder.cores_at
-        )),
-    }
-}
-
 /// A running worker: its published counters and its thread.
 pub type Running = (Arc<Published>, JoinHandle<Report>);
 
@@ -218,12 +203,18 @@ pub fn spawn_with(
         let h = std::thread::Builder::new()
             .name(format!("worker-{core}"))
             .spawn(move || {
-                // `check_cores` found the core pinnable; should the
+                // `cmd::check::problems` found the core pinnable; should the
                 // system refuse now (a core taken offline since), the
                 // worker says so and runs unpinned.
-                if !core_affinity::set_for_current(core_affinity::CoreId { id: core }) {
-                    eprintln!(
-                        "forwarder: worker for core {core} could not be pinned; it runs unpinned"
+                if core_affinity::set_for_current(core_affinity::CoreId { id: core }) {
+                    crate::log::log(
+                        crate::log::Level::Info,
+                        &format!("worker {q} pinned to core {core}"),
+                    );
+                } else {
+                    crate::log::log(
+                        crate::log::Level::Warn,
+                        &format!("worker for core {core} could not be pinned; it runs unpinned"),
                     );
                 }
                 let first = shared.tables.load_full();

@@ -395,7 +395,7 @@ mbufs = 4096
     )
 }
 
-fn config(dir: &std::path::Path, extra4: &str, driver: Driver) -> std::path::PathBuf {
+fn config(dir: &std::path::Path, extra4: &str, driver: Driver, tail: &str) -> std::path::PathBuf {
     let path = dir.join("linux.toml");
     std::fs::write(
         &path,
@@ -430,7 +430,7 @@ mac = "{s}"
 name = "r"
 port = "f1"
 mac = "{r}"
-"#,
+{tail}"#,
             ports = ports(driver),
             s = mac(S_MAC),
             r = mac(R_MAC)
@@ -442,9 +442,36 @@ mac = "{r}"
 
 /// The forwarder, started in namespace `ns`; returns once its ports are
 /// open (it prints its first line after opening them).
-fn start_forwarder(ns: &str, cfg: &std::path::Path) -> (Child, mpsc::Receiver<String>) {
-    let mut child = Command::new("ip")
-        .args(["netns", "exec", ns, env!("CARGO_BIN_EXE_forwarder"), "run"])
+fn start_forwarder(
+    ns: &str,
+    cfg: &std::path::Path,
+    as_user: Option<&std::path::Path>,
+) -> (Child, mpsc::Receiver<String>) {
+    let mut cmd = Command::new("ip");
+    cmd.args(["netns", "exec", ns]);
+    match as_user {
+        None => {
+            cmd.arg(env!("CARGO_BIN_EXE_forwarder"));
+        }
+        // An unprivileged user (nobody) with CAP_NET_RAW alone, as the
+        // systemd unit runs it for af_packet ports: `bin` is a copy of the
+        // binary that user may execute.
+        Some(bin) => {
+            cmd.args([
+                "setpriv",
+                "--reuid=65534",
+                "--regid=65534",
+                "--clear-groups",
+                "--inh-caps=-all,+net_raw",
+                "--ambient-caps=-all,+net_raw",
+                "--bounding-set=-all,+net_raw",
+            ])
+            .arg(bin)
+            .env_remove("XDG_RUNTIME_DIR");
+        }
+    }
+    let mut child = cmd
+        .arg("run")
         .arg("--config")
         .arg(cfg)
         .args(["--duration", "120s"])
@@ -530,11 +557,24 @@ fn dpdk_forwards_real_packets_between_namespaces() {
 #[ignore = "needs `--features dpdk` and Debian's DPDK (dpdk, libdpdk-dev, pkg-config, libclang-dev)"]
 fn dpdk_forwards_real_packets_between_namespaces() {}
 
+/// The af_packet test again with the forwarder as an unprivileged user
+/// given only CAP_NET_RAW (what the README and `dist/forwarder.service`
+/// say af_packet ports need).
+#[test]
+fn af_packet_runs_without_root_with_cap_net_raw() {
+    through_namespaces_as(Driver::AfPacket, true);
+}
+
 fn through_namespaces(driver: Driver) {
+    through_namespaces_as(driver, false);
+}
+
+fn through_namespaces_as(driver: Driver, unprivileged: bool) {
     // Neither AF_XDP nor DPDK's af_packet driver sees which checksums the
     // sending host left to the NIC: the hosts compute them in full.
     let full_checksums = driver != Driver::AfPacket;
     let variant = match driver {
+        _ if unprivileged => 'u',
         Driver::AfPacket => 'a',
         Driver::AfXdp => 'x',
         Driver::Dpdk => 'd',
@@ -555,8 +595,31 @@ fn through_namespaces(driver: Driver) {
     };
     let dir = std::env::temp_dir().join(format!("fwd-linux-{}-{variant}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let cfg = config(&dir, "", driver);
-    let (child, lines) = start_forwarder(topo.ns(1), &cfg);
+    // Unprivileged: the binary and the files where that user may read
+    // them, and the control socket in a directory of its own (the
+    // clients below, as root, find it through the configuration).
+    let (tail, bin) = if unprivileged {
+        use std::os::unix::fs::PermissionsExt;
+        let sock = dir.join("sock");
+        std::fs::create_dir_all(&sock).unwrap();
+        std::os::unix::fs::chown(&sock, Some(65534), Some(65534)).unwrap();
+        std::fs::set_permissions(&sock, std::fs::Permissions::from_mode(0o700)).unwrap();
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let bin = dir.join("forwarder");
+        std::fs::copy(env!("CARGO_BIN_EXE_forwarder"), &bin).unwrap();
+        std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).unwrap();
+        (
+            format!(
+                "[control]\nsocket = \"{}\"\n",
+                sock.join("control.sock").display()
+            ),
+            Some(bin),
+        )
+    } else {
+        (String::new(), None)
+    };
+    let cfg = config(&dir, "", driver, &tail);
+    let (child, lines) = start_forwarder(topo.ns(1), &cfg, bin.as_deref());
     let mut child = Running(child);
 
     // The receiver: a capture of everything arriving on r0, and the
@@ -698,7 +761,7 @@ fn through_namespaces(driver: Driver) {
     let counting = udp_count(topo.ns(2), 5001, Duration::from_secs(3));
     let sending = send(topo.ns(0), 5001, 2000);
     let reload = |extra: &str| {
-        config(&dir, extra, driver);
+        config(&dir, extra, driver, &tail);
         let o = Command::new(env!("CARGO_BIN_EXE_forwarder"))
             .args(["reload", "--config"])
             .arg(&cfg)

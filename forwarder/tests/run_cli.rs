@@ -303,3 +303,102 @@ fn the_summary_reads_set_matches_in_words() {
     assert!(!out.contains("set matches [["), "{out}");
     std::fs::remove_dir_all(dir).ok();
 }
+
+/// `forwarder check`: a good configuration gives a summary and exit 0
+/// (text and JSON), opening nothing; a bad one every problem at its
+/// place and exit 1; `reload --check` refuses a bad configuration
+/// without asking any forwarder; without `--config` and outside a
+/// checkout, the installed configuration is the one read.
+#[test]
+fn check_reports_everything_and_opens_nothing() {
+    let (dir, text) = example_elsewhere("check");
+    let cfg = dir.join("c.toml");
+    std::fs::write(&cfg, &text).unwrap();
+    let check = |args: &[&str]| {
+        let o = forwarder()
+            .arg("check")
+            .args(args)
+            .arg("--config")
+            .arg(&cfg)
+            .current_dir(&dir)
+            .output()
+            .unwrap();
+        (
+            o.status.success(),
+            String::from_utf8_lossy(&o.stdout).into_owned(),
+        )
+    };
+    let (ok, out) = check(&[]);
+    assert!(ok, "{out}");
+    assert!(
+        out.starts_with(&format!(
+            "{}: ok: 2 sets: `blocklist` (1024 elements)",
+            cfg.display()
+        )),
+        "{out}"
+    );
+    assert!(out.contains("304 IPv4 and 41 IPv6 routes"), "{out}");
+    let (ok, out) = check(&["--json"]);
+    assert!(ok);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["ok"], true);
+    assert_eq!(v["routes"]["ipv6"], 41);
+    assert!(v["table_bytes"].as_u64().unwrap() > 1 << 20);
+
+    // Two problems at once: a core that cannot be pinned, an interface
+    // that is not here.
+    let line = |needle: &str| text.lines().position(|l| l.contains(needle)).unwrap() + 1;
+    let bad = text.replacen("cores = [0]", "cores = [4095]", 1)
+        + "[[port]]\nname = \"lan\"\ndriver = \"af_packet\"\n[port.options]\ninterface = \"fwdt-none0\"\n";
+    std::fs::write(&cfg, &bad).unwrap();
+    let lan = bad
+        .lines()
+        .position(|l| l.contains("name = \"lan\""))
+        .unwrap()
+        + 1;
+    let (ok, out) = check(&[]);
+    assert!(!ok);
+    let name = cfg.display();
+    assert!(
+        out.contains(&format!(
+            "{name}:{}:9: core 4095 cannot be pinned",
+            line("cores = [0]")
+        )),
+        "{out}"
+    );
+    assert!(
+        out.contains(&format!(
+            "{name}:{lan}:8: port `lan` on interface `fwdt-none0`: no such interface"
+        )),
+        "{out}"
+    );
+    let (ok, out) = check(&["--json"]);
+    assert!(!ok);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["errors"].as_array().unwrap().len(), 2, "{out}");
+
+    // A configuration that does not load: its error, with its place.
+    std::fs::write(&cfg, text.replacen("cores = [0]", "cores = [0", 1)).unwrap();
+    let (ok, out) = check(&[]);
+    assert!(!ok && out.contains(&format!("{name}:")), "{out}");
+
+    // reload --check: refused on the problems, no forwarder asked.
+    std::fs::write(&cfg, &bad).unwrap();
+    let o = forwarder()
+        .args(["reload", "--check", "--config"])
+        .arg(&cfg)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success());
+    assert!(
+        err.contains("core 4095 cannot be pinned") && err.contains("not reloaded"),
+        "{err}"
+    );
+
+    // Without --config, outside a checkout: the installed configuration.
+    let o = forwarder().arg("check").current_dir(&dir).output().unwrap();
+    let said = String::from_utf8_lossy(&o.stdout);
+    assert!(said.starts_with("/etc/forwarder/forwarder.toml"), "{said}");
+    std::fs::remove_dir_all(dir).ok();
+}

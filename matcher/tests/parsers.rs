@@ -8,17 +8,21 @@ use matcher::file::SetFile;
 use matcher::SetDecl;
 use proptest::prelude::*;
 
-const DECLS: [&str; 4] = [
+const DECLS: [&str; 6] = [
     "type ipv4_addr . inet_service : verdict",
     "type ipv6_addr . ether_addr . inet_proto",
     "type mark : ipv4_addr",
     "type inet_service . ipv4_addr . ipv6_addr",
+    "type ipv4_addr . inet_service; flags timeout; timeout 10m",
+    "type ipv4_addr : verdict; flags timeout",
 ];
 
 fn text() -> impl Strategy<Value = String> {
     // Mostly the characters the syntax is made of, plus anything at all.
     prop_oneof![
         proptest::string::string_regex("[0-9a-fA-F.:/ ,#\\-xtypeacdrjumpgo_\n]{0,80}").unwrap(),
+        // Elements with options: `timeout`, `priority`, `expires`.
+        proptest::string::string_regex("192\\.0\\.2\\.[0-9]{1,3}( \\. [0-9]{1,5})?( (timeout|priority|expires) [0-9dhms]{0,8}){0,2}( : (drop|accept))?").unwrap(),
         any::<String>(),
     ]
 }
@@ -57,5 +61,11 @@ proptest! {
         }
         let again = SetDecl::parse(&g.decl.to_string()).unwrap();
         prop_assert_eq!(again, g.decl.clone());
+    }
+
+    #[test]
+    fn durations_round_trip(ms in 1u64..=10 * 365 * 86_400_000) {
+        let text = matcher::format_duration(ms);
+        prop_assert_eq!(matcher::parse_duration(&text), Ok(ms), "{}", text);
     }
 }

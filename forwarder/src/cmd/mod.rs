@@ -1,7 +1,25 @@
 //! The `forwarder` subcommands: [`run`] forwards, [`lookup`] classifies
 //! keys from files against a set file, [`client`] asks a running
-//! forwarder to `reload` or for its `stats`.
+//! forwarder to `reload` or for its `stats`, [`check`] verifies a
+//! configuration without running it.
 
+pub mod check;
 pub mod client;
 pub mod lookup;
+pub mod notify;
 pub mod run;
+
+/// Where a command finds its configuration without `--config`:
+/// `examples/forwarder.toml` under the working directory (a checkout),
+/// else `/etc/forwarder/forwarder.toml` (an installed forwarder).
+pub fn default_config() -> std::path::PathBuf {
+    let local = std::path::Path::new("examples/forwarder.toml");
+    if local.is_file() {
+        local.to_path_buf()
+    } else {
+        std::path::PathBuf::from(INSTALLED_CONFIG)
+    }
+}
+
+/// The configuration of an installed forwarder.
+pub const INSTALLED_CONFIG: &str = "/etc/forwarder/forwarder.toml";

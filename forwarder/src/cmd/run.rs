@@ -7,8 +7,8 @@ use crate::control::stats::Source;
 use crate::control::Control;
 use crate::pipeline::{DropCounts, Mode, Outcome};
 use crate::wire::Drop;
+use crate::worker::Report;
 use crate::worker::{self, Published, Running};
-use crate::{port, worker::Report};
 use config::Config;
 use std::io::Write;
 use std::path::Path;
@@ -23,22 +23,15 @@ pub fn run(config: &Path, duration: Option<Duration>, out: &mut dyn Write) -> Re
 
 /// What a configuration must have, beyond its syntax, before anything
 /// starts: ports this build can open, at least one route, and cores this
-/// process can pin its workers to.
+/// process can pin its workers to (every problem, one a line: see
+/// [`super::check::problems`]).
 pub fn check(path: &Path, cfg: &Config) -> Result<(), String> {
-    if cfg.ports.is_empty() {
-        return Err(format!(
-            "{}: no [[port]]: nothing to receive from or send to",
-            path.display()
-        ));
+    let errs = super::check::problems(path, cfg);
+    if errs.is_empty() {
+        Ok(())
+    } else {
+        Err(errs.join("\n"))
     }
-    if cfg.route_count() == 0 {
-        return Err(format!(
-            "{}: no routes ([[route]] or route_file): every packet would be dropped as no_route",
-            path.display()
-        ));
-    }
-    port::check(cfg)?;
-    worker::check_cores(cfg)
 }
 
 /// [`run`] with only part of the pipeline (`--mode`): what each stage
@@ -83,6 +76,22 @@ pub fn run_mode(
         // Ctrl-C stops the workers after their burst; a second handler
         // (in tests that run several forwarders) is refused, harmlessly.
         let _ = ctrlc::set_handler(move || shared.stop.store(true, Relaxed));
+    }
+    // systemd (`Type=notify`): ready once every worker has taken up the
+    // tables (it publishes the generation it loaded as it forwards).
+    let ready = Instant::now();
+    while workers.iter().any(|(p, _)| p.loaded.load(Relaxed) == 0)
+        && ready.elapsed() < Duration::from_secs(5)
+        && !shared.stop.load(Relaxed)
+    {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    if let Err(e) = super::notify::notify(&format!(
+        "READY=1\nSTATUS=forwarding on core(s) {:?}\nMAINPID={}",
+        cfg.forwarder.cores,
+        std::process::id()
+    )) {
+        crate::log::log(crate::log::Level::Warn, &e);
     }
     let started = write(out, &banner(config, &cfg, &server)).and_then(|()| {
         let start = Instant::now();

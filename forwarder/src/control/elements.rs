@@ -193,10 +193,13 @@ impl Control {
             // together), so the batch cannot fail; should it, the elements
             // stay in the set and keep being ignored past their deadline.
             if let Err(e) = self.w.sets[j].apply_quick(keys.into_iter().map(Op::Delete)) {
-                super::server::log(&format!(
-                    "set `{}`: expired elements not removed: {e}",
-                    self.cfg.sets[j].name
-                ));
+                crate::log::log(
+                    crate::log::Level::Error,
+                    &format!(
+                        "set `{}`: expired elements not removed: {e}",
+                        self.cfg.sets[j].name
+                    ),
+                );
             }
         }
         if gone > 0 {

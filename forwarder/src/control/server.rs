@@ -14,6 +14,7 @@
 use super::stats::Source;
 use super::watch::watch;
 use super::{Control, ElementOp};
+use crate::log::{log, Level};
 use serde_json::json;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::fd::AsRawFd;
@@ -104,11 +105,6 @@ impl Conn {
     }
 }
 
-/// Writes a line to the forwarder's log (standard error).
-pub(crate) fn log(msg: &str) {
-    eprintln!("forwarder: {msg}");
-}
-
 /// Starts the control thread for `control`, serving `stats`.
 pub fn start(
     control: Control,
@@ -142,6 +138,7 @@ pub fn start(
         .collect();
     if free.is_empty() {
         log(
+            Level::Warn,
             "every core this process may use runs a worker: the control thread runs unpinned, \
              beside them (give the workers fewer cores than the process has to keep it apart)",
         );
@@ -153,7 +150,10 @@ pub fn start(
         match watch(&control.files()) {
             Ok(w) => Some(w),
             Err(e) => {
-                log(&format!("{e}; reload with SIGHUP or `forwarder reload`"));
+                log(
+                    Level::Warn,
+                    &format!("{e}; reload with SIGHUP or `forwarder reload`"),
+                );
                 None
             }
         }
@@ -176,13 +176,16 @@ fn reload(control: &mut Control, why: &str) -> serde_json::Value {
     match control.reload() {
         Ok(r) => {
             if !r.published {
-                log(&format!(
-                    "reload ({why}): nothing changed, generation {} serves on ({:.1} ms)",
-                    r.generation,
-                    r.took.as_secs_f64() * 1e3
-                ));
+                log(
+                    Level::Info,
+                    &format!(
+                        "reload ({why}): nothing changed, generation {} serves on ({:.1} ms)",
+                        r.generation,
+                        r.took.as_secs_f64() * 1e3
+                    ),
+                );
             } else {
-                log(&format!(
+                log(Level::Info, &format!(
                 "reload ({why}): generation {}: {} set(s) rebuilt, +{} -{} element(s), {} route change(s){}, in {:.1} ms ({:.1} ms reading and checking the files)",
                 r.generation,
                 r.sets_rebuilt,
@@ -208,10 +211,13 @@ fn reload(control: &mut Control, why: &str) -> serde_json::Value {
             })
         }
         Err(e) => {
-            log(&format!(
-                "reload ({why}) refused, still serving generation {}: {e}",
-                control.shared().status.generation.load(Relaxed)
-            ));
+            log(
+                Level::Error,
+                &format!(
+                    "reload ({why}) refused, still serving generation {}: {e}",
+                    control.shared().status.generation.load(Relaxed)
+                ),
+            );
             json!({
                 "result": "error",
                 "error": e,
@@ -254,7 +260,7 @@ fn control_loop(
             // A set file added or removed: watch what the new
             // configuration reads.
             files = control.files();
-            w = watch(&files).map_err(|e| log(&e)).ok();
+            w = watch(&files).map_err(|e| log(Level::Warn, &e)).ok();
         }
         // Requests as they come; between them, the next tick.
         let mut fds = vec![listener.as_raw_fd()];
@@ -273,7 +279,7 @@ fn control_loop(
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
                 Err(e) => {
-                    log(&format!("control socket: {e}"));
+                    log(Level::Error, &format!("control socket: {e}"));
                     break;
                 }
             }
@@ -308,7 +314,10 @@ fn answer(
             let who = who
                 .as_ref()
                 .map_or_else(|e| format!("an unknown peer ({e})"), |u| format!("uid {u}"));
-            log(&format!("control socket: refused a request from {who}"));
+            log(
+                Level::Warn,
+                &format!("control socket: refused a request from {who}"),
+            );
             return json!({
                 "result": "error",
                 "error": format!(
@@ -367,12 +376,15 @@ fn json_request(control: &mut Control, text: &str) -> serde_json::Value {
             let start = Instant::now();
             match control.elements(op, set, &texts) {
                 Ok(generation) => {
-                    log(&format!(
-                        "element {} ({} in set `{set}`): generation {generation} in {:.2} ms",
-                        v["op"].as_str().unwrap_or(""),
-                        texts.len(),
-                        start.elapsed().as_secs_f64() * 1e3
-                    ));
+                    log(
+                        Level::Info,
+                        &format!(
+                            "element {} ({} in set `{set}`): generation {generation} in {:.2} ms",
+                            v["op"].as_str().unwrap_or(""),
+                            texts.len(),
+                            start.elapsed().as_secs_f64() * 1e3
+                        ),
+                    );
                     json!({
                         "result": "ok",
                         "generation": generation,

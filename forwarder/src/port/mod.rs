@@ -97,19 +97,6 @@ pub trait Port: Send {
     fn stats(&self) -> PortStats;
 }
 
-/// Whether this build can open every port of `cfg`: a `dpdk` port needs
-/// the `dpdk` feature. Checked before anything starts.
-pub fn check(cfg: &Config) -> Result<(), String> {
-    match cfg
-        .ports
-        .iter()
-        .find(|p| matches!(p.driver, Driver::Dpdk(_)) && !cfg!(feature = "dpdk"))
-    {
-        Some(p) => Err(without_dpdk(p)),
-        None => Ok(()),
-    }
-}
-
 fn without_dpdk(p: &config::PortConfig) -> String {
     format!(
         "{}: port `{}`: built without DPDK support (build with `--features dpdk`)",

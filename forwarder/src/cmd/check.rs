@@ -1,0 +1,208 @@
+//! `forwarder check`: everything `run` would read and verify, without
+//! opening a port or touching a running instance (as `nft -c`, `nginx
+//! -t`, `bird -p`): the configuration and every file it names, the
+//! ports' drivers and interfaces, the cores, and the tables built from
+//! it all. Every problem found is reported, each as `file:line:col:
+//! message`, not only the first; a configuration that does not load at
+//! all has only the loader's error (the rest cannot be read without it).
+
+use crate::snapshot::Working;
+use config::{Config, Driver};
+use serde_json::{json, Value};
+use std::io::Write;
+use std::path::Path;
+
+/// What a checked configuration holds.
+pub struct Summary {
+    /// Sets: name and elements.
+    pub sets: Vec<(String, usize)>,
+    /// Routes per family.
+    pub routes_v4: usize,
+    /// See above.
+    pub routes_v6: usize,
+    /// Next hops and ECMP groups.
+    pub next_hops: usize,
+    /// See above.
+    pub ecmp: usize,
+    /// Ports: name and driver.
+    pub ports: Vec<(String, &'static str)>,
+    /// Worker cores.
+    pub cores: Vec<usize>,
+    /// Bytes the tables take once built (sets and FIB; the workers'
+    /// caches and the ports' rings come on top).
+    pub memory: usize,
+}
+
+/// The driver's name in the configuration.
+fn driver_name(d: &Driver) -> &'static str {
+    match d {
+        Driver::Synthetic(_) => "synthetic",
+        Driver::AfPacket(_) => "af_packet",
+        Driver::AfXdp(_) => "af_xdp",
+        Driver::Dpdk(_) => "dpdk",
+    }
+}
+
+/// The problems of the loaded `cfg` (from `path`) that `run` checks
+/// before it opens anything: no ports or routes, drivers this build
+/// lacks, cores that cannot be pinned.
+pub fn problems(path: &Path, cfg: &Config) -> Vec<String> {
+    let mut errs = Vec::new();
+    if cfg.ports.is_empty() {
+        errs.push(format!(
+            "{}: no [[port]]: nothing to receive from or send to",
+            path.display()
+        ));
+    }
+    if cfg.route_count() == 0 {
+        errs.push(format!(
+            "{}: no routes ([[route]] or route_file): every packet would be dropped as no_route",
+            path.display()
+        ));
+    }
+    for p in &cfg.ports {
+        if matches!(p.driver, Driver::Dpdk(_)) && !cfg!(feature = "dpdk") {
+            errs.push(format!(
+                "{}: port `{}`: built without DPDK support (build with `--features dpdk`)",
+                p.at, p.name
+            ));
+        }
+    }
+    let allowed = crate::worker::allowed_cores();
+    for c in &cfg.forwarder.cores {
+        if !allowed.contains(c) {
+            errs.push(format!(
+                "{}: core {c} cannot be pinned: it does not exist, is offline or is outside this \
+                 process's CPU affinity (cores it may use: {allowed:?})",
+                cfg.forwarder.cores_at
+            ));
+        }
+    }
+    errs
+}
+
+/// Loads and checks `path`; the summary, or every problem found.
+pub fn check(path: &Path) -> Result<Summary, Vec<String>> {
+    let cfg = config::load(path).map_err(|e| vec![e.to_string()])?;
+    let mut errs = problems(path, &cfg);
+    // What `run` finds only as it opens the ports.
+    for p in &cfg.ports {
+        let interface = match &p.driver {
+            Driver::AfPacket(o) => &o.interface,
+            Driver::AfXdp(o) => &o.interface,
+            _ => continue,
+        };
+        // The interface's directory exists exactly when the kernel has it
+        // in this network namespace (sysfs is mounted per namespace).
+        if !Path::new("/sys/class/net").join(interface).exists() {
+            errs.push(format!(
+                "{}: port `{}` on interface `{}`: no such interface in this network namespace",
+                p.at,
+                p.name,
+                matcher::excerpt(interface)
+            ));
+        }
+    }
+    let memory = match Working::build(&cfg) {
+        Ok(mut w) => {
+            let fib = w.fib.publish();
+            w.sets
+                .iter_mut()
+                .map(|s| s.commit().memory_usage().total())
+                .sum::<usize>()
+                + fib.memory_usage()
+        }
+        Err(e) => {
+            errs.push(format!("{}: {e}", path.display()));
+            0
+        }
+    };
+    if !errs.is_empty() {
+        return Err(errs);
+    }
+    let v6 = cfg.all_routes().filter(|r| r.v6).count();
+    Ok(Summary {
+        sets: cfg
+            .sets
+            .iter()
+            .map(|s| (s.name.clone(), s.elements.len()))
+            .collect(),
+        routes_v4: cfg.route_count() - v6,
+        routes_v6: v6,
+        next_hops: cfg.next_hops.len(),
+        ecmp: cfg.ecmp.len(),
+        ports: cfg
+            .ports
+            .iter()
+            .map(|p| (p.name.clone(), driver_name(&p.driver)))
+            .collect(),
+        cores: cfg.forwarder.cores.clone(),
+        memory,
+    })
+}
+
+/// `forwarder check`: prints the summary (or every problem, one a line)
+/// as text or JSON; returns whether the configuration is good.
+pub fn run(path: &Path, json_out: bool, out: &mut dyn Write) -> Result<bool, String> {
+    let r = check(path);
+    let text = match (&r, json_out) {
+        (Ok(s), true) => summary_json(path, s).to_string(),
+        (Err(errs), true) => json!({
+            "config": path.display().to_string(),
+            "ok": false,
+            "errors": errs,
+        })
+        .to_string(),
+        (Ok(s), false) => summary_text(path, s),
+        (Err(errs), false) => errs.join("\n"),
+    };
+    writeln!(out, "{text}").map_err(|e| e.to_string())?;
+    Ok(r.is_ok())
+}
+
+fn summary_json(path: &Path, s: &Summary) -> Value {
+    json!({
+        "config": path.display().to_string(),
+        "ok": true,
+        "sets": s.sets.iter().map(|(n, e)| json!({"name": n, "elements": e})).collect::<Vec<_>>(),
+        "routes": {"ipv4": s.routes_v4, "ipv6": s.routes_v6},
+        "next_hops": s.next_hops,
+        "ecmp_groups": s.ecmp,
+        "ports": s.ports.iter().map(|(n, d)| json!({"name": n, "driver": d})).collect::<Vec<_>>(),
+        "cores": s.cores,
+        "table_bytes": s.memory,
+    })
+}
+
+fn summary_text(path: &Path, s: &Summary) -> String {
+    let sets: Vec<String> = s
+        .sets
+        .iter()
+        .map(|(n, e)| format!("`{n}` ({e} element{})", if *e == 1 { "" } else { "s" }))
+        .collect();
+    let ports: Vec<String> = s
+        .ports
+        .iter()
+        .map(|(n, d)| format!("`{n}` ({d})"))
+        .collect();
+    format!(
+        "{}: ok: {} set{}{}{}; {} IPv4 and {} IPv6 routes over {} next hop{} and {} ECMP group{}; \
+         port{} {}; workers on core{} {:?}; the tables take about {:.1} MiB",
+        path.display(),
+        s.sets.len(),
+        if s.sets.len() == 1 { "" } else { "s" },
+        if sets.is_empty() { "" } else { ": " },
+        sets.join(", "),
+        s.routes_v4,
+        s.routes_v6,
+        s.next_hops,
+        if s.next_hops == 1 { "" } else { "s" },
+        s.ecmp,
+        if s.ecmp == 1 { "" } else { "s" },
+        if s.ports.len() == 1 { "" } else { "s" },
+        ports.join(", "),
+        if s.cores.len() == 1 { "" } else { "s" },
+        s.cores,
+        s.memory as f64 / (1 << 20) as f64
+    )
+}
