@@ -31,11 +31,13 @@
 //! ```
 #![forbid(unsafe_code)]
 
+mod diff;
 pub mod driver;
 mod loader;
 mod schema;
 mod validate;
 
+pub use diff::diff_elements;
 pub use driver::Driver;
 pub use loader::{LoadStats, Loader};
 pub use validate::{

@@ -187,6 +187,11 @@ impl Loader {
         }
     }
 
+    /// What `path` gave at its last successful read, changed since or not.
+    pub(crate) fn previous(&self, path: &Path) -> Option<&Gave> {
+        self.files.get(path).map(|e| &e.gave)
+    }
+
     /// Remembers what `path`, read in this load, gave.
     pub(crate) fn gave(&mut self, path: &Path, gave: Gave) {
         self.stats.parsed += 1;

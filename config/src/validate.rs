@@ -959,6 +959,37 @@ fn route_cache(loc: &Located, c: Option<schema::RouteCache>) -> Result<RouteCach
     })
 }
 
+/// Changes to a set file past which the full check is the cheaper one.
+const FEW_CHANGES: usize = 64;
+
+/// Whether `new`, which differs from the checked `prev` in at most
+/// [`FEW_CHANGES`] elements, is a valid set too: every element added is
+/// valid, takes no timeout, has a key no other element has and, in a
+/// disjoint set, overlaps none of them. `false` also when the changes
+/// are many: the caller then checks `new` in full.
+fn few_changes_fit(prev: &[Element], new: &[Element], decl: &SetDecl) -> bool {
+    let (removed, added) = crate::diff_elements(prev, new);
+    // The diff sees an element twice as once: a count that does not add
+    // up is a duplicate (of an element `prev` has).
+    if removed.len() + added.len() > FEW_CHANGES
+        || new.len() + removed.len() != prev.len() + added.len()
+    {
+        return false;
+    }
+    let mut alone = matcher::Set::new(decl.clone());
+    for a in &added {
+        if a.timeout.is_some() || alone.insert((*a).clone(), InsertMode::Create).is_err() {
+            return false;
+        }
+    }
+    let disjoint = decl.policy() == matcher::Policy::Disjoint;
+    new.iter().all(|e| {
+        added
+            .iter()
+            .all(|a| std::ptr::eq(*a, e) || (a.key != e.key && !(disjoint && a.overlaps(e))))
+    })
+}
+
 /// Why a configuration's elements take no `timeout`.
 const NO_FILE_TIMEOUTS: &str = "an element of the configuration or a set file has no `timeout`: \
      they are the durable elements (each reload and restart would start its clock again); \
@@ -1123,6 +1154,33 @@ fn set_file(
         col: 1,
         message: e.error.to_string(),
     })?;
+    // A file edited in a few places: only the elements it adds are
+    // checked, against the file's others; anything amiss (or many
+    // changes) goes through the full check below, which says where.
+    let prev = match loader.previous(path) {
+        Some(Gave::Set {
+            decl: d,
+            inline: i,
+            elements,
+        }) if d == decl && *i == inline => Some(elements.clone()),
+        _ => None,
+    };
+    if let Some(prev) = prev {
+        let mut new = inline.clone();
+        new.extend(parsed.iter().map(|(_, e)| e.clone()));
+        if few_changes_fit(&prev, &new, decl) {
+            let elements = Arc::new(new);
+            loader.gave(
+                path,
+                Gave::Set {
+                    decl: decl.clone(),
+                    inline,
+                    elements: elements.clone(),
+                },
+            );
+            return Ok(elements);
+        }
+    }
     let mut elements = inline.clone();
     for (line, el) in parsed {
         if el.timeout.is_some() {

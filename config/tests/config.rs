@@ -437,3 +437,88 @@ fn first_match_sets_take_overlaps() {
         "f.toml:14:10: unknown set policy `firstmatch` (disjoint, first-match)"
     );
 }
+
+/// A set file edited in a few places is checked by what changed (the
+/// elements added, against the others); the result is always what a
+/// fresh load of the same files gives: the same elements in the same
+/// order, or the same error at the same line (overlaps, duplicates,
+/// timeouts, bad lines).
+#[test]
+fn edited_set_files_check_as_fresh_ones() {
+    use config::Loader;
+    let dir = std::env::temp_dir().join(format!("cfg-edits-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let toml = dir.join("f.toml");
+    std::fs::write(
+        &toml,
+        format!(
+            "route = [{{ prefix = \"0.0.0.0/0\", via = \"gw\" }}]\n{BASE}\n[[set]]\nname = \"s\"\n\
+             type = \"inet_service\"\nmatch = \"tcp dport\"\naction = \"drop\"\nelements = [\"9\"]\n\
+             file = \"s.set\"\n"
+        ),
+    )
+    .unwrap();
+    let mut x: u64 = 0x2545_f491_4f6c_dd1d;
+    let mut next = |n: u64| {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x % n
+    };
+    // Disjoint ranges of ten ports to start from.
+    let mut lines: Vec<String> = (1..200)
+        .map(|i| format!("{}-{}", i * 100, i * 100 + 9))
+        .collect();
+    let mut loader = Loader::new();
+    let (mut good, mut bad) = (0, 0);
+    for round in 0..300 {
+        for _ in 0..1 + next(3) {
+            let i = next(lines.len() as u64 + 1) as usize;
+            match next(8) {
+                0 | 1 if !lines.is_empty() => {
+                    lines.remove(i.min(lines.len() - 1));
+                }
+                2 => {
+                    let p = 100 + next(20_000);
+                    lines.insert(i, format!("{p}-{}", p + next(30)));
+                }
+                3 if !lines.is_empty() => {
+                    let l = lines[i.min(lines.len() - 1)].clone();
+                    lines.insert(i, l);
+                }
+                4 => lines.insert(i, "70000".into()),
+                5 => lines.insert(i, "5 timeout 1m".into()),
+                _ => {
+                    let p = 30_000 + next(30_000);
+                    lines.insert(i, p.to_string());
+                }
+            }
+        }
+        std::fs::write(dir.join("s.set"), lines.join("\n") + "\n").unwrap();
+        let fresh = config::load(&toml);
+        let edited = loader.load(&toml);
+        match (&fresh, &edited) {
+            (Ok(a), Ok(b)) => {
+                assert_eq!(a.sets[0].elements, b.sets[0].elements, "round {round}");
+                good += 1;
+            }
+            (Err(a), Err(b)) => {
+                assert_eq!(a.to_string(), b.to_string(), "round {round}");
+                bad += 1;
+                // Back to what loaded last, so that edits go on from a
+                // good file.
+                let bad_line = a.line.saturating_sub(1);
+                if a.file.ends_with("s.set") && bad_line < lines.len() {
+                    lines.remove(bad_line);
+                }
+            }
+            _ => panic!(
+                "round {round}: fresh {:?} but edited {:?}",
+                fresh.as_ref().err(),
+                edited.as_ref().err()
+            ),
+        }
+    }
+    assert!(good > 50 && bad > 50, "{good} good, {bad} bad rounds");
+    std::fs::remove_dir_all(dir).ok();
+}
