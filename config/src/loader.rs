@@ -123,17 +123,25 @@ impl Loader {
     /// Reads and validates a configuration file, as [`crate::load`],
     /// reusing what unchanged included files gave at the last load.
     pub fn load(&mut self, path: &Path) -> Result<crate::Config, crate::ConfigError> {
+        self.load_all(path).map_err(|mut errs| errs.swap_remove(0))
+    }
+
+    /// [`Loader::load`], with every error found (see `forwarder check`),
+    /// never an empty list.
+    pub fn load_all(&mut self, path: &Path) -> Result<crate::Config, Vec<crate::ConfigError>> {
         self.stats = LoadStats::default();
         self.pending.clear();
         let name = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|e| crate::ConfigError {
-            file: name.clone(),
-            line: 0,
-            col: 0,
-            message: format!("cannot read: {e}"),
+        let text = std::fs::read_to_string(path).map_err(|e| {
+            vec![crate::ConfigError {
+                file: name.clone(),
+                line: 0,
+                col: 0,
+                message: format!("cannot read: {e}"),
+            }]
         })?;
         let dir = path.parent().unwrap_or(Path::new("."));
-        crate::validate::validate(&name, &text, dir, self)
+        crate::validate::validate_all(&name, &text, dir, self)
     }
 
     /// What the last [`Loader::load`] read and reused.

@@ -509,31 +509,126 @@ pub(crate) fn validate(
     dir: &Path,
     loader: &mut Loader,
 ) -> Result<Config, ConfigError> {
+    validate_all(file, text, dir, loader).map_err(|mut errs| errs.swap_remove(0))
+}
+
+/// [`validate`], with every error found rather than the first: each
+/// section (forwarder, ports, each set, next hops, ECMP groups, routes,
+/// the caches, control) is checked whatever the others gave, except what
+/// depends on a section that failed (routes need the next hops' names).
+/// Never an empty list.
+pub(crate) fn validate_all(
+    file: &str,
+    text: &str,
+    dir: &Path,
+    loader: &mut Loader,
+) -> Result<Config, Vec<ConfigError>> {
     let loc = Located { file, text };
     let raw: schema::File = toml::from_str(text).map_err(|e| {
         let span = e.span().unwrap_or(0..0);
-        loc.at(span, e.message().trim().to_string())
+        vec![loc.at(span, e.message().trim().to_string())]
     })?;
-    let forwarder = forwarder(&loc, raw.forwarder)?;
-    let port_names = index(&loc, &raw.port, |p| &p.name, "port")?;
-    let ports = ports(&loc, &raw.port)?;
-    let sets = sets(&loc, &raw.set, dir, loader)?;
-    let hop_names = index(&loc, &raw.next_hop, |h| &h.name, "next hop")?;
-    let next_hops = next_hops(&loc, &raw.next_hop, &port_names)?;
-    let group_names = index(&loc, &raw.ecmp, |g| &g.name, "ECMP group")?;
-    let ecmp = ecmp_groups(&loc, &raw.ecmp, &hop_names)?;
-    let targets = Targets {
-        hops: &hop_names,
-        groups: &group_names,
+    fn take<T>(r: Result<T, ConfigError>, errs: &mut Vec<ConfigError>) -> Option<T> {
+        r.map_err(|e| errs.push(e)).ok()
+    }
+    let mut errs = Vec::new();
+    let forwarder = take(forwarder(&loc, raw.forwarder), &mut errs);
+    let port_names = take(index(&loc, &raw.port, |p| &p.name, "port"), &mut errs);
+    let ports = take(ports(&loc, &raw.port), &mut errs);
+    let sets = match sets(&loc, &raw.set, dir, loader) {
+        Ok(s) => Some(s),
+        Err(mut e) => {
+            errs.append(&mut e);
+            None
+        }
     };
+    let hop_names = take(
+        index(&loc, &raw.next_hop, |h| &h.name, "next hop"),
+        &mut errs,
+    );
+    let next_hops = port_names
+        .as_ref()
+        .and_then(|p| take(next_hops(&loc, &raw.next_hop, p), &mut errs));
+    let group_names = take(index(&loc, &raw.ecmp, |g| &g.name, "ECMP group"), &mut errs);
+    let ecmp = hop_names
+        .as_ref()
+        .and_then(|h| take(ecmp_groups(&loc, &raw.ecmp, h), &mut errs));
+    let routes = match (&hop_names, &group_names) {
+        (Some(hops), Some(groups)) => {
+            let targets = Targets { hops, groups };
+            take(
+                all_routes(&loc, (&raw.route, &raw.route_file), dir, &targets, loader),
+                &mut errs,
+            )
+        }
+        _ => None,
+    };
+    let flow_cache = take(flow_cache(&loc, raw.flow_cache, &raw.set), &mut errs);
+    let route_cache = take(route_cache(&loc, raw.route_cache), &mut errs);
+    let control = take(control(&loc, raw.control.as_ref(), dir), &mut errs);
+    match (
+        forwarder,
+        ports,
+        sets,
+        next_hops,
+        ecmp,
+        routes,
+        route_cache,
+        flow_cache,
+        control,
+    ) {
+        (
+            Some(forwarder),
+            Some(ports),
+            Some(sets),
+            Some(next_hops),
+            Some(ecmp),
+            Some((routes, route_file, file_routes)),
+            Some(route_cache),
+            Some(flow_cache),
+            Some(control),
+        ) if errs.is_empty() => Ok(Config {
+            forwarder,
+            ports,
+            sets,
+            next_hops,
+            ecmp,
+            routes,
+            file_routes,
+            route_cache,
+            flow_cache,
+            control,
+            route_file,
+        }),
+        _ => Err(errs),
+    }
+}
+
+/// The inline routes and the route file's.
+#[allow(clippy::type_complexity)]
+fn all_routes(
+    loc: &Located,
+    raw: (&[schema::Route], &Option<Spanned<String>>),
+    dir: &Path,
+    targets: &Targets,
+    loader: &mut Loader,
+) -> Result<
+    (
+        Vec<RouteConfig>,
+        Option<std::path::PathBuf>,
+        Arc<[RouteConfig]>,
+    ),
+    ConfigError,
+> {
+    let (inline, file) = raw;
     let mut seen = HashSet::new();
-    let routes = inline_routes(&loc, &raw.route, &targets, &mut seen)?;
-    let (route_file, file_routes) = match &raw.route_file {
+    let routes = inline_routes(loc, inline, targets, &mut seen)?;
+    let (route_file, file_routes) = match file {
         Some(f) => {
-            let (path, file_routes) = route_file(&loc, f, dir, &targets, &seen, loader)?;
+            let (path, file_routes) = route_file(loc, f, dir, targets, &seen, loader)?;
             // Against routes a reused file gave: each inline one looked
             // up (a parsed file was checked against them as it was read).
-            if let Some(r) = raw.route.iter().find(|r| {
+            if let Some(r) = inline.iter().find(|r| {
                 parse_prefix(r.prefix.get_ref()).is_ok_and(|key| loader::holds(&file_routes, key))
             }) {
                 return Err(loc.of(
@@ -549,20 +644,7 @@ pub(crate) fn validate(
         }
         None => (None, Arc::from(Vec::new())),
     };
-    let flow_cache = flow_cache(&loc, raw.flow_cache, &raw.set)?;
-    Ok(Config {
-        forwarder,
-        ports,
-        sets,
-        next_hops,
-        ecmp,
-        routes,
-        file_routes,
-        route_cache: route_cache(&loc, raw.route_cache)?,
-        flow_cache,
-        control: control(&loc, raw.control.as_ref(), dir)?,
-        route_file,
-    })
+    Ok((routes, route_file, file_routes))
 }
 
 fn forwarder(loc: &Located, f: Option<schema::Forwarder>) -> Result<Forwarder, ConfigError> {
@@ -628,22 +710,34 @@ fn ports(loc: &Located, raw: &[schema::Port]) -> Result<Vec<PortConfig>, ConfigE
     Ok(ports)
 }
 
+/// The sets, each checked whatever the others gave: every set's first
+/// error.
 fn sets(
     loc: &Located,
     raw: &[schema::Set],
     dir: &Path,
     loader: &mut Loader,
-) -> Result<Vec<SetConfig>, ConfigError> {
-    index(loc, raw, |s| &s.name, "set")?;
+) -> Result<Vec<SetConfig>, Vec<ConfigError>> {
+    index(loc, raw, |s| &s.name, "set").map_err(|e| vec![e])?;
     if let Some(s) = raw.get(MAX_SETS) {
-        return Err(loc.of(
+        return Err(vec![loc.of(
             &s.name,
             format!("set `{}`: at most {MAX_SETS} rule sets", s.name.get_ref()),
-        ));
+        )]);
     }
-    raw.iter()
-        .map(|s| validate_set(loc, s, dir, loader))
-        .collect()
+    let mut sets = Vec::new();
+    let mut errs = Vec::new();
+    for s in raw {
+        match validate_set(loc, s, dir, loader) {
+            Ok(s) => sets.push(s),
+            Err(e) => errs.push(e),
+        }
+    }
+    if errs.is_empty() {
+        Ok(sets)
+    } else {
+        Err(errs)
+    }
 }
 
 fn next_hops(

@@ -377,10 +377,38 @@ fn check_reports_everything_and_opens_nothing() {
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert_eq!(v["errors"].as_array().unwrap().len(), 2, "{out}");
 
-    // A configuration that does not load: its error, with its place.
+    // Not TOML: that error, with its place.
     std::fs::write(&cfg, text.replacen("cores = [0]", "cores = [0", 1)).unwrap();
     let (ok, out) = check(&[]);
     assert!(!ok && out.contains(&format!("{name}:")), "{out}");
+    // Errors in several sections: each of them, at its place.
+    let many = text
+        .replacen("burst = 32", "burst = 99", 1)
+        .replacen("mac = \"02:00:00:00:01:01\"", "mac = \"02:00:00:00:01\"", 1)
+        + "[[set]]\nname = \"bad\"\ntype = \"ipv4_addr\"\nmatch = \"th dport\"\naction = \"drop\"\n";
+    std::fs::write(&cfg, &many).unwrap();
+    let (ok, out) = check(&["--json"]);
+    assert!(!ok);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let errs: Vec<&str> = v["errors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|e| e.as_str())
+        .collect();
+    assert!(errs.iter().any(|e| e.contains("burst 99")), "{errs:?}");
+    assert!(
+        errs.iter().any(|e| e.contains("02:00:00:00:01")),
+        "{errs:?}"
+    );
+    assert!(
+        errs.iter().any(|e| e.contains("a ipv4_addr field is fed")),
+        "{errs:?}"
+    );
+    assert!(
+        errs.iter().all(|e| e.starts_with(&format!("{name}:"))),
+        "{errs:?}"
+    );
 
     // reload --check: refused on the problems, no forwarder asked.
     std::fs::write(&cfg, &bad).unwrap();

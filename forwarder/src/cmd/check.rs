@@ -3,8 +3,10 @@
 //! -t`, `bird -p`): the configuration and every file it names, the
 //! ports' drivers and interfaces, the cores, and the tables built from
 //! it all. Every problem found is reported, each as `file:line:col:
-//! message`, not only the first; a configuration that does not load at
-//! all has only the loader's error (the rest cannot be read without it).
+//! message`, not only the first: each section of the file and each set
+//! is checked whatever the others gave (a file that is not TOML at all
+//! has that one error; routes naming next hops are checked only once the
+//! next hops are good; within a set, its first bad element).
 
 use crate::snapshot::Working;
 use config::{Config, Driver};
@@ -83,7 +85,9 @@ pub fn problems(path: &Path, cfg: &Config) -> Vec<String> {
 
 /// Loads and checks `path`; the summary, or every problem found.
 pub fn check(path: &Path) -> Result<Summary, Vec<String>> {
-    let cfg = config::load(path).map_err(|e| vec![e.to_string()])?;
+    let cfg = config::Loader::new()
+        .load_all(path)
+        .map_err(|errs| errs.iter().map(|e| e.to_string()).collect::<Vec<_>>())?;
     let mut errs = problems(path, &cfg);
     // What `run` finds only as it opens the ports.
     for p in &cfg.ports {
