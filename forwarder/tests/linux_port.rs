@@ -823,6 +823,17 @@ fn through_namespaces_as(driver: Driver, unprivileged: bool) {
         "the reloaded rule does not drop"
     );
 
+    // The sender's end of f0's veth down and up again: the forwarder logs
+    // f0's link going down and coming back (it reads the state once a
+    // second).
+    let linux_port = driver != Driver::Dpdk;
+    if linux_port {
+        for state in ["down", "up"] {
+            run(&["ip", "-n", topo.ns(0), "link", "set", "s0", state]).unwrap();
+            std::thread::sleep(Duration::from_millis(1500));
+        }
+    }
+
     // Stop the forwarder as Ctrl-C would, and read its summary.
     // SAFETY: signalling our own child.
     unsafe { libc::kill(child.0.id() as i32, libc::SIGINT) };
@@ -830,6 +841,14 @@ fn through_namespaces_as(driver: Driver, unprivileged: bool) {
     let out: Vec<String> = lines.try_iter().collect();
     let out = out.join("\n");
     assert!(status.success(), "forwarder exited with {status}:\n{out}");
+    if linux_port {
+        assert!(
+            out.contains("warn: port `f0` (f0): link up -> ")
+                && out.contains("info: port `f0` (f0): link ")
+                && out.contains(" -> up"),
+            "no link changes in the log:\n{out}"
+        );
+    }
 
     // The crafted frames: each one that should arrive did, once, rewritten.
     for (tag, arrives, f) in &sent {

@@ -238,8 +238,10 @@ fn control_loop(
     let mut files = control.files();
     let mut changed: Option<Instant> = None;
     let mut conns: Vec<Conn> = Vec::new();
+    let mut links = Links::of(control.config());
     while !shared.stop.load(Relaxed) {
         control.reclaim();
+        links.poll();
         if hup.swap(false, Relaxed) {
             reload(&mut control, "SIGHUP");
         }
@@ -293,6 +295,64 @@ fn control_loop(
                     let a = answer(&c.peer, &line, &mut control, stats);
                     c.finish(&a.to_string());
                 }
+            }
+        }
+    }
+}
+
+/// The link state of the Linux interfaces the ports run on, as the
+/// kernel reports it (`/sys/class/net/IF/operstate`), read once a second;
+/// a change is logged (a cable pulled, a peer's veth gone down).
+struct Links {
+    ports: Vec<(String, String, String)>,
+    last: Instant,
+}
+
+impl Links {
+    fn of(cfg: &config::Config) -> Links {
+        let ports = cfg
+            .ports
+            .iter()
+            .filter_map(|p| match &p.driver {
+                config::Driver::AfPacket(o) => Some((p.name.clone(), o.interface.clone())),
+                config::Driver::AfXdp(o) => Some((p.name.clone(), o.interface.clone())),
+                _ => None,
+            })
+            .map(|(name, dev)| {
+                let state = Links::state(&dev);
+                (name, dev, state)
+            })
+            .collect();
+        Links {
+            ports,
+            last: Instant::now(),
+        }
+    }
+
+    fn state(dev: &str) -> String {
+        std::fs::read_to_string(Path::new("/sys/class/net").join(dev).join("operstate"))
+            .map(|s| s.trim().to_string())
+            .unwrap_or_else(|_| "gone".into())
+    }
+
+    fn poll(&mut self) {
+        if self.ports.is_empty() || self.last.elapsed() < Duration::from_secs(1) {
+            return;
+        }
+        self.last = Instant::now();
+        for (name, dev, was) in &mut self.ports {
+            let now = Links::state(dev);
+            if now != *was {
+                let level = if now == "up" {
+                    Level::Info
+                } else {
+                    Level::Warn
+                };
+                log(
+                    level,
+                    &format!("port `{name}` ({dev}): link {was} -> {now}"),
+                );
+                *was = now;
             }
         }
     }
