@@ -62,12 +62,10 @@ pub fn problems(path: &Path, cfg: &Config) -> Vec<String> {
             path.display()
         ));
     }
+    #[cfg(not(feature = "dpdk"))]
     for p in &cfg.ports {
-        if matches!(p.driver, Driver::Dpdk(_)) && !cfg!(feature = "dpdk") {
-            errs.push(format!(
-                "{}: port `{}`: built without DPDK support (build with `--features dpdk`)",
-                p.at, p.name
-            ));
+        if matches!(p.driver, Driver::Dpdk(_)) {
+            errs.push(crate::port::without_dpdk(p));
         }
     }
     let allowed = crate::worker::allowed_cores();

@@ -97,7 +97,9 @@ pub trait Port: Send {
     fn stats(&self) -> PortStats;
 }
 
-fn without_dpdk(p: &config::PortConfig) -> String {
+/// Why a `dpdk` port cannot open in a build without the feature.
+#[cfg(not(feature = "dpdk"))]
+pub(crate) fn without_dpdk(p: &config::PortConfig) -> String {
     format!(
         "{}: port `{}`: built without DPDK support (build with `--features dpdk`)",
         p.at, p.name
