@@ -566,40 +566,26 @@ pub(crate) fn validate_all(
     let flow_cache = take(flow_cache(&loc, raw.flow_cache, &raw.set), &mut errs);
     let route_cache = take(route_cache(&loc, raw.route_cache), &mut errs);
     let control = take(control(&loc, raw.control.as_ref(), dir), &mut errs);
-    match (
-        forwarder,
-        ports,
-        sets,
-        next_hops,
-        ecmp,
-        routes,
-        route_cache,
-        flow_cache,
-        control,
-    ) {
-        (
-            Some(forwarder),
-            Some(ports),
-            Some(sets),
-            Some(next_hops),
-            Some(ecmp),
-            Some((routes, route_file, file_routes)),
-            Some(route_cache),
-            Some(flow_cache),
-            Some(control),
-        ) if errs.is_empty() => Ok(Config {
-            forwarder,
-            ports,
-            sets,
-            next_hops,
-            ecmp,
+    // A section without a value has its error (or depends on one that
+    // has), so with no errors every section gave its value.
+    let config = (|| {
+        let (routes, route_file, file_routes) = routes?;
+        Some(Config {
+            forwarder: forwarder?,
+            ports: ports?,
+            sets: sets?,
+            next_hops: next_hops?,
+            ecmp: ecmp?,
             routes,
             file_routes,
-            route_cache,
-            flow_cache,
-            control,
+            route_cache: route_cache?,
+            flow_cache: flow_cache?,
+            control: control?,
             route_file,
-        }),
+        })
+    })();
+    match config {
+        Some(c) if errs.is_empty() => Ok(c),
         _ => Err(errs),
     }
 }

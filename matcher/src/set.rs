@@ -170,10 +170,14 @@ struct Delta {
 impl Delta {
     #[inline(always)]
     fn removed(&self, id: u32) -> bool {
-        self.removed
-            .get(id as usize / 64)
-            .is_some_and(|w| w >> (id % 64) & 1 != 0)
+        bit(&self.removed, id as usize)
     }
+}
+
+/// Whether bit `i` of `words` is set (bits past the end are clear).
+#[inline(always)]
+fn bit(words: &[u64], i: usize) -> bool {
+    words.get(i / 64).is_some_and(|w| w >> (i % 64) & 1 != 0)
 }
 
 /// A deadline that never comes.
@@ -1239,7 +1243,7 @@ impl Set {
                 Some(t) => t
                     .iter()
                     .enumerate()
-                    .filter(|&(i, _)| q.removed.get(i / 64).is_none_or(|w| w >> (i % 64) & 1 == 0))
+                    .filter(|&(i, _)| !bit(&q.removed, i))
                     .map(|(_, &d)| d)
                     .min()
                     .unwrap_or(NEVER),

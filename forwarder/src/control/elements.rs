@@ -117,23 +117,23 @@ impl Control {
         // report extends it): deleted and added in the same batch.
         let mut seen = HashSet::new();
         let mut ops = Vec::with_capacity(parsed.len());
-        let mut new = Vec::with_capacity(parsed.len());
+        // Per element: whether it is new to the set, and whether it
+        // renews one (which the overlay then holds with its old deadline).
+        let mut fate = Vec::with_capacity(parsed.len());
         for e in &parsed {
             match op {
-                ElementOp::Delete => {
-                    ops.push(Op::Delete(e.key.clone()));
-                    new.push(true);
-                }
+                ElementOp::Delete => ops.push(Op::Delete(e.key.clone())),
                 ElementOp::Add => {
                     let first = seen.insert(&e.key);
-                    let refresh = working.get(&e.key).is_some_and(|old| {
+                    let old = working.get(&e.key);
+                    let renew = old.is_some_and(|old| {
                         old.data == e.data && old.priority == e.priority && old.expires.is_some()
                     });
-                    if refresh && first {
+                    if renew && first {
                         ops.push(Op::Delete(e.key.clone()));
                     }
                     ops.push(Op::Add(e.clone()));
-                    new.push(first && (refresh || working.get(&e.key).is_none()));
+                    fate.push((first && (renew || old.is_none()), first && renew));
                 }
             }
         }
@@ -145,11 +145,19 @@ impl Control {
         overlay.decl = Some(decl);
         match op {
             ElementOp::Add => {
-                for (e, new) in parsed.into_iter().zip(new) {
+                let renewed: HashSet<&[Range]> = parsed
+                    .iter()
+                    .zip(&fate)
+                    .filter(|(_, f)| f.1)
+                    .map(|(e, _)| &e.key[..])
+                    .collect();
+                if !renewed.is_empty() {
+                    overlay.added.retain(|a| !renewed.contains(&a.key[..]));
+                }
+                for (e, (new, _)) in parsed.iter().zip(fate) {
                     if new {
                         overlay.deleted.remove(&e.key);
-                        overlay.added.retain(|a| a.key != e.key);
-                        overlay.added.push(e);
+                        overlay.added.push(e.clone());
                     }
                 }
             }
