@@ -259,7 +259,7 @@ fn rules(cfg: &Config) -> Result<Rules, String> {
     let mut accepted_before = None;
     for s in &cfg.sets {
         let deny = |e: &matcher::Element| match s.action {
-            Action::Drop => Some(true),
+            Action::Drop | Action::Reject => Some(true),
             Action::Accept => Some(false),
             Action::Verdict => match e.data {
                 Some(Data::Verdict(Verdict::Drop)) => Some(true),

@@ -12,12 +12,13 @@
 //! name = "p0"
 //! driver = "synthetic"   # synthetic | af_packet | af_xdp | dpdk
 //! mac = "02:00:00:00:00:01"
+//! address = ["192.0.2.1/24"]  # a router's port (optional): ARP, ND, ICMP
 //!
 //! [[set]]
 //! name = "blocklist"
 //! type = "ipv4_addr . inet_service"
 //! match = "ip daddr . th dport"
-//! action = "drop"        # drop | accept | verdict (a verdict map decides)
+//! action = "drop"        # drop | accept | reject | verdict (a verdict map decides)
 //! elements = ["192.0.2.0/24 . 22"]   # and/or file = "blocklist.set"
 //!
 //! [[next_hop]]
@@ -27,7 +28,7 @@
 //!
 //! [[route]]
 //! prefix = "0.0.0.0/0"
-//! via = "gw"             # a next hop or an ECMP group
+//! via = "gw"             # a next hop, an ECMP group, or a gateway's address
 //! ```
 #![forbid(unsafe_code)]
 
@@ -41,9 +42,10 @@ pub use diff::diff_elements;
 pub use driver::Driver;
 pub use loader::{LoadStats, Loader};
 pub use validate::{
-    control_socket, default_socket, runtime_dir, Action, Config, ConfigError, ControlConfig,
-    EcmpGroup, FlowCache, Forwarder, NextHopConfig, PortConfig, RouteCache, RouteConfig, SetConfig,
-    Source, Via, MAX_SETS,
+    control_socket, default_socket, ip_bits, link_local, runtime_dir, Action, Config, ConfigError,
+    ControlConfig, EcmpGroup, FlowCache, Forwarder, IcmpSettings, NeighbourSettings, NextHopConfig,
+    PortAddress, PortConfig, RouteCache, RouteConfig, RouterSettings, SetConfig, Source, Via,
+    MAX_SETS,
 };
 
 use std::path::Path;

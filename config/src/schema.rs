@@ -22,6 +22,25 @@ pub(crate) struct File {
     pub route_cache: Option<RouteCache>,
     pub flow_cache: Option<FlowCache>,
     pub control: Option<Control>,
+    pub neighbour: Option<Neighbour>,
+    pub icmp: Option<Icmp>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Neighbour {
+    pub reachable_ms: Option<Spanned<u64>>,
+    pub retrans_ms: Option<Spanned<u64>>,
+    pub delay_ms: Option<Spanned<u64>>,
+    pub probes: Option<Spanned<u32>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Icmp {
+    pub msgs_per_sec: Option<Spanned<u32>>,
+    pub msgs_burst: Option<Spanned<u32>>,
+    pub ratelimit_ms: Option<Spanned<u64>>,
 }
 
 #[derive(Deserialize)]
@@ -48,6 +67,9 @@ pub(crate) struct Port {
     pub driver: Option<Spanned<String>>,
     pub mac: Option<Spanned<String>>,
     #[serde(default)]
+    pub address: Vec<Spanned<String>>,
+    pub mtu: Option<Spanned<u16>>,
+    #[serde(default)]
     pub options: crate::driver::RawOptions,
 }
 
@@ -71,7 +93,8 @@ pub(crate) struct Set {
 pub(crate) struct NextHop {
     pub name: Spanned<String>,
     pub port: Spanned<String>,
-    pub mac: Spanned<String>,
+    pub mac: Option<Spanned<String>>,
+    pub address: Option<Spanned<String>>,
 }
 
 #[derive(Deserialize)]

@@ -8,6 +8,7 @@ use matcher::file::SetFile;
 use matcher::{excerpt, DataType, Element, InsertMode, SetDecl};
 use std::collections::{HashMap, HashSet};
 use std::fmt;
+use std::net::IpAddr;
 use std::ops::Range;
 use std::path::Path;
 use std::sync::Arc;
@@ -74,6 +75,82 @@ pub struct PortConfig {
     /// Where the port is declared (`file:line:col` of its name), for the
     /// driver's errors when it opens the port.
     pub at: String,
+    /// Our addresses on it (`address = [...]`), with the IPv6 link-local
+    /// address derived from the MAC (EUI-64) added when none is given.
+    /// Empty: the port only forwards (no ARP, ND or ICMP of its own).
+    pub addresses: Vec<PortAddress>,
+    /// The largest IP packet sent out of it (`mtu`, default 1500).
+    pub mtu: u16,
+}
+
+/// One of a port's addresses: the address and its network's prefix
+/// length (`192.0.2.1/24`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct PortAddress {
+    /// The address.
+    pub ip: IpAddr,
+    /// Its network's prefix length.
+    pub len: u32,
+}
+
+impl PortAddress {
+    /// Whether it is IPv6.
+    pub fn v6(&self) -> bool {
+        self.ip.is_ipv6()
+    }
+
+    /// The address as the FIB keys it (IPv4 in the low 32 bits).
+    pub fn bits(&self) -> u128 {
+        ip_bits(self.ip)
+    }
+
+    /// Its network: the address with the host bits clear.
+    pub fn network(&self) -> u128 {
+        let w = if self.v6() { 128 } else { 32 };
+        let host = if self.len >= w {
+            0
+        } else {
+            (u128::MAX >> (128 - w)) >> self.len
+        };
+        self.bits() & !host
+    }
+
+    /// Whether `ip` is on its network.
+    pub fn covers(&self, ip: IpAddr) -> bool {
+        ip.is_ipv6() == self.v6() && PortAddress { ip, len: self.len }.network() == self.network()
+    }
+}
+
+/// An address as the FIB keys it: IPv4 in the low 32 bits.
+pub fn ip_bits(ip: IpAddr) -> u128 {
+    match ip {
+        IpAddr::V4(a) => u32::from(a) as u128,
+        IpAddr::V6(a) => u128::from(a),
+    }
+}
+
+/// The IPv6 link-local address a MAC gives (modified EUI-64, RFC 4291
+/// appendix A).
+pub fn link_local(mac: [u8; 6]) -> std::net::Ipv6Addr {
+    let m = mac;
+    std::net::Ipv6Addr::from([
+        0xfe,
+        0x80,
+        0,
+        0,
+        0,
+        0,
+        0,
+        0,
+        m[0] ^ 2,
+        m[1],
+        m[2],
+        0xff,
+        0xfe,
+        m[3],
+        m[4],
+        m[5],
+    ])
 }
 
 /// Which packet field feeds a set's field, in nft's words.
@@ -148,6 +225,10 @@ pub enum Action {
     Accept,
     /// The matching element's verdict decides (`: verdict` maps).
     Verdict,
+    /// Drop it and tell the sender, as nft's `reject`: a TCP reset for
+    /// TCP, ICMP port unreachable for UDP, administratively prohibited
+    /// for the rest (when the forwarder has addresses to send from).
+    Reject,
 }
 
 /// A rule set, with its elements checked (types, overlaps).
@@ -177,8 +258,12 @@ pub struct NextHopConfig {
     pub name: String,
     /// The egress port's index in [`Config::ports`].
     pub port: usize,
-    /// The neighbour's MAC.
-    pub mac: [u8; 6],
+    /// The neighbour's MAC, when given (a static neighbour: never
+    /// resolved, never overwritten by what the network says).
+    pub mac: Option<[u8; 6]>,
+    /// The neighbour's address, when given: without a MAC, resolved by
+    /// ARP or neighbour discovery on the port.
+    pub address: Option<IpAddr>,
 }
 
 /// An ECMP group.
@@ -382,9 +467,73 @@ pub struct Config {
     pub flow_cache: FlowCache,
     /// The control side's settings.
     pub control: ControlConfig,
+    /// Neighbour resolution and ICMP settings (`[neighbour]`, `[icmp]`).
+    pub router: RouterSettings,
+}
+
+/// Neighbour resolution's timers (`[neighbour]`), Linux's defaults
+/// where not given (`net.ipv4.neigh.default.*`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NeighbourSettings {
+    /// How long a confirmed neighbour stays reachable (base_reachable_time,
+    /// 30 s).
+    pub reachable_ms: u64,
+    /// Between two solicitations of one resolution (retrans_time, 1 s).
+    pub retrans_ms: u64,
+    /// A stale neighbour's wait before it is probed (delay_first_probe_time,
+    /// 5 s).
+    pub delay_ms: u64,
+    /// Solicitations before a neighbour is failed (mcast_solicit and
+    /// ucast_solicit, 3).
+    pub probes: u32,
+}
+
+/// ICMP rate limits (`[icmp]`), Linux's defaults where not given.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct IcmpSettings {
+    /// Messages a second per core (icmp_msgs_per_sec, 1000).
+    pub msgs_per_sec: u32,
+    /// The bucket's depth (icmp_msgs_burst, 50).
+    pub msgs_burst: u32,
+    /// Errors to one destination: one per this many ms after a burst of 6
+    /// (icmp_ratelimit, 1000 ms); 0: no per-destination limit.
+    pub ratelimit_ms: u64,
+}
+
+/// The router's settings.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RouterSettings {
+    /// `[neighbour]`.
+    pub neighbour: NeighbourSettings,
+    /// `[icmp]`.
+    pub icmp: IcmpSettings,
+}
+
+impl Default for RouterSettings {
+    fn default() -> Self {
+        RouterSettings {
+            neighbour: NeighbourSettings {
+                reachable_ms: 30_000,
+                retrans_ms: 1_000,
+                delay_ms: 5_000,
+                probes: 3,
+            },
+            icmp: IcmpSettings {
+                msgs_per_sec: 1000,
+                msgs_burst: 50,
+                ratelimit_ms: 1000,
+            },
+        }
+    }
 }
 
 impl Config {
+    /// Whether any port has addresses: then the forwarder is a router
+    /// (answers ARP and ND, resolves neighbours, sends ICMP).
+    pub fn is_router(&self) -> bool {
+        self.ports.iter().any(|p| !p.addresses.is_empty())
+    }
+
     /// Every route: the inline ones, then the route file's.
     pub fn all_routes(&self) -> impl Iterator<Item = &RouteConfig> + '_ {
         self.routes.iter().chain(self.file_routes.iter())
@@ -431,6 +580,34 @@ fn parse_mac(s: &str) -> Result<[u8; 6], String> {
     let v = FieldType::EtherAddr.parse_value(s)?;
     let b = v.to_be_bytes();
     Ok([b[10], b[11], b[12], b[13], b[14], b[15]])
+}
+
+/// A port's address: `192.0.2.1/24`, `2001:db8::1/64` (a host address
+/// with its network's length; neither a network nor a group address).
+fn port_address(s: &str) -> Result<PortAddress, String> {
+    let (a, len) = s.split_once('/').ok_or_else(|| {
+        format!(
+            "`{}` is not an address with its prefix length (192.0.2.1/24)",
+            excerpt(s)
+        )
+    })?;
+    let ip: IpAddr = a
+        .parse()
+        .map_err(|_| format!("`{}` is not an IP address", excerpt(a)))?;
+    let max = if ip.is_ipv6() { 128 } else { 32 };
+    let len: u32 = match len.parse() {
+        Ok(l) if l <= max => l,
+        _ => {
+            return Err(format!(
+                "`{}`: the prefix length must be 0-{max}",
+                excerpt(s)
+            ))
+        }
+    };
+    if ip.is_multicast() || ip.is_unspecified() || ip == IpAddr::V4(std::net::Ipv4Addr::BROADCAST) {
+        return Err(format!("`{}` cannot be a port's address", excerpt(a)));
+    }
+    Ok(PortAddress { ip, len })
 }
 
 fn parse_prefix(s: &str) -> Result<(bool, u128, u32), String> {
@@ -546,23 +723,42 @@ pub(crate) fn validate_all(
         index(&loc, &raw.next_hop, |h| &h.name, "next hop"),
         &mut errs,
     );
-    let next_hops = port_names
-        .as_ref()
-        .and_then(|p| take(next_hops(&loc, &raw.next_hop, p), &mut errs));
+    let next_hops = match (&port_names, &ports) {
+        (Some(names), Some(ports)) => take(next_hops(&loc, &raw.next_hop, names, ports), &mut errs),
+        _ => None,
+    };
     let group_names = take(index(&loc, &raw.ecmp, |g| &g.name, "ECMP group"), &mut errs);
     let ecmp = hop_names
         .as_ref()
         .and_then(|h| take(ecmp_groups(&loc, &raw.ecmp, h), &mut errs));
-    let routes = match (&hop_names, &group_names) {
-        (Some(hops), Some(groups)) => {
-            let targets = Targets { hops, groups };
-            take(
+    let mut gateways = Vec::new();
+    let routes = match (&hop_names, &group_names, &ports) {
+        (Some(hops), Some(groups), Some(ports)) => {
+            let targets = Targets {
+                hops,
+                groups,
+                ports,
+                gateways: Default::default(),
+            };
+            let r = take(
                 all_routes(&loc, (&raw.route, &raw.route_file), dir, &targets, loader),
                 &mut errs,
-            )
+            );
+            gateways = targets.gateways.into_inner();
+            r
         }
         _ => None,
     };
+    let next_hops = next_hops.map(|mut h| {
+        h.extend(gateways.into_iter().map(|(ip, port)| NextHopConfig {
+            name: ip.to_string(),
+            port,
+            mac: None,
+            address: Some(ip),
+        }));
+        h
+    });
+    let router = take(router(&loc, &raw.neighbour, &raw.icmp), &mut errs);
     let flow_cache = take(flow_cache(&loc, raw.flow_cache, &raw.set), &mut errs);
     let route_cache = take(route_cache(&loc, raw.route_cache), &mut errs);
     let control = take(control(&loc, raw.control.as_ref(), dir), &mut errs);
@@ -582,6 +778,7 @@ pub(crate) fn validate_all(
             flow_cache: flow_cache?,
             control: control?,
             route_file,
+            router: router?,
         })
     })();
     match config {
@@ -631,6 +828,55 @@ fn all_routes(
         None => (None, Arc::from(Vec::new())),
     };
     Ok((routes, route_file, file_routes))
+}
+
+/// `[neighbour]` and `[icmp]`.
+fn router(
+    loc: &Located,
+    n: &Option<schema::Neighbour>,
+    i: &Option<schema::Icmp>,
+) -> Result<RouterSettings, ConfigError> {
+    let mut r = RouterSettings::default();
+    fn ms(
+        loc: &Located,
+        v: &Option<Spanned<u64>>,
+        min: u64,
+        to: &mut u64,
+    ) -> Result<(), ConfigError> {
+        if let Some(v) = v {
+            if !(min..=3_600_000).contains(v.get_ref()) {
+                return Err(loc.of(v, format!("{} ms is outside {min}-3600000", v.get_ref())));
+            }
+            *to = *v.get_ref();
+        }
+        Ok(())
+    }
+    if let Some(n) = n {
+        ms(loc, &n.reachable_ms, 1, &mut r.neighbour.reachable_ms)?;
+        ms(loc, &n.retrans_ms, 1, &mut r.neighbour.retrans_ms)?;
+        ms(loc, &n.delay_ms, 0, &mut r.neighbour.delay_ms)?;
+        if let Some(p) = &n.probes {
+            if !(1..=100).contains(p.get_ref()) {
+                return Err(loc.of(p, format!("probes = {} is outside 1-100", p.get_ref())));
+            }
+            r.neighbour.probes = *p.get_ref();
+        }
+    }
+    if let Some(i) = i {
+        ms(loc, &i.ratelimit_ms, 0, &mut r.icmp.ratelimit_ms)?;
+        for (v, to) in [
+            (&i.msgs_per_sec, &mut r.icmp.msgs_per_sec),
+            (&i.msgs_burst, &mut r.icmp.msgs_burst),
+        ] {
+            if let Some(v) = v {
+                if *v.get_ref() > 1_000_000 {
+                    return Err(loc.of(v, format!("{} is more than 1000000", v.get_ref())));
+                }
+                *to = *v.get_ref();
+            }
+        }
+    }
+    Ok(r)
 }
 
 fn forwarder(loc: &Located, f: Option<schema::Forwarder>) -> Result<Forwarder, ConfigError> {
@@ -686,11 +932,35 @@ fn ports(loc: &Located, raw: &[schema::Port]) -> Result<Vec<PortConfig>, ConfigE
             None => [2, 0, 0, 0, 0, (i + 1) as u8],
             Some(m) => parse_mac(m.get_ref()).map_err(|e| loc.of(m, e))?,
         };
+        let mut addresses: Vec<PortAddress> = Vec::new();
+        for a in &p.address {
+            let pa = port_address(a.get_ref()).map_err(|e| loc.of(a, e))?;
+            if addresses.iter().any(|b| b.ip == pa.ip) {
+                return Err(loc.of(a, format!("address `{}` is given twice", a.get_ref())));
+            }
+            addresses.push(pa);
+        }
+        let given_ll = addresses
+            .iter()
+            .any(|a| matches!(a.ip, IpAddr::V6(v) if v.segments()[0] & 0xffc0 == 0xfe80));
+        if !addresses.is_empty() && !given_ll {
+            addresses.push(PortAddress {
+                ip: IpAddr::V6(link_local(mac)),
+                len: 64,
+            });
+        }
+        let mtu = match &p.mtu {
+            None => 1500,
+            Some(m) if (68..=9000).contains(m.get_ref()) => *m.get_ref(),
+            Some(m) => return Err(loc.of(m, format!("mtu {} is outside 68-9000", m.get_ref()))),
+        };
         ports.push(PortConfig {
             name: p.name.get_ref().clone(),
             driver,
             mac,
             at: loc.place(&p.name),
+            addresses,
+            mtu,
         });
     }
     Ok(ports)
@@ -730,20 +1000,63 @@ fn next_hops(
     loc: &Located,
     raw: &[schema::NextHop],
     port_names: &HashMap<&str, usize>,
+    ports: &[PortConfig],
 ) -> Result<Vec<NextHopConfig>, ConfigError> {
     let mut next_hops = Vec::new();
     for h in raw {
         let port = *port_names
             .get(h.port.get_ref().as_str())
             .ok_or_else(|| loc.of(&h.port, format!("unknown port `{}`", h.port.get_ref())))?;
-        let mac = parse_mac(h.mac.get_ref()).map_err(|e| loc.of(&h.mac, e))?;
+        let mac = match &h.mac {
+            Some(m) => Some(parse_mac(m.get_ref()).map_err(|e| loc.of(m, e))?),
+            None => None,
+        };
+        let address = match &h.address {
+            Some(a) => {
+                let ip: IpAddr = a.get_ref().parse().map_err(|_| {
+                    loc.of(
+                        a,
+                        format!("`{}` is not an IP address", excerpt(a.get_ref())),
+                    )
+                })?;
+                let p = &ports[port];
+                if !p.addresses.iter().any(|pa| pa.covers(ip)) {
+                    return Err(loc.of(
+                        a,
+                        format!(
+                            "`{ip}` is on none of port `{}`'s networks (its `address` list)",
+                            p.name
+                        ),
+                    ));
+                }
+                Some(ip)
+            }
+            None => None,
+        };
+        if mac.is_none() && address.is_none() {
+            return Err(loc.of(
+                &h.name,
+                format!(
+                    "next hop `{}` needs a `mac` or an `address` (resolved on its port)",
+                    h.name.get_ref()
+                ),
+            ));
+        }
         next_hops.push(NextHopConfig {
             name: h.name.get_ref().clone(),
             port,
             mac,
+            address,
         });
     }
     Ok(next_hops)
+}
+
+/// The port whose networks hold `ip` (the first, in file order).
+fn port_of(ports: &[PortConfig], ip: IpAddr) -> Option<usize> {
+    ports
+        .iter()
+        .position(|p| p.addresses.iter().any(|a| a.covers(ip)))
 }
 
 fn ecmp_groups(
@@ -781,10 +1094,16 @@ fn ecmp_groups(
     Ok(ecmp)
 }
 
-/// What a route's `via` may name: next hops and ECMP groups, by name.
+/// What a route's `via` may name: next hops and ECMP groups, by name,
+/// and (inline routes) a gateway's address on one of the ports'
+/// networks, which becomes a next hop of its own.
 struct Targets<'a> {
     hops: &'a HashMap<&'a str, usize>,
     groups: &'a HashMap<&'a str, usize>,
+    ports: &'a [PortConfig],
+    /// The next hops gateways' addresses made, in order, after the
+    /// configured ones (`hops.len()` of them).
+    gateways: std::cell::RefCell<Vec<(IpAddr, usize)>>,
 }
 
 impl Targets<'_> {
@@ -798,6 +1117,25 @@ impl Targets<'_> {
                 excerpt(name)
             )),
         }
+    }
+
+    /// [`Targets::via`], or the next hop of the gateway address `name`.
+    fn via_or_gateway(&self, name: &str) -> Result<Via, String> {
+        let Ok(ip) = name.parse::<IpAddr>() else {
+            return self.via(name);
+        };
+        let port = port_of(self.ports, ip).ok_or_else(|| {
+            format!("gateway `{ip}` is on none of the ports' networks (their `address` lists)")
+        })?;
+        let mut g = self.gateways.borrow_mut();
+        let at = match g.iter().position(|&(a, _)| a == ip) {
+            Some(i) => i,
+            None => {
+                g.push((ip, port));
+                g.len() - 1
+            }
+        };
+        Ok(Via::NextHop(self.hops.len() + at))
     }
 }
 
@@ -820,8 +1158,22 @@ fn inline_routes(
                 format!("route `{}` is given twice", r.prefix.get_ref()),
             ));
         }
+        if let Some(p) = targets.ports.iter().find(|p| {
+            p.addresses
+                .iter()
+                .any(|a| (a.v6(), a.network(), a.len) == (v6, prefix, len))
+        }) {
+            return Err(loc.of(
+                &r.prefix,
+                format!(
+                    "route `{}` is port `{}`'s connected network (its address installs it)",
+                    r.prefix.get_ref(),
+                    p.name
+                ),
+            ));
+        }
         let via = targets
-            .via(r.via.get_ref())
+            .via_or_gateway(r.via.get_ref())
             .map_err(|e| loc.of(&r.via, e))?;
         routes.push(RouteConfig {
             v6,
@@ -1146,6 +1498,7 @@ fn validate_set(
         (Some(a), _) => match (a.get_ref().as_str(), is_verdict_map) {
             ("drop", false) => Action::Drop,
             ("accept", false) => Action::Accept,
+            ("reject", false) => Action::Reject,
             ("verdict", true) => Action::Verdict,
             ("verdict", false) => {
                 return Err(loc.of(a, "`verdict` needs a map with `: verdict` data"))
@@ -1159,7 +1512,7 @@ fn validate_set(
             (other, false) => {
                 return Err(loc.of(
                     a,
-                    format!("unknown action `{other}` (drop, accept, verdict)"),
+                    format!("unknown action `{other}` (drop, accept, reject, verdict)"),
                 ))
             }
         },

@@ -66,7 +66,7 @@ fn errors_name_line_column_and_value() {
         ),
         (
             set("type = \"inet_service\"\nmatch = \"th dport\"\naction = \"jump x\""),
-            "f.toml:14:10: unknown action `jump x` (drop, accept, verdict)",
+            "f.toml:14:10: unknown action `jump x` (drop, accept, reject, verdict)",
         ),
         (
             format!("{BASE}\n[[route]]\nprefix = \"192.0.2.0/24\"\nvia = \"gw2\"\n"),
@@ -521,4 +521,88 @@ fn edited_set_files_check_as_fresh_ones() {
     }
     assert!(good > 50 && bad > 50, "{good} good, {bad} bad rounds");
     std::fs::remove_dir_all(dir).ok();
+}
+
+/// Port addresses, next hops and routes by address, `reject`, and the
+/// router's settings: what they give, and their errors with their places.
+#[test]
+fn router_settings_and_their_errors() {
+    let dir = std::path::Path::new(".");
+    let base = r#"route = [{ prefix = "0.0.0.0/0", via = "192.0.2.254" }]
+[[port]]
+name = "p0"
+mac = "02:00:00:00:00:01"
+address = ["192.0.2.1/24", "2001:db8:1::1/64"]
+mtu = 1400
+[[next_hop]]
+name = "v6gw"
+port = "p0"
+address = "2001:db8:1::fe"
+"#;
+    let cfg = config::parse("r.toml", base, dir).unwrap();
+    let p = &cfg.ports[0];
+    assert_eq!(p.mtu, 1400);
+    // The link-local address from the MAC, added.
+    assert_eq!(
+        p.addresses
+            .iter()
+            .map(|a| a.ip.to_string())
+            .collect::<Vec<_>>(),
+        ["192.0.2.1", "2001:db8:1::1", "fe80::ff:fe00:1"]
+    );
+    assert!(cfg.is_router());
+    // The route's gateway became a next hop of its own, after `v6gw`.
+    assert_eq!(cfg.next_hops.len(), 2);
+    assert_eq!(cfg.next_hops[1].name, "192.0.2.254");
+    assert_eq!(cfg.next_hops[1].mac, None);
+    assert_eq!(cfg.routes[0].via, config::Via::NextHop(1));
+    assert_eq!(cfg.router, config::RouterSettings::default());
+    for (text, want) in [
+        (
+            base.replace("192.0.2.1/24", "192.0.2.1"),
+            "r.toml:5:12: `192.0.2.1` is not an address with its prefix length (192.0.2.1/24)",
+        ),
+        (
+            base.replace("192.0.2.1/24", "224.0.0.1/4"),
+            "r.toml:5:12: `224.0.0.1` cannot be a port's address",
+        ),
+        (base.replace("mtu = 1400", "mtu = 20"), "r.toml:6:7: mtu 20 is outside 68-9000"),
+        (
+            base.replace("via = \"192.0.2.254\"", "via = \"203.0.113.1\""),
+            "r.toml:1:40: gateway `203.0.113.1` is on none of the ports' networks (their `address` lists)",
+        ),
+        (
+            base.replace("address = \"2001:db8:1::fe\"", "address = \"2001:db8:9::fe\""),
+            "r.toml:10:11: `2001:db8:9::fe` is on none of port `p0`'s networks (its `address` list)",
+        ),
+        (
+            base.replace("address = \"2001:db8:1::fe\"", ""),
+            "r.toml:8:8: next hop `v6gw` needs a `mac` or an `address` (resolved on its port)",
+        ),
+        (
+            base.replace("0.0.0.0/0", "192.0.2.0/24"),
+            "r.toml:1:21: route `192.0.2.0/24` is port `p0`'s connected network (its address installs it)",
+        ),
+        (
+            format!("{base}[neighbour]\nprobes = 0\n"),
+            "r.toml:12:10: probes = 0 is outside 1-100",
+        ),
+        (
+            format!("{base}[icmp]\nratelimit_ms = 99999999\n"),
+            "r.toml:12:16: 99999999 ms is outside 0-3600000",
+        ),
+    ] {
+        let e = config::parse("r.toml", &text, dir).unwrap_err().to_string();
+        assert_eq!(e, want, "in:\n{text}");
+    }
+}
+
+/// `examples/router.toml` loads as documented.
+#[test]
+fn the_router_example_loads() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/router.toml");
+    let cfg = config::load(&path).unwrap_or_else(|e| panic!("{e}"));
+    assert!(cfg.is_router());
+    assert_eq!(cfg.sets[0].action, config::Action::Reject);
+    assert_eq!(cfg.next_hops.iter().filter(|h| h.mac.is_none()).count(), 2);
 }

@@ -66,6 +66,7 @@ fn bind() {
         "rte_eth_dev_close",
         "rte_eth_dev_socket_id",
         "rte_eth_promiscuous_enable",
+        "rte_eth_allmulticast_enable",
         "rte_eth_macaddr_get",
         "rte_eth_stats_get",
         "rte_pktmbuf_pool_create",

@@ -48,8 +48,8 @@ int fwd_errno(void)
 }
 
 /* Frames that need a second look: chained, short, or not for our MAC. */
-static int fwd_rx_odd(const struct rte_mbuf *m, const uint8_t *p, uint64_t *segmented,
-		      uint64_t *ignored)
+static int fwd_rx_odd(const struct rte_mbuf *m, const uint8_t *p, int v6_multicast,
+		      uint64_t *segmented, uint64_t *ignored)
 {
 	uint16_t type;
 
@@ -63,6 +63,9 @@ static int fwd_rx_odd(const struct rte_mbuf *m, const uint8_t *p, uint64_t *segm
 	}
 	/* ARP (0x0806, big-endian on the wire) is kept for any MAC. */
 	memcpy(&type, p + 12, 2);
+	/* IPv6 multicast (33:33:...), where neighbour discovery goes. */
+	if (v6_multicast && p[0] == 0x33 && p[1] == 0x33)
+		return 1;
 	if (type != rte_cpu_to_be_16(0x0806)) {
 		*ignored += 1;
 		return 0;
@@ -71,7 +74,7 @@ static int fwd_rx_odd(const struct rte_mbuf *m, const uint8_t *p, uint64_t *segm
 }
 
 uint16_t fwd_rx_burst_for(uint16_t port, uint16_t queue, uint16_t n, const uint8_t *mac,
-			  uintptr_t *handles, uint8_t **data, uint16_t *len,
+			  int v6_multicast, uintptr_t *handles, uint8_t **data, uint16_t *len,
 			  uint64_t *segmented, uint64_t *ignored)
 {
 	struct rte_mbuf **pkts = (struct rte_mbuf **)handles;
@@ -95,13 +98,13 @@ uint16_t fwd_rx_burst_for(uint16_t port, uint16_t queue, uint16_t n, const uint8
 		 * header, our MAC (the first 6 of 8 bytes read: a frame of
 		 * 14 bytes or more has them). */
 		if (unlikely((m->nb_segs != 1) | (dl < 14))) {
-			fwd_rx_odd(m, p, segmented, ignored);
+			fwd_rx_odd(m, p, v6_multicast, segmented, ignored);
 			drop[d++] = m;
 			continue;
 		}
 		memcpy(&dst, p, 8);
 		if (unlikely(((dst ^ want) & mask) != 0) &&
-		    !fwd_rx_odd(m, p, segmented, ignored)) {
+		    !fwd_rx_odd(m, p, v6_multicast, segmented, ignored)) {
 			drop[d++] = m;
 			continue;
 		}

@@ -12,13 +12,14 @@ struct rte_mempool;
 
 uint16_t fwd_tx_burst(uint16_t port, uint16_t queue, struct rte_mbuf **pkts, uint16_t n);
 /* rx burst of up to n (at most FWD_MAX_BURST) frames, keeping the
- * one-segment mbufs addressed to `mac` (6 bytes) or carrying ARP: each kept
+ * one-segment mbufs addressed to `mac` (6 bytes), carrying ARP, or (with
+ * `v6_multicast`, a router's port) sent to an IPv6 multicast group: each kept
  * mbuf goes to handles[k] (as an integer), its data pointer to data[k] and
  * its length to len[k]. The others are freed and counted in *segmented
  * (chained mbufs) or *ignored (short, or for another station). Returns
  * how many were kept. */
 uint16_t fwd_rx_burst_for(uint16_t port, uint16_t queue, uint16_t n, const uint8_t *mac,
-			  uintptr_t *handles, uint8_t **data, uint16_t *len,
+			  int v6_multicast, uintptr_t *handles, uint8_t **data, uint16_t *len,
 			  uint64_t *segmented, uint64_t *ignored);
 /* tx burst of the mbufs handles[which[0..n]] (n at most FWD_MAX_BURST;
  * `handles` and `len` have `count` entries): each one sent has its handle

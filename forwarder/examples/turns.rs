@@ -35,10 +35,19 @@ fn main() {
         let n = |s: &str| s.parse().expect("a number of routes");
         forwarder::port::synthetic::full_table(&mut cfg, n(v4), n(v6));
     }
+    // With TURNS_RESOLVED=1 the next hops are gateways by address,
+    // resolved (see `gateways_resolved`).
+    let neigh = (std::env::var("TURNS_RESOLVED").as_deref() == Ok("1"))
+        .then(|| forwarder::port::synthetic::gateways_resolved(&mut cfg));
     let tables = Tables::build(&cfg, 1).unwrap_or_else(|e| panic!("{e}"));
     let mut ports = forwarder::port::open_all(&cfg, 0).unwrap_or_else(|e| panic!("{e}"));
     let warm: u64 = args.get(4).and_then(|s| s.parse().ok()).unwrap_or(100_000);
     let mut pipe = Pipeline::with_mode(&tables, ports.len(), mode);
+    if let Some(n) = neigh {
+        let r = std::sync::Arc::new(forwarder::router::RouterShared::new(1));
+        r.neigh.store(std::sync::Arc::new(n));
+        pipe = pipe.with_router(r, &tables);
+    }
     let mut burst = Burst::new();
     let burst_size = cfg.forwarder.burst;
     let mut run = |turns| {

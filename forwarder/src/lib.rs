@@ -33,6 +33,7 @@ pub mod control;
 pub mod log;
 pub mod pipeline;
 pub mod port;
+pub mod router;
 pub mod snapshot;
 pub mod wire;
 pub mod worker;

@@ -77,6 +77,13 @@ enum Cmd {
         #[arg(long)]
         count: Option<u64>,
     },
+    /// Print the neighbour table (ARP and neighbour discovery) of the
+    /// forwarder running with this configuration, as JSON.
+    Neighbours {
+        /// The configuration file the forwarder was started with.
+        #[arg(long)]
+        config: Option<PathBuf>,
+    },
     /// Add, delete or list elements of a set of the forwarder running
     /// with this configuration (as `nft add|delete element`, `nft list
     /// set`): in force at once, kept across reloads, dropped at restart.
@@ -189,6 +196,7 @@ fn main() -> ExitCode {
             watch,
             count,
         } => forwarder::cmd::client::stats(&conf(config), watch, count, out),
+        Cmd::Neighbours { config } => forwarder::cmd::client::neighbours(&conf(config), out),
         Cmd::Element { cmd } => {
             use forwarder::control::ElementOp;
             let (op, a) = match cmd {

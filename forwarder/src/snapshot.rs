@@ -8,7 +8,7 @@ use crate::pipeline::classify::Need;
 use crate::pipeline::flowcache::FlowCacheConfig;
 use crate::pipeline::{Prepared, Slot};
 use arc_swap::ArcSwap;
-use config::{Action, Config, RouteConfig, SetConfig, Source, Via};
+use config::{Action, Config, PortConfig, RouteConfig, RouterSettings, SetConfig, Source, Via};
 use matcher::{InsertMode, Set};
 use routecache::{Family, Fib, FibSnapshot, HashKind, NextHop, RouteCacheConfig, TargetId};
 use std::sync::atomic::{AtomicBool, AtomicU64};
@@ -53,6 +53,53 @@ pub struct Tables {
     /// Per worker, the pipeline state this snapshot needs, prepared off
     /// the fast path (see [`Prepared`]).
     pub slots: Vec<Slot>,
+    /// What each of the FIB's next hops is, in its order.
+    pub hop_kinds: Arc<[HopKind]>,
+    /// The ports' configuration (addresses, MACs, MTUs), by index.
+    pub ports: Arc<[PortConfig]>,
+    /// Whether any port has addresses: the router's slow path is on.
+    pub routing: bool,
+    /// Neighbour and ICMP settings.
+    pub router_settings: RouterSettings,
+    /// Configured neighbours (next hops with both `mac` and `address`):
+    /// port, IPv6, address, MAC.
+    pub static_neighbours: Arc<[StaticNeighbour]>,
+}
+
+/// A configured neighbour: port, IPv6, address, MAC.
+pub type StaticNeighbour = (u16, bool, u128, [u8; 6]);
+
+/// What a FIB next hop is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HopKind {
+    /// Its MAC is configured.
+    Static,
+    /// A gateway by address: its MAC is resolved on its port.
+    Gateway {
+        /// The gateway's address (IPv4 in the low 32 bits).
+        addr: u128,
+        /// Whether it is IPv6.
+        v6: bool,
+    },
+    /// A port's connected networks: the packet's destination is the
+    /// neighbour to resolve.
+    Connected,
+    /// The router itself: the packet goes to the slow path.
+    Local,
+}
+
+/// A configuration's next hops in the FIB: the configured ones, the
+/// ECMP groups, each router port's connected and local hops, and what
+/// each hop is.
+pub struct FibTargets {
+    /// The configured next hops' targets, by configuration index.
+    pub hops: Vec<TargetId>,
+    /// The ECMP groups' targets, by configuration index.
+    pub groups: Vec<TargetId>,
+    /// Every hop's kind, in the FIB's order.
+    pub kinds: Vec<HopKind>,
+    /// Per port with addresses: its connected hop and its local hop.
+    pub router: Vec<(usize, TargetId, TargetId)>,
 }
 
 /// The flow cache settings of `cfg` (defaults where not given).
@@ -86,16 +133,24 @@ pub fn rule_set(s: &SetConfig, snap: Arc<matcher::Snapshot>) -> RuleSet {
     }
 }
 
-/// A FIB working copy with the next hops and ECMP groups of `cfg` (their
-/// target ids returned, by configuration index), and no routes yet.
-pub fn fib_targets(cfg: &Config, fib: &mut Fib) -> Result<(Vec<TargetId>, Vec<TargetId>), String> {
+/// A FIB working copy with the next hops and ECMP groups of `cfg` and
+/// the router ports' connected and local hops, and no routes yet.
+pub fn fib_targets(cfg: &Config, fib: &mut Fib) -> Result<FibTargets, String> {
+    let mut kinds = Vec::new();
     let hops: Vec<TargetId> = cfg
         .next_hops
         .iter()
         .map(|h| {
+            kinds.push(match (h.mac, h.address) {
+                (None, Some(a)) => HopKind::Gateway {
+                    addr: config::ip_bits(a),
+                    v6: a.is_ipv6(),
+                },
+                _ => HopKind::Static,
+            });
             fib.add_next_hop(NextHop {
                 port: h.port as u16,
-                dst_mac: h.mac,
+                dst_mac: h.mac.unwrap_or_default(),
                 src_mac: cfg.ports[h.port].mac,
             })
         })
@@ -108,7 +163,62 @@ pub fn fib_targets(cfg: &Config, fib: &mut Fib) -> Result<(Vec<TargetId>, Vec<Ta
                 .map_err(|e| format!("ECMP group `{}`: {e}", g.name))?,
         );
     }
-    Ok((hops, groups))
+    let mut router = Vec::new();
+    for (i, p) in cfg.ports.iter().enumerate() {
+        if p.addresses.is_empty() {
+            continue;
+        }
+        let hop = NextHop {
+            port: i as u16,
+            dst_mac: [0; 6],
+            src_mac: p.mac,
+        };
+        let connected = fib.add_next_hop(hop);
+        kinds.push(HopKind::Connected);
+        let local = fib.add_next_hop(hop);
+        kinds.push(HopKind::Local);
+        router.push((i, connected, local));
+    }
+    Ok(FibTargets {
+        hops,
+        groups,
+        kinds,
+        router,
+    })
+}
+
+/// The routes a router port's addresses install: each address's network
+/// (connected: forwarded to the destination itself), each address (local:
+/// to the slow path), and the groups and link-local addresses nothing
+/// forwards (IPv6 `ff00::/8` and `fe80::/10`, to the slow path). Installed
+/// before the configured routes, which may not repeat a connected
+/// network (the configuration refuses it).
+pub fn insert_router_routes(cfg: &Config, fib: &mut Fib, t: &FibTargets) -> Result<(), String> {
+    let mut any_v6 = None;
+    for &(i, connected, local) in &t.router {
+        for a in &cfg.ports[i].addresses {
+            let f = if a.v6() { Family::V6 } else { Family::V4 };
+            let full = if a.v6() { 128 } else { 32 };
+            let link_local =
+                matches!(a.ip, std::net::IpAddr::V6(v) if v.segments()[0] & 0xffc0 == 0xfe80);
+            if a.v6() {
+                any_v6.get_or_insert(local);
+            }
+            if !link_local && a.len < full {
+                fib.insert(f, a.network(), a.len, connected)
+                    .map_err(|e| format!("port `{}`: {}: {e}", cfg.ports[i].name, a.ip))?;
+            }
+            fib.insert(f, a.bits(), full, local)
+                .map_err(|e| format!("port `{}`: {}: {e}", cfg.ports[i].name, a.ip))?;
+        }
+    }
+    if let Some(local) = any_v6 {
+        for (p, l) in [(0xff00u128 << 112, 8), (0xfe80u128 << 112, 10)] {
+            fib.insert(Family::V6, p, l, local)
+                .map_err(|e| format!("{p:#x}/{l}: {e}"))?;
+        }
+    }
+    Ok(())
 }
 
 /// Where a route leads, as a FIB target.
@@ -159,12 +269,19 @@ pub struct Shared {
     pub stop: AtomicBool,
     /// Reload outcomes and the published generation.
     pub status: Status,
+    /// The router's queues, pool and neighbour table.
+    pub router: Arc<crate::router::RouterShared>,
+    /// The neighbour table as `forwarder neighbours` lists it (refreshed
+    /// by the slow path every 10 ms).
+    pub neighbours: Mutex<Vec<crate::router::NeighView>>,
 }
 
 impl Shared {
     /// Shared state around one table snapshot (tests, benchmarks).
     pub fn new(tables: Tables) -> Shared {
         Shared {
+            router: Arc::new(crate::router::RouterShared::new(tables.slots.len())),
+            neighbours: Mutex::new(Vec::new()),
             status: Status::default(),
             tables: ArcSwap::from_pointee(tables),
             stop: AtomicBool::new(false),
@@ -219,6 +336,8 @@ pub struct Working {
     pub hops: Vec<TargetId>,
     /// The ECMP groups' targets, by configuration index.
     pub groups: Vec<TargetId>,
+    /// What each of the FIB's hops is.
+    pub kinds: Arc<[HopKind]>,
 }
 
 impl Working {
@@ -226,17 +345,26 @@ impl Working {
     pub fn build(cfg: &Config) -> Result<Working, String> {
         let sets = cfg.sets.iter().map(build_set).collect::<Result<_, _>>()?;
         let mut fib = Fib::new();
-        let (hops, groups) = fib_targets(cfg, &mut fib)?;
-        for r in cfg.all_routes() {
-            insert_route(&mut fib, r, route_target(r, &hops, &groups))?;
-        }
+        let kinds = fill_fib(cfg, &mut fib)?;
         Ok(Working {
             sets,
             fib,
-            hops,
-            groups,
+            hops: kinds.hops,
+            groups: kinds.groups,
+            kinds: kinds.kinds.into(),
         })
     }
+}
+
+/// Adds `cfg`'s next hops, groups and routes (the router's, then the
+/// configured ones) to an empty FIB.
+pub fn fill_fib(cfg: &Config, fib: &mut Fib) -> Result<FibTargets, String> {
+    let t = fib_targets(cfg, fib)?;
+    insert_router_routes(cfg, fib, &t)?;
+    for r in cfg.all_routes() {
+        insert_route(fib, r, route_target(r, &t.hops, &t.groups))?;
+    }
+    Ok(t)
 }
 
 impl Tables {
@@ -255,6 +383,11 @@ impl Tables {
                 insert_one_in: 1,
             },
             slots: Vec::new(),
+            hop_kinds: Arc::from(Vec::new()),
+            ports: Arc::from(Vec::new()),
+            routing: false,
+            router_settings: RouterSettings::default(),
+            static_neighbours: Arc::from(Vec::new()),
         }
     }
 
@@ -288,7 +421,7 @@ impl Tables {
             .forwarder
             .cores
             .iter()
-            .map(|_| Slot::new(Prepared::new(&sets, &fib)))
+            .map(|_| Slot::new(Prepared::new(&sets, &fib, &working.kinds, &cfg.ports)))
             .collect();
         Tables {
             generation,
@@ -304,6 +437,18 @@ impl Tables {
             flow_seed,
             flow_cache: flow_cache(cfg),
             slots,
+            hop_kinds: working.kinds.clone(),
+            ports: cfg.ports.clone().into(),
+            routing: cfg.is_router(),
+            router_settings: cfg.router,
+            static_neighbours: cfg
+                .next_hops
+                .iter()
+                .filter_map(|h| {
+                    let a = h.address?;
+                    Some((h.port as u16, a.is_ipv6(), config::ip_bits(a), h.mac?))
+                })
+                .collect(),
         }
     }
 

@@ -169,6 +169,58 @@ pub fn stop(shared: &Shared, workers: Vec<Running>) {
     }
 }
 
+/// What a worker sends for the router's slow path: the frames of its
+/// inject queue, a burst of them at a time, grouped by port.
+struct Injected {
+    burst: Burst,
+    which: Vec<u8>,
+    /// Boxed: the pool's buffers go back to it as they came (moving
+    /// 2 KiB buffers by value would copy them).
+    #[allow(clippy::vec_box)]
+    bufs: Vec<Box<crate::router::Buf>>,
+}
+
+impl Injected {
+    fn new() -> Injected {
+        Injected {
+            burst: Burst::new(),
+            which: Vec::with_capacity(port::MAX_BURST),
+            bufs: Vec::with_capacity(port::MAX_BURST),
+        }
+    }
+
+    /// Sends what the slow path queued for worker `q` (nothing allocates:
+    /// the buffers go back to the pool).
+    fn send(&mut self, r: &crate::router::RouterShared, q: usize, ports: &mut [Box<dyn Port>]) {
+        let Some(queue) = r.inject.get(q) else { return };
+        if queue.is_empty() {
+            return;
+        }
+        self.burst.clear();
+        while self.bufs.len() < port::MAX_BURST {
+            let Some(b) = queue.pop() else { break };
+            self.burst.push(b.frame());
+            self.bufs.push(b);
+        }
+        for (p, port) in ports.iter_mut().enumerate() {
+            self.which.clear();
+            self.which.extend(
+                self.bufs
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, b)| b.port as usize == p)
+                    .map(|(i, _)| i as u8),
+            );
+            if !self.which.is_empty() {
+                port.tx_burst(&mut self.burst, &self.which);
+            }
+        }
+        for b in self.bufs.drain(..) {
+            let _ = r.free.push(b);
+        }
+    }
+}
+
 /// Turns of a worker's loop (bursts or empty polls) between two
 /// publications of its counters: about every millisecond under load,
 /// more often when idle.
@@ -218,9 +270,13 @@ pub fn spawn_with(
                     );
                 }
                 let first = shared.tables.load_full();
-                let mut pipe = Pipeline::with_mode(&first, ports.len(), mode).for_worker(q);
+                let mut pipe = Pipeline::with_mode(&first, ports.len(), mode)
+                    .for_worker(q)
+                    .with_router(shared.router.clone(), &first);
                 drop(first);
+                let router = shared.router.clone();
                 let mut burst = Burst::new();
+                let mut injected = Injected::new();
                 let mut turns = 0u64;
                 while !shared.stop.load(Relaxed) {
                     // One snapshot per turn: every burst is judged wholly
@@ -233,6 +289,7 @@ pub fn spawn_with(
                         if ports[rx].rx_burst(&mut burst, burst_size) == 0 {
                             continue;
                         }
+                        pipe.rx_port = rx as u16;
                         pipe.process(&tables, &mut burst);
                         for (tx, which) in pipe.out.iter().enumerate() {
                             if !which.is_empty() {
@@ -240,6 +297,9 @@ pub fn spawn_with(
                             }
                         }
                         ports[rx].release(&mut burst);
+                    }
+                    if tables.routing {
+                        injected.send(&router, q, &mut ports);
                     }
                     turns += 1;
                     if turns.is_multiple_of(PUBLISH_EVERY) {

@@ -158,6 +158,20 @@ pub fn element(
     answered(ask(config, &req.to_string())?, "refused", out)
 }
 
+/// Prints the neighbour table of the forwarder running with `config`
+/// (JSON: `neighbours`, each with `port`, `address`, `mac`, `state`,
+/// `age_ms`, `probes`).
+pub fn neighbours(config: &Path, out: &mut dyn Write) -> Result<(), String> {
+    let v = ask(config, "neighbours")?;
+    if v["result"] != "ok" {
+        return Err(format!(
+            "neighbours refused: {}",
+            v["error"].as_str().unwrap_or("?")
+        ));
+    }
+    writeln!(out, "{v}").map_err(|e| e.to_string())
+}
+
 /// `forwarder element list`: the set's elements in force, as `nft -n list
 /// set` prints a set.
 pub fn list(config: &Path, set: &str, out: &mut dyn Write) -> Result<(), String> {

@@ -53,6 +53,15 @@ pub fn run_mode(
     let control = Control::with_config(config, cfg.clone(), loader)?;
     let shared = control.shared();
     let workers = worker::spawn(&cfg, shared.clone(), mode)?;
+    // The router's slow path: idle (a poll every 10 ms) until a snapshot
+    // has ports with addresses.
+    let slow = match crate::router::spawn(shared.clone()) {
+        Ok(h) => h,
+        Err(e) => {
+            worker::stop(&shared, workers);
+            return Err(e);
+        }
+    };
     let source = Arc::new(Source {
         shared: shared.clone(),
         workers: cfg
@@ -99,6 +108,7 @@ pub fn run_mode(
     });
     shared.stop.store(true, Relaxed);
     server.join();
+    let _ = slow.join();
     let reports = workers
         .into_iter()
         .map(|(_, h)| h.join().map_err(|_| "a worker panicked".to_string()))

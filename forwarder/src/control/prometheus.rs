@@ -152,6 +152,39 @@ impl Source {
             "Run-time set elements removed because their timeout passed.",
             vec![(String::new(), st.expired.load(Relaxed))],
         );
+        let r = &self.shared.router;
+        family(
+            &mut o,
+            "router_total",
+            "counter",
+            "The router's slow path: ARP and ND messages, held and unresolved frames, ICMP sent and rate-limited, punts.",
+            r.counters
+                .values()
+                .into_iter()
+                .map(|(k, v)| (format!("event=\"{k}\""), v))
+                .collect(),
+        );
+        let list = self
+            .shared
+            .neighbours
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        family(
+            &mut o,
+            "neighbours",
+            "gauge",
+            "Neighbours, per state.",
+            crate::router::State::ALL
+                .iter()
+                .map(|s| {
+                    (
+                        format!("state=\"{}\"", s.name()),
+                        list.iter().filter(|n| n.state == *s).count() as u64,
+                    )
+                })
+                .collect(),
+        );
         family(
             &mut o,
             "last_reload_ok",

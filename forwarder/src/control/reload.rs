@@ -101,6 +101,7 @@ impl Control {
     /// As [`Control::start`], from a configuration `loader` has just
     /// loaded from `path` (reloads reuse what it remembers of the files).
     pub fn with_config(path: &Path, cfg: Config, loader: Loader) -> Result<Control, String> {
+        let workers = cfg.forwarder.cores.len();
         let mut c = Control {
             path: path.to_path_buf(),
             w: Working::build(&cfg)?,
@@ -114,6 +115,8 @@ impl Control {
                 tables: ArcSwap::from_pointee(Tables::empty()),
                 stop: AtomicBool::new(false),
                 status: Status::default(),
+                router: Arc::new(crate::router::RouterShared::new(workers)),
+                neighbours: std::sync::Mutex::new(Vec::new()),
             }),
         };
         let fib = c.w.fib.publish();
@@ -441,20 +444,18 @@ impl Control {
     fn stage_fib(&mut self, new: &Config, rep: &mut Reload) -> Result<bool, String> {
         let targets_kept = new.next_hops == self.cfg.next_hops
             && new.ecmp == self.cfg.ecmp
-            && new
+            && new.ports.iter().map(|p| (p.mac, &p.addresses)).eq(self
+                .cfg
                 .ports
                 .iter()
-                .map(|p| p.mac)
-                .eq(self.cfg.ports.iter().map(|p| p.mac));
+                .map(|p| (p.mac, &p.addresses)));
         if !targets_kept {
             let mut fib = Fib::succeeding(&self.w.fib);
-            let (hops, groups) = snapshot::fib_targets(new, &mut fib)?;
-            for r in new.all_routes() {
-                snapshot::insert_route(&mut fib, r, snapshot::route_target(r, &hops, &groups))?;
-            }
+            let t = snapshot::fill_fib(new, &mut fib)?;
             self.w.fib = fib;
-            self.w.hops = hops;
-            self.w.groups = groups;
+            self.w.hops = t.hops;
+            self.w.groups = t.groups;
+            self.w.kinds = t.kinds.into();
             rep.fib_rebuilt = true;
             return Ok(true);
         }

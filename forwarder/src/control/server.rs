@@ -396,11 +396,12 @@ fn answer(
     match text.trim() {
         "reload" => reload(control, "request"),
         "stats" => stats.json(),
+        "neighbours" => stats.neighbours(),
         t if t.starts_with('{') => json_request(control, t),
         other => json!({
             "result": "error",
             "error": format!(
-                "unknown request `{}` (reload, stats, or a JSON object)",
+                "unknown request `{}` (reload, stats, neighbours, or a JSON object)",
                 matcher::excerpt(other)
             ),
         }),

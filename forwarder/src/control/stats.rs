@@ -157,6 +157,62 @@ impl Source {
             "sets": sets,
             "route_cache": object(&CacheStats::NAMES, &cache),
             "flow_cache": object(&FlowCacheStats::NAMES, &flow_cache),
+            "router": self.router(),
         })
+    }
+
+    /// The router's counters and its neighbours by state.
+    pub(crate) fn router(&self) -> Value {
+        let mut m: Map<String, Value> = self
+            .shared
+            .router
+            .counters
+            .values()
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), json!(v)))
+            .collect();
+        let list = self
+            .shared
+            .neighbours
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        let states: Map<String, Value> = crate::router::State::ALL
+            .iter()
+            .map(|s| {
+                (
+                    s.name().to_string(),
+                    json!(list.iter().filter(|n| n.state == *s).count()),
+                )
+            })
+            .collect();
+        m.insert("neighbours".into(), Value::Object(states));
+        Value::Object(m)
+    }
+
+    /// The neighbour table, one object per neighbour: `port` (its name),
+    /// `address`, `mac` (null until resolved), `state`, `age_ms`,
+    /// `probes`.
+    pub fn neighbours(&self) -> Value {
+        let list = self
+            .shared
+            .neighbours
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        let v: Vec<Value> = list
+            .iter()
+            .map(|n| {
+                json!({
+                    "port": self.ports.get(n.port as usize).cloned().unwrap_or_default(),
+                    "address": n.addr.to_string(),
+                    "mac": n.mac.map(|m| m.iter().map(|b| format!("{b:02x}")).collect::<Vec<_>>().join(":")),
+                    "state": n.state.name(),
+                    "age_ms": n.age_ms,
+                    "probes": n.probes,
+                })
+            })
+            .collect();
+        json!({ "result": "ok", "neighbours": v })
     }
 }

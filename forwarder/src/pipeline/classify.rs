@@ -47,6 +47,7 @@ impl Pipeline {
                 let i = self.which[j] as usize;
                 let fate = match set.action {
                     Action::Drop => Fate::Dropped(Drop::Rule),
+                    Action::Reject => Fate::Dropped(Drop::Reject),
                     Action::Accept => Fate::Accepted,
                     Action::Verdict => match set.snap.element(id).and_then(|e| e.data.as_ref()) {
                         Some(Data::Verdict(Verdict::Drop)) => Fate::Dropped(Drop::Rule),

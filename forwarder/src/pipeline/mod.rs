@@ -7,13 +7,14 @@ pub mod flowcache;
 mod route;
 
 use crate::port::{Burst, MAX_BURST};
+use crate::router::{NeighTable, Reason, RouterShared};
 use crate::snapshot::RuleSet;
-use crate::snapshot::Tables;
+use crate::snapshot::{HopKind, Tables};
 use crate::wire::{self, Drop, Parsed};
 use flowcache::{Decision, FlowCache, FlowCacheConfig, FlowCacheStats, FlowId, Loc};
 use matcher::Scratch;
 use routecache::{FibSnapshot, Router, TargetId};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 /// What a rule set's match did to a packet, as its match counters count
 /// it.
@@ -126,14 +127,30 @@ enum Fate {
 }
 
 /// A next hop as a forwarded frame's rewrite uses it: its two MACs in
-/// the frame's order, and its egress port. Sixteen bytes, so that finding
-/// one is a shift.
+/// the frame's order, its egress port, and whether it is ready to use
+/// ([`READY`]: one test on the fast path) or what else it is. Sixteen
+/// bytes, so that finding one is a shift.
 #[derive(Clone, Copy, Default)]
 #[repr(C, align(16))]
 struct Egress {
     macs: [u8; 12],
     port: u16,
+    kind: u8,
 }
+
+/// [`Egress::kind`]: the MACs are the ones to write (a static next hop,
+/// or a gateway whose MAC the slow path resolved).
+const READY: u8 = 0;
+/// A gateway the slow path has not heard of: its packets go to it.
+const UNRESOLVED: u8 = 1;
+/// A gateway being resolved (or failed): its packets are dropped,
+/// counted, while the slow path holds the first few.
+const PENDING: u8 = 2;
+/// A connected network: the destination's own MAC, per packet, from
+/// the neighbour table.
+const CONNECTED: u8 = 3;
+/// The router itself: to the slow path.
+const LOCAL: u8 = 4;
 
 /// What a pipeline needs for one snapshot that depends on its sets and
 /// next hops: per-set lookup scratch and key buffers, the next hops as
@@ -149,28 +166,52 @@ pub struct Prepared {
     scratch: Vec<Scratch>,
     keys: Vec<Vec<u8>>,
     egress: Vec<Egress>,
+    /// The gateways' hops by address: hop index, port, neighbour key.
+    gateways: Vec<(u32, u16, u128)>,
+    /// Per port, the largest IP packet it sends.
+    mtus: Vec<u16>,
     matches: Vec<SetMatches>,
     set_names: Vec<String>,
 }
 
 impl Prepared {
-    /// The state for a snapshot of `sets` routing with `fib`.
-    pub fn new(sets: &[RuleSet], fib: &FibSnapshot) -> Prepared {
+    /// The state for a snapshot of `sets` routing with `fib`, whose hops
+    /// are `kinds`, out of `ports`.
+    pub fn new(
+        sets: &[RuleSet],
+        fib: &FibSnapshot,
+        kinds: &[HopKind],
+        ports: &[config::PortConfig],
+    ) -> Prepared {
+        let mut gateways = Vec::new();
+        let egress = fib
+            .targets()
+            .hops()
+            .iter()
+            .enumerate()
+            .map(|(i, h)| Egress {
+                macs: wire::macs(h.dst_mac, h.src_mac),
+                port: h.port,
+                kind: match kinds.get(i) {
+                    None | Some(HopKind::Static) => READY,
+                    Some(&HopKind::Gateway { addr, v6 }) => {
+                        gateways.push((i as u32, h.port, crate::router::nkey(v6, addr)));
+                        UNRESOLVED
+                    }
+                    Some(HopKind::Connected) => CONNECTED,
+                    Some(HopKind::Local) => LOCAL,
+                },
+            })
+            .collect();
         Prepared {
             scratch: sets.iter().map(|s| s.snap.scratch()).collect(),
             keys: sets
                 .iter()
                 .map(|s| vec![0; MAX_BURST * s.key_len.max(1)])
                 .collect(),
-            egress: fib
-                .targets()
-                .hops()
-                .iter()
-                .map(|h| Egress {
-                    macs: wire::macs(h.dst_mac, h.src_mac),
-                    port: h.port,
-                })
-                .collect(),
+            egress,
+            gateways,
+            mtus: ports.iter().map(|p| p.mtu).collect(),
             matches: vec![SetMatches::default(); sets.len()],
             set_names: sets.iter().map(|s| s.name.clone()).collect(),
         }
@@ -247,6 +288,18 @@ pub struct Pipeline {
     /// The FIB's next hops, in its order, as the rewrite uses them
     /// (rebuilt with every snapshot).
     egress: Vec<Egress>,
+    gateways: Vec<(u32, u16, u128)>,
+    mtus: Vec<u16>,
+    /// The router's slow path, when the worker has one; `punting` while
+    /// the snapshot has router ports.
+    router: Option<Arc<RouterShared>>,
+    punting: bool,
+    /// The neighbour table the gateways' egress entries were last set
+    /// from, and whether they must be set again (new snapshot).
+    neigh: Arc<NeighTable>,
+    neigh_stale: bool,
+    /// The port the burst being processed came in on.
+    pub rx_port: u16,
     /// Frames to send, per egress port index (filled by [`Pipeline::process`]).
     pub out: Vec<Vec<u8>>,
     /// Counters.
@@ -292,6 +345,13 @@ impl Pipeline {
             match_bits: [0; MAX_BURST],
             decisions: [Decision::default(); MAX_BURST],
             egress: Vec::new(),
+            gateways: Vec::new(),
+            mtus: Vec::new(),
+            router: None,
+            punting: false,
+            neigh: Arc::new(NeighTable::default()),
+            neigh_stale: true,
+            rx_port: 0,
             out: vec![Vec::with_capacity(MAX_BURST); ports],
             counters: Counters::default(),
             generation: u64::MAX,
@@ -318,6 +378,8 @@ impl Pipeline {
             scratch: std::mem::take(&mut self.scratch),
             keys: std::mem::take(&mut self.keys),
             egress: std::mem::take(&mut self.egress),
+            gateways: std::mem::take(&mut self.gateways),
+            mtus: std::mem::take(&mut self.mtus),
             matches: std::mem::take(&mut self.counters.matches),
             set_names: std::mem::take(&mut self.counters.set_names),
         };
@@ -326,13 +388,18 @@ impl Pipeline {
             .get(self.worker)
             .is_some_and(|s| s.swap_fresh(&mut mine));
         if !prepared {
-            let mut fresh = Prepared::new(&tables.sets, &tables.fib);
+            let mut fresh =
+                Prepared::new(&tables.sets, &tables.fib, &tables.hop_kinds, &tables.ports);
             fresh.carry_matches(&mine);
             mine = fresh;
         }
         self.scratch = mine.scratch;
         self.keys = mine.keys;
         self.egress = mine.egress;
+        self.gateways = mine.gateways;
+        self.mtus = mine.mtus;
+        self.punting = tables.routing && self.router.is_some();
+        self.neigh_stale = true;
         self.counters.matches = mine.matches;
         self.counters.set_names = mine.set_names;
         if tables.route_cache != self.route_cache {
@@ -373,6 +440,102 @@ impl Pipeline {
         self
     }
 
+    /// The pipeline with the router's slow path: frames for the router,
+    /// unresolved or earning an ICMP answer go to it.
+    pub fn with_router(mut self, r: Arc<RouterShared>, tables: &Tables) -> Pipeline {
+        self.router = Some(r);
+        self.punting = tables.routing;
+        self
+    }
+
+    /// Sets the gateways' egress entries from the slow path's latest
+    /// neighbour table, if it changed (or the snapshot did).
+    #[inline]
+    fn sync_neighbours(&mut self) {
+        let Some(r) = &self.router else { return };
+        let cur = r.neigh.load();
+        if !self.neigh_stale && Arc::ptr_eq(&cur, &self.neigh) {
+            return;
+        }
+        // The replaced table is only released here: the slow path keeps
+        // every table it published until no worker holds it, and frees
+        // it itself.
+        self.neigh = arc_swap::Guard::into_inner(cur);
+        self.neigh_stale = false;
+        for &(hop, port, key) in &self.gateways {
+            let Some(e) = self.egress.get_mut(hop as usize) else {
+                continue;
+            };
+            match self.neigh.get(port, key) {
+                Some(Some(mac)) => {
+                    e.macs[..6].copy_from_slice(&mac);
+                    e.kind = READY;
+                }
+                Some(None) => e.kind = PENDING,
+                None => e.kind = UNRESOLVED,
+            }
+        }
+    }
+
+    /// Hands frame `i` to the slow path.
+    #[cold]
+    #[inline(never)]
+    fn punt(&self, burst: &Burst, i: usize, reason: Reason, hop: u32) {
+        if let Some(r) = &self.router {
+            r.punt(
+                burst.frame(i),
+                self.rx_port,
+                self.worker as u16,
+                reason,
+                hop,
+            );
+        }
+    }
+
+    /// A frame whose next hop is not [`READY`]: the egress entry to
+    /// rewrite it with (a connected destination's MAC found), or `None`
+    /// when it is dropped here (counted) or handed to the slow path.
+    #[cold]
+    #[inline(never)]
+    fn not_ready(&mut self, burst: &Burst, i: usize, hop: u32, e: Egress) -> Option<Egress> {
+        let (drop, reason) = match e.kind {
+            LOCAL => (Drop::Local, Some(Reason::Local)),
+            UNRESOLVED => (Drop::Unresolved, Some(Reason::Unresolved)),
+            CONNECTED => {
+                let p = &self.parsed[i];
+                let key = crate::router::nkey(p.l3 == wire::L3::V6, p.dst);
+                match self.neigh.get(e.port, key) {
+                    Some(Some(mac)) => {
+                        let mut e = e;
+                        e.macs[..6].copy_from_slice(&mac);
+                        return Some(e);
+                    }
+                    Some(None) => (Drop::Unresolved, None),
+                    None => (Drop::Unresolved, Some(Reason::Unresolved)),
+                }
+            }
+            _ => (Drop::Unresolved, None),
+        };
+        self.counters.drops[drop.index()] += 1;
+        if let (Some(r), true) = (reason, self.punting) {
+            self.punt(burst, i, r, hop);
+        }
+        None
+    }
+
+    /// Whether frame `i` is larger than port `port`'s MTU (then handed
+    /// to the slow path for packet too big, and counted).
+    #[inline(always)]
+    fn too_big(&mut self, burst: &Burst, i: usize, port: u16, hop: u32) -> bool {
+        let len = burst.frame(i).len() - self.parsed[i].l3_off as usize;
+        if len <= self.mtus.get(port as usize).copied().unwrap_or(u16::MAX) as usize {
+            return false;
+        }
+        self.counters.drops[Drop::TooBig.index()] += 1;
+        self.punt(burst, i, Reason::TooBig, hop);
+        true
+    }
+
     /// Generation of the snapshot the last burst was judged by.
     pub fn generation(&self) -> u64 {
         self.generation
@@ -399,6 +562,9 @@ impl Pipeline {
     pub fn process(&mut self, tables: &Tables, burst: &mut Burst) {
         if tables.generation != self.generation {
             self.adopt(tables);
+        }
+        if self.punting {
+            self.sync_neighbours();
         }
         for o in &mut self.out {
             o.clear();
@@ -471,7 +637,7 @@ impl Pipeline {
     // (its registers are allocated around them).
     #[inline(never)]
     fn rewrite_macs(&mut self, burst: &mut Burst, n: usize) {
-        let Some(Egress { macs, port }) = self.egress.first().copied() else {
+        let Some(Egress { macs, port, .. }) = self.egress.first().copied() else {
             return;
         };
         let Some(out) = self.out.get_mut(port as usize) else {
@@ -660,25 +826,56 @@ impl Pipeline {
         // compiler knows, made it load and check both again.
         let d = match hop {
             Ok(h) => match self.egress.get(h as usize).copied() {
-                Some(e) => match self.out.get_mut(e.port as usize) {
-                    Some(out) => {
-                        match wire::rewrite_with(burst.frame_mut(i), &self.parsed[i], &e.macs) {
-                            Ok(()) => {
-                                // Counted as sent by `count_sent`, once
-                                // per burst.
-                                out.push(i as u8);
-                                return;
-                            }
-                            Err(d) => d,
+                Some(e) => {
+                    let e = if e.kind == READY {
+                        e
+                    } else {
+                        match self.not_ready(burst, i, h, e) {
+                            Some(e) => e,
+                            None => return,
                         }
+                    };
+                    if self.punting && self.too_big(burst, i, e.port, h) {
+                        return;
                     }
-                    None => Drop::UnknownNextHop,
-                },
+                    match self.out.get_mut(e.port as usize) {
+                        Some(out) => {
+                            match wire::rewrite_with(burst.frame_mut(i), &self.parsed[i], &e.macs) {
+                                Ok(()) => {
+                                    // Counted as sent by `count_sent`, once
+                                    // per burst.
+                                    out.push(i as u8);
+                                    return;
+                                }
+                                Err(d) => d,
+                            }
+                        }
+                        None => Drop::UnknownNextHop,
+                    }
+                }
                 None => Drop::UnknownNextHop,
             },
             Err(d) => d,
         };
         self.counters.drops[d.index()] += 1;
+        if self.punting {
+            self.answer(burst, i, d);
+        }
+    }
+
+    /// Hands a dropped frame the router answers (ARP; ICMP for an
+    /// expired TTL, no route, `reject`) to the slow path.
+    #[cold]
+    #[inline(never)]
+    fn answer(&self, burst: &Burst, i: usize, d: Drop) {
+        let reason = match d {
+            Drop::Arp => Reason::Arp,
+            Drop::TtlExpired => Reason::TtlExpired,
+            Drop::NoRoute => Reason::NoRoute,
+            Drop::Reject => Reason::Reject,
+            _ => return,
+        };
+        self.punt(burst, i, reason, 0);
     }
 }
 

@@ -88,6 +88,9 @@ impl Ring {
 pub struct AfPacketPort {
     name: String,
     mac: [u8; 6],
+    /// The port has addresses: IPv6 multicast (neighbour discovery) is
+    /// for us too.
+    router: bool,
     rx: Ring,
     tx: Ring,
     /// Both rings (receive, then transmit); unmapped before the socket
@@ -143,6 +146,9 @@ impl AfPacketPort {
         if if_mac != p.mac {
             linux::add_promiscuous(&fd, ifindex)
                 .map_err(|e| ctx(format!("promiscuous mode: {e}")))?;
+        } else if !p.addresses.is_empty() {
+            linux::add_allmulti(&fd, ifindex)
+                .map_err(|e| ctx(format!("all-multicast mode: {e}")))?;
         }
         if cfg.forwarder.cores.len() > 1 {
             // One group per port of this process.
@@ -167,6 +173,7 @@ impl AfPacketPort {
         Ok(AfPacketPort {
             name: p.name.clone(),
             mac: p.mac,
+            router: !p.addresses.is_empty(),
             rx: Ring {
                 base,
                 slots,
@@ -278,8 +285,11 @@ impl Port for AfPacketPort {
             let sll =
                 unsafe { std::ptr::read(slot.as_ptr().add(RX_SLL) as *const libc::sockaddr_ll) };
             let data = &slot[(hdr.tp_mac as usize).min(SLOT)..];
-            let for_us =
-                wire::addressed_to(data, self.mac) && sll.sll_pkttype != libc::PACKET_OUTGOING;
+            let for_us = if self.router {
+                wire::addressed_to_router(data, self.mac)
+            } else {
+                wire::addressed_to(data, self.mac)
+            } && sll.sll_pkttype != libc::PACKET_OUTGOING;
             if hdr.tp_snaplen < hdr.tp_len {
                 self.stats.rx_truncated += 1;
             } else if !for_us {

@@ -283,6 +283,9 @@ impl<T> Ring<T> {
 pub struct AfXdpPort {
     name: String,
     mac: [u8; 6],
+    /// The port has addresses: IPv6 multicast (neighbour discovery) is
+    /// for us too.
+    router: bool,
     rx: Ring<libc::xdp_desc>,
     tx: Ring<libc::xdp_desc>,
     fill: Ring<u64>,
@@ -338,6 +341,7 @@ impl AfXdpPort {
         let port = AfXdpPort {
             name: p.name.clone(),
             mac: p.mac,
+            router: !p.addresses.is_empty(),
             rx,
             tx,
             fill,
@@ -469,6 +473,7 @@ impl Port for AfXdpPort {
         let mut cons = self.rx.consumer().load(Acquire);
         let fill_at = self.fill.producer().load(Acquire);
         let mac = self.mac;
+        let router = self.router;
         let mut refill = 0u32;
         let mut n = 0;
         while cons != prod && n < max {
@@ -485,7 +490,12 @@ impl Port for AfXdpPort {
                 // SAFETY: a received frame, ours until it goes back on the
                 // fill ring below.
                 let data = unsafe { self.frame(addr, len) };
-                if !wire::addressed_to(data, mac) {
+                let for_us = if router {
+                    wire::addressed_to_router(data, mac)
+                } else {
+                    wire::addressed_to(data, mac)
+                };
+                if !for_us {
                     self.stats.rx_ignored += 1;
                 } else {
                     buf[..len].copy_from_slice(data);

@@ -120,7 +120,12 @@ fn eal_init(args: &[String], cores: usize) -> Result<Eal, String> {
     })
 }
 
-fn configure(port: u16, o: &Options, queues: u16) -> Result<*mut sys::rte_mempool, String> {
+fn configure(
+    port: u16,
+    o: &Options,
+    queues: u16,
+    router: bool,
+) -> Result<*mut sys::rte_mempool, String> {
     let mut info = sys::rte_eth_dev_info::default();
     // SAFETY: `port` is valid; `info` is ours.
     let r = unsafe { sys::rte_eth_dev_info_get(port, &mut info) };
@@ -193,6 +198,10 @@ fn configure(port: u16, o: &Options, queues: u16) -> Result<*mut sys::rte_mempoo
         // Virtual devices may not support it: not an error.
         // SAFETY: a started port.
         unsafe { sys::rte_eth_promiscuous_enable(port) };
+    } else if router {
+        // A router's port hears the neighbour discovery groups.
+        // SAFETY: a started port.
+        unsafe { sys::rte_eth_allmulticast_enable(port) };
     }
     Ok(pool)
 }
@@ -201,6 +210,9 @@ fn configure(port: u16, o: &Options, queues: u16) -> Result<*mut sys::rte_mempoo
 pub struct DpdkPort {
     name: String,
     mac: [u8; 6],
+    /// The port has addresses: IPv6 multicast (neighbour discovery) is
+    /// for us too.
+    router: bool,
     port: u16,
     queue: u16,
     pool: *mut sys::rte_mempool,
@@ -282,7 +294,7 @@ impl DpdkPort {
                 d.pool
             }
             None => {
-                let pool = configure(port, o, queues).map_err(ctx)?;
+                let pool = configure(port, o, queues, !p.addresses.is_empty()).map_err(ctx)?;
                 eal.devices.insert(port, Device { pool, open: 1 });
                 pool
             }
@@ -290,6 +302,7 @@ impl DpdkPort {
         Ok(DpdkPort {
             name: p.name.clone(),
             mac: p.mac,
+            router: !p.addresses.is_empty(),
             port,
             queue: queue as u16,
             pool,
@@ -416,6 +429,7 @@ impl Port for DpdkPort {
                 self.queue,
                 room as u16,
                 self.mac.as_ptr(),
+                self.router as i32,
                 slots.handles,
                 slots.ptrs,
                 slots.lens,

@@ -124,9 +124,20 @@ pub(crate) fn interface_mac(name: &str) -> Result<[u8; 6], String> {
 /// `fd` is open (a membership, counted by the kernel, not a flag we would
 /// have to clear).
 pub(crate) fn add_promiscuous(fd: &OwnedFd, ifindex: u32) -> io::Result<()> {
+    add_membership(fd, ifindex, libc::PACKET_MR_PROMISC)
+}
+
+/// Puts the interface in all-multicast mode for as long as the socket is
+/// open: a NIC's multicast filter then passes the neighbour discovery
+/// groups a router port answers in.
+pub(crate) fn add_allmulti(fd: &OwnedFd, ifindex: u32) -> io::Result<()> {
+    add_membership(fd, ifindex, libc::PACKET_MR_ALLMULTI)
+}
+
+fn add_membership(fd: &OwnedFd, ifindex: u32, kind: libc::c_int) -> io::Result<()> {
     let mreq = libc::packet_mreq {
         mr_ifindex: ifindex as i32,
-        mr_type: libc::PACKET_MR_PROMISC as u16,
+        mr_type: kind as u16,
         mr_alen: 0,
         mr_address: [0; 8],
     };

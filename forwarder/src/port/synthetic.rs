@@ -39,6 +39,33 @@ pub fn full_table(cfg: &mut Config, v4: usize, v6: usize) {
     }
 }
 
+/// Makes `cfg`'s next hops gateways given by address, as if ARP or
+/// neighbour discovery had resolved them to their configured MACs: port
+/// `i` gets the address `2001:db8:ffff:i::1/64` (a network no synthetic
+/// flow aims at), next hop `j` the address `2001:db8:ffff:i::100+j` on its
+/// port and no MAC. Returns the neighbour table the slow path would have
+/// published: what `bench forward`'s `+resolved` variants and
+/// `examples/turns` (with `TURNS_RESOLVED=1`) give the workers.
+pub fn gateways_resolved(cfg: &mut Config) -> crate::router::NeighTable {
+    let net = |p: usize| 0x2001_0db8_ffffu128 << 80 | (p as u128) << 64;
+    for (i, p) in cfg.ports.iter_mut().enumerate() {
+        p.addresses = vec![config::PortAddress {
+            ip: std::net::IpAddr::V6(std::net::Ipv6Addr::from(net(i) | 1)),
+            len: 64,
+        }];
+    }
+    let mut t = crate::router::NeighTable::default();
+    for (j, h) in cfg.next_hops.iter_mut().enumerate() {
+        let addr = net(h.port) | (0x100 + j as u128);
+        if let Some(mac) = h.mac.take() {
+            t.map
+                .insert((h.port as u16, crate::router::nkey(true, addr)), Some(mac));
+        }
+        h.address = Some(std::net::IpAddr::V6(std::net::Ipv6Addr::from(addr)));
+    }
+    t
+}
+
 /// One queue of a synthetic port.
 pub struct SyntheticPort {
     name: String,

@@ -77,6 +77,17 @@ pub enum Drop {
     UnknownNextHop,
     /// A rule set's verdict.
     Rule,
+    /// For the router itself (its addresses, ARP, neighbour discovery):
+    /// handed to the slow path, not forwarded.
+    Local,
+    /// The next hop's MAC is not known yet: handed to the slow path
+    /// (which resolves it and holds a few frames), or dropped while the
+    /// resolution is under way.
+    Unresolved,
+    /// A `reject` set matched: the slow path answers the sender.
+    Reject,
+    /// Larger than the egress port's MTU (no fragmentation here).
+    TooBig,
 }
 
 impl Drop {
@@ -84,7 +95,7 @@ impl Drop {
     pub const COUNT: usize = Drop::ALL.len();
 
     /// Every reason, in counter order (each at its [`Drop::index`]).
-    pub const ALL: [Drop; 8] = [
+    pub const ALL: [Drop; 12] = [
         Drop::Truncated,
         Drop::Malformed,
         Drop::Arp,
@@ -93,6 +104,10 @@ impl Drop {
         Drop::NoRoute,
         Drop::UnknownNextHop,
         Drop::Rule,
+        Drop::Local,
+        Drop::Unresolved,
+        Drop::Reject,
+        Drop::TooBig,
     ];
 
     /// A short name for counters and logs.
@@ -106,6 +121,10 @@ impl Drop {
             Drop::NoRoute => "no_route",
             Drop::UnknownNextHop => "unknown_next_hop",
             Drop::Rule => "rule",
+            Drop::Local => "local",
+            Drop::Unresolved => "unresolved",
+            Drop::Reject => "reject",
+            Drop::TooBig => "too_big",
         }
     }
 
@@ -402,6 +421,14 @@ fn transport(frame: &[u8], p: &mut Parsed, end: usize) {
 #[inline]
 pub fn addressed_to(frame: &[u8], mac: [u8; 6]) -> bool {
     frame.len() >= 14 && (frame[..6] == mac || frame[12..14] == ethertype::ARP.to_be_bytes())
+}
+
+/// [`addressed_to`] for a port with addresses (a router's): also IPv6
+/// multicast (`33:33:...`), where neighbour discovery's solicitations
+/// and announcements go. The slow path takes them; none is forwarded.
+#[inline]
+pub fn addressed_to_router(frame: &[u8], mac: [u8; 6]) -> bool {
+    addressed_to(frame, mac) || frame.len() >= 14 && frame[..2] == [0x33, 0x33]
 }
 
 #[cfg(test)]

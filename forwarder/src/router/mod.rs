@@ -1,0 +1,425 @@
+//! The router's slow path: what the forwarder does as a station on its
+//! ports' networks rather than as a forwarder between them. ARP and
+//! neighbour discovery (answering for the ports' addresses, resolving
+//! gateways and directly connected destinations), ICMP generation (echo
+//! replies, time exceeded, unreachable, packet too big) and `reject`'s
+//! TCP resets.
+//!
+//! It runs on one thread of its own, beside the control thread, never on
+//! a worker. Workers talk to it through bounded lock-free queues
+//! (crossbeam's `ArrayQueue`) of preallocated frame buffers:
+//! - a worker *punts* a frame it will not forward itself (ARP, a packet
+//!   for the router, one whose neighbour is unresolved, one that earns an
+//!   ICMP error), copying it into a buffer taken from the shared pool;
+//!   pool empty or queue full, the frame is dropped and counted;
+//! - the slow path hands frames to send to a worker through that
+//!   worker's *inject* queue, which the worker drains every turn of its
+//!   loop and sends on its own port queues.
+//!
+//! Resolved neighbours reach the workers as an immutable [`NeighTable`]
+//! published with arc-swap: a new MAC is in the fast path as soon as the
+//! worker's next burst loads it, without a reload.
+
+pub mod packets;
+mod slow;
+
+pub use slow::{nkey, spawn, SlowPath};
+
+use crossbeam_queue::ArrayQueue;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+
+/// Why a frame was punted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub enum Reason {
+    /// ARP.
+    Arp,
+    /// For one of the router's addresses, or a group it listens to.
+    Local,
+    /// Its next hop (or connected destination) has no MAC yet: the slow
+    /// path resolves it and sends the frame once it has one.
+    Unresolved,
+    /// Its TTL or hop limit ran out: time exceeded.
+    TtlExpired,
+    /// No route: destination unreachable.
+    NoRoute,
+    /// A `reject` set matched: a TCP reset or port / admin unreachable.
+    Reject,
+    /// Larger than the egress port's MTU: packet too big.
+    TooBig,
+}
+
+impl Reason {
+    /// Every reason.
+    pub const ALL: [Reason; 7] = [
+        Reason::Arp,
+        Reason::Local,
+        Reason::Unresolved,
+        Reason::TtlExpired,
+        Reason::NoRoute,
+        Reason::Reject,
+        Reason::TooBig,
+    ];
+}
+
+/// Bytes a frame buffer holds.
+pub const BUF_CAP: usize = crate::port::FRAME_CAP;
+
+/// A frame on its way between a worker and the slow path.
+pub struct Buf {
+    /// Bytes used of `data`.
+    pub len: u16,
+    /// The port it came in on (punted) or goes out of (injected).
+    pub port: u16,
+    /// The worker that punted it (whose inject queue gets the answer).
+    pub worker: u16,
+    /// Why it was punted.
+    pub reason: Reason,
+    /// For [`Reason::Unresolved`] and [`Reason::TooBig`]: the FIB next
+    /// hop's index the frame was to leave by.
+    pub hop: u32,
+    /// The frame.
+    pub data: [u8; BUF_CAP],
+}
+
+impl Buf {
+    fn new() -> Box<Buf> {
+        Box::new(Buf {
+            len: 0,
+            port: 0,
+            worker: 0,
+            reason: Reason::Local,
+            hop: 0,
+            data: [0; BUF_CAP],
+        })
+    }
+
+    /// A buffer holding `frame`, punted by `worker` from `port` for
+    /// `reason` (tests, the fuzz target: workers take theirs from the
+    /// pool).
+    pub fn holding(frame: &[u8], port: u16, worker: u16, reason: Reason, hop: u32) -> Box<Buf> {
+        let mut b = Buf::new();
+        b.set(frame);
+        b.port = port;
+        b.worker = worker;
+        b.reason = reason;
+        b.hop = hop;
+        b
+    }
+
+    /// The frame it holds.
+    pub fn frame(&self) -> &[u8] {
+        &self.data[..self.len as usize]
+    }
+
+    /// Holds `frame` (cut to the buffer's size).
+    pub fn set(&mut self, frame: &[u8]) {
+        let n = frame.len().min(BUF_CAP);
+        self.data[..n].copy_from_slice(&frame[..n]);
+        self.len = n as u16;
+    }
+}
+
+/// Buffers in the shared pool.
+pub const POOL: usize = 2048;
+/// Frames the punt queue holds.
+pub const PUNT_QUEUE: usize = 1024;
+/// Frames each worker's inject queue holds.
+pub const INJECT_QUEUE: usize = 512;
+
+/// The slow path's counters (the `stats` JSON's `router` object and the
+/// Prometheus `forwarder_router_total` series).
+#[derive(Default)]
+pub struct Counters {
+    values: [AtomicU64; Counter::ALL.len()],
+}
+
+/// One of the slow path's counters.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Counter {
+    /// ARP requests received for our addresses.
+    ArpRequestsIn,
+    /// ARP replies received.
+    ArpRepliesIn,
+    /// ARP requests sent (resolution and probes).
+    ArpRequestsOut,
+    /// ARP replies sent.
+    ArpRepliesOut,
+    /// Neighbour solicitations received for our addresses.
+    NsIn,
+    /// Neighbour advertisements received.
+    NaIn,
+    /// Neighbour solicitations sent.
+    NsOut,
+    /// Neighbour advertisements sent.
+    NaOut,
+    /// ARP and ND messages ignored: malformed, for others' addresses,
+    /// unsolicited for a neighbour we do not know, or trying to change a
+    /// static one.
+    NeighIgnored,
+    /// Frames held while their neighbour resolved.
+    Held,
+    /// Frames dropped unresolved: the hold queue full (the oldest goes)
+    /// or the resolution failed.
+    UnresolvedDropped,
+    /// Resolutions that failed (no answer after every probe).
+    ResolutionsFailed,
+    /// Echo replies sent.
+    IcmpEchoReply,
+    /// Time exceeded sent.
+    IcmpTimeExceeded,
+    /// Destination unreachable sent (no route, port, prohibited).
+    IcmpUnreachable,
+    /// Packet too big / fragmentation needed sent.
+    IcmpTooBig,
+    /// TCP resets sent for `reject`.
+    TcpResets,
+    /// ICMP messages not sent: over the rate limit.
+    IcmpRateLimited,
+    /// ICMP errors not sent: the packet may not have one (an ICMP error,
+    /// a broadcast or multicast, a later fragment, a bad source).
+    IcmpSuppressed,
+    /// Frames punted by workers.
+    Punted,
+    /// Frames a worker could not punt (pool empty or queue full).
+    PuntDropped,
+    /// Frames for the router it does not serve (other protocols to its
+    /// addresses, groups it does not handle).
+    LocalIgnored,
+    /// Frames the slow path could not hand to a worker (pool empty,
+    /// inject queue full) or route.
+    InjectDropped,
+}
+
+impl Counter {
+    /// Every counter, in [`Counters::values`] order.
+    pub const ALL: [Counter; 23] = [
+        Counter::ArpRequestsIn,
+        Counter::ArpRepliesIn,
+        Counter::ArpRequestsOut,
+        Counter::ArpRepliesOut,
+        Counter::NsIn,
+        Counter::NaIn,
+        Counter::NsOut,
+        Counter::NaOut,
+        Counter::NeighIgnored,
+        Counter::Held,
+        Counter::UnresolvedDropped,
+        Counter::ResolutionsFailed,
+        Counter::IcmpEchoReply,
+        Counter::IcmpTimeExceeded,
+        Counter::IcmpUnreachable,
+        Counter::IcmpTooBig,
+        Counter::TcpResets,
+        Counter::IcmpRateLimited,
+        Counter::IcmpSuppressed,
+        Counter::Punted,
+        Counter::PuntDropped,
+        Counter::LocalIgnored,
+        Counter::InjectDropped,
+    ];
+
+    /// Its name in statistics.
+    pub fn name(self) -> &'static str {
+        match self {
+            Counter::ArpRequestsIn => "arp_requests_in",
+            Counter::ArpRepliesIn => "arp_replies_in",
+            Counter::ArpRequestsOut => "arp_requests_out",
+            Counter::ArpRepliesOut => "arp_replies_out",
+            Counter::NsIn => "nd_solicitations_in",
+            Counter::NaIn => "nd_advertisements_in",
+            Counter::NsOut => "nd_solicitations_out",
+            Counter::NaOut => "nd_advertisements_out",
+            Counter::NeighIgnored => "neighbour_messages_ignored",
+            Counter::Held => "held",
+            Counter::UnresolvedDropped => "unresolved_dropped",
+            Counter::ResolutionsFailed => "resolutions_failed",
+            Counter::IcmpEchoReply => "icmp_echo_reply",
+            Counter::IcmpTimeExceeded => "icmp_time_exceeded",
+            Counter::IcmpUnreachable => "icmp_unreachable",
+            Counter::IcmpTooBig => "icmp_too_big",
+            Counter::TcpResets => "tcp_resets",
+            Counter::IcmpRateLimited => "icmp_rate_limited",
+            Counter::IcmpSuppressed => "icmp_suppressed",
+            Counter::Punted => "punted",
+            Counter::PuntDropped => "punt_dropped",
+            Counter::LocalIgnored => "local_ignored",
+            Counter::InjectDropped => "inject_dropped",
+        }
+    }
+}
+
+impl Counters {
+    /// Adds one.
+    pub fn inc(&self, c: Counter) {
+        self.values[c as usize].fetch_add(1, Relaxed);
+    }
+
+    /// Every counter, in [`Counter::ALL`] order.
+    pub fn values(&self) -> Vec<(&'static str, u64)> {
+        Counter::ALL
+            .iter()
+            .map(|&c| (c.name(), self.values[c as usize].load(Relaxed)))
+            .collect()
+    }
+
+    /// One counter.
+    pub fn get(&self, c: Counter) -> u64 {
+        self.values[c as usize].load(Relaxed)
+    }
+}
+
+/// A neighbour's state, as Linux names them (`ip neigh`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum State {
+    /// Being resolved: solicitations sent, no answer yet.
+    Incomplete,
+    /// Confirmed within the reachable time.
+    Reachable,
+    /// Its MAC is used, unconfirmed since the reachable time ran out.
+    Stale,
+    /// Stale, waiting before it is probed.
+    Delay,
+    /// Being confirmed by unicast solicitations.
+    Probe,
+    /// No answer to any solicitation.
+    Failed,
+}
+
+impl State {
+    /// Its name, lower case.
+    pub fn name(self) -> &'static str {
+        match self {
+            State::Incomplete => "incomplete",
+            State::Reachable => "reachable",
+            State::Stale => "stale",
+            State::Delay => "delay",
+            State::Probe => "probe",
+            State::Failed => "failed",
+        }
+    }
+
+    /// Every state.
+    pub const ALL: [State; 6] = [
+        State::Incomplete,
+        State::Reachable,
+        State::Stale,
+        State::Delay,
+        State::Probe,
+        State::Failed,
+    ];
+}
+
+/// A neighbour as `forwarder neighbours` lists it.
+#[derive(Clone, Debug)]
+pub struct NeighView {
+    /// The port's index.
+    pub port: u16,
+    /// Its address.
+    pub addr: std::net::IpAddr,
+    /// Its MAC, once known.
+    pub mac: Option<[u8; 6]>,
+    /// Its state.
+    pub state: State,
+    /// Milliseconds since its state last changed.
+    pub age_ms: u64,
+    /// Solicitations sent in the current resolution or probe.
+    pub probes: u32,
+}
+
+/// The neighbours as the workers see them: (port, address) to the MAC
+/// to send to, `None` while resolving or failed (the worker drops the
+/// packet, counted, instead of punting every one). Immutable once
+/// published.
+#[derive(Default)]
+pub struct NeighTable {
+    /// The lookup table.
+    pub map: HashMap<(u16, u128), Option<[u8; 6]>, ahash::RandomState>,
+    /// Every neighbour, for listing.
+    pub view: Vec<NeighView>,
+}
+
+impl NeighTable {
+    /// The MAC to send to `addr` on `port`: `Some(None)` while it
+    /// resolves, `None` when the slow path has not heard of it.
+    #[inline]
+    pub fn get(&self, port: u16, addr: u128) -> Option<Option<[u8; 6]>> {
+        self.map.get(&(port, addr)).copied()
+    }
+}
+
+/// What the workers and the slow path share.
+pub struct RouterShared {
+    /// Free buffers.
+    pub free: ArrayQueue<Box<Buf>>,
+    /// Frames punted by workers.
+    pub punt: ArrayQueue<Box<Buf>>,
+    /// Per worker, frames to send.
+    pub inject: Vec<ArrayQueue<Box<Buf>>>,
+    /// The neighbours, for the workers.
+    pub neigh: arc_swap::ArcSwap<NeighTable>,
+    /// Counters.
+    pub counters: Counters,
+}
+
+impl RouterShared {
+    /// Queues and a pool for `workers` workers.
+    pub fn new(workers: usize) -> RouterShared {
+        let free = ArrayQueue::new(POOL);
+        for _ in 0..POOL {
+            let _ = free.push(Buf::new());
+        }
+        RouterShared {
+            free,
+            punt: ArrayQueue::new(PUNT_QUEUE),
+            inject: (0..workers.max(1))
+                .map(|_| ArrayQueue::new(INJECT_QUEUE))
+                .collect(),
+            neigh: arc_swap::ArcSwap::from_pointee(NeighTable::default()),
+            counters: Counters::default(),
+        }
+    }
+
+    /// Punts `frame` (worker side): false if it could not (counted).
+    #[inline]
+    pub fn punt(&self, frame: &[u8], port: u16, worker: u16, reason: Reason, hop: u32) -> bool {
+        let Some(mut b) = self.free.pop() else {
+            self.counters.inc(Counter::PuntDropped);
+            return false;
+        };
+        b.set(frame);
+        b.port = port;
+        b.worker = worker;
+        b.reason = reason;
+        b.hop = hop;
+        match self.punt.push(b) {
+            Ok(()) => true,
+            Err(b) => {
+                let _ = self.free.push(b);
+                self.counters.inc(Counter::PuntDropped);
+                false
+            }
+        }
+    }
+
+    /// Hands `frame` to worker `worker` to send on `port` (slow path
+    /// side): false if it could not (counted).
+    pub fn inject(&self, worker: usize, port: u16, frame: &[u8]) -> bool {
+        let q = &self.inject[worker.min(self.inject.len() - 1)];
+        let Some(mut b) = self.free.pop() else {
+            self.counters.inc(Counter::InjectDropped);
+            return false;
+        };
+        b.set(frame);
+        b.port = port;
+        match q.push(b) {
+            Ok(()) => true,
+            Err(b) => {
+                let _ = self.free.push(b);
+                self.counters.inc(Counter::InjectDropped);
+                false
+            }
+        }
+    }
+}

@@ -1,0 +1,782 @@
+//! The forwarder as a router on real networks: two hosts in network
+//! namespaces, configured as ordinary hosts (an address, a default route
+//! via the forwarder's address, no static neighbour entries), joined by
+//! veth pairs to the forwarder's namespace, where the `forwarder` binary
+//! runs with addresses on its ports.
+//!
+//! Asserted, IPv4 and IPv6: the hosts reach the forwarder's addresses
+//! (echo) and each other through it, UDP and a TCP transfer of a few MB
+//! both ways; a packet whose TTL runs out comes back as time exceeded
+//! from the forwarder's address, quoting the packet; no route gives
+//! destination unreachable; a `reject` set gives a TCP reset and port
+//! unreachable; a packet over the egress MTU gives packet too big /
+//! fragmentation needed; a route via a gateway address is resolved; a
+//! host whose MAC changes is reached again within seconds; an
+//! unreachable gateway gives counted drops and ARP retries, not a hang;
+//! `forwarder neighbours` and `forwarder stats` show it all.
+//!
+//! Over `af_packet` and `af_xdp`, and with the `dpdk` feature over DPDK's
+//! `net_af_packet`. Needs root and `ip`; skipped without root unless
+//! `FORWARDER_NETNS_TESTS=1`. Addresses from 192.0.2.0/24,
+//! 198.51.100.0/24, 203.0.113.0/24 and 2001:db8::/32 only; the
+//! namespaces are removed afterwards.
+
+mod common;
+
+use common::*;
+use std::io::{Read, Write};
+use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream, UdpSocket};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+const A_MAC: [u8; 6] = [0x02, 0, 0, 0, 0x0a, 0x01];
+const F0_MAC: [u8; 6] = [0x02, 0, 0, 0, 0x0a, 0xfe];
+const F1_MAC: [u8; 6] = [0x02, 0, 0, 0, 0x0b, 0xfe];
+const B_MAC: [u8; 6] = [0x02, 0, 0, 0, 0x0b, 0x02];
+const B_MAC2: [u8; 6] = [0x02, 0, 0, 0, 0x0b, 0x99];
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Driver {
+    AfPacket,
+    AfXdp,
+    #[cfg_attr(not(feature = "dpdk"), allow(dead_code))]
+    Dpdk,
+}
+
+/// Host a, the forwarder, host b.
+struct Topology {
+    names: [String; 3],
+}
+
+impl Drop for Topology {
+    fn drop(&mut self) {
+        for n in &self.names {
+            let _ = run(&["ip", "netns", "del", n]);
+        }
+    }
+}
+
+fn ipn(ns: &str, rest: &str) -> Result<(), String> {
+    let mut a = vec!["ip", "-n", ns];
+    a.extend(rest.split_whitespace());
+    run(&a)
+}
+
+fn sysctl(ns: &str, kv: &str) -> Result<(), String> {
+    run(&["ip", "netns", "exec", ns, "sysctl", "-qw", kv])
+}
+
+impl Topology {
+    fn ns(&self, i: usize) -> &str {
+        &self.names[i]
+    }
+
+    fn create(variant: char, full_checksums: bool) -> Result<Topology, String> {
+        let tag = std::process::id();
+        let t = Topology {
+            names: [
+                format!("fwdr{tag}{variant}a"),
+                format!("fwdr{tag}{variant}f"),
+                format!("fwdr{tag}{variant}b"),
+            ],
+        };
+        for n in &t.names {
+            let _ = run(&["ip", "netns", "del", n]);
+            run(&["ip", "netns", "add", n])?;
+        }
+        let (a, f, b) = (t.ns(0), t.ns(1), t.ns(2));
+        let q = ["numtxqueues", "2", "numrxqueues", "2"];
+        for (h, hns, p) in [("a0", a, "f0"), ("b0", b, "f1")] {
+            let mut args = vec!["ip", "link", "add", h, "netns", hns];
+            args.extend(q);
+            args.extend(["type", "veth", "peer", "name", p, "netns", f]);
+            args.extend(q);
+            run(&args)?;
+        }
+        for (ns, dev, m) in [
+            (a, "a0", A_MAC),
+            (f, "f0", F0_MAC),
+            (f, "f1", F1_MAC),
+            (b, "b0", B_MAC),
+        ] {
+            ipn(ns, &format!("link set {dev} address {}", mac(m)))?;
+            let mut off = vec![
+                "ip", "netns", "exec", ns, "ethtool", "-K", dev, "tso", "off", "gso", "off", "gro",
+                "off",
+            ];
+            if full_checksums && ns != f {
+                off.extend(["tx", "off"]);
+            }
+            run(&off)?;
+        }
+        // The forwarder's own kernel stays out of it.
+        for dev in ["f0", "f1"] {
+            sysctl(f, &format!("net.ipv6.conf.{dev}.disable_ipv6=1"))?;
+            ipn(f, &format!("link set {dev} up"))?;
+        }
+        for (ns, dev, v4, v6, gw4, gw6) in [
+            (
+                a,
+                "a0",
+                "192.0.2.2/24",
+                "2001:db8:1::2/64",
+                "192.0.2.1",
+                "2001:db8:1::1",
+            ),
+            (
+                b,
+                "b0",
+                "198.51.100.2/24",
+                "2001:db8:2::2/64",
+                "198.51.100.1",
+                "2001:db8:2::1",
+            ),
+        ] {
+            // Announce a changed MAC (gratuitous ARP, unsolicited NA), as
+            // hosts that move do.
+            sysctl(ns, &format!("net.ipv4.conf.{dev}.arp_notify=1"))?;
+            sysctl(ns, &format!("net.ipv6.conf.{dev}.ndisc_notify=1"))?;
+            ipn(ns, &format!("addr add {v4} dev {dev}"))?;
+            ipn(ns, &format!("-6 addr add {v6} dev {dev} nodad"))?;
+            ipn(ns, &format!("link set {dev} up"))?;
+            ipn(ns, "link set lo up")?;
+            ipn(ns, &format!("route add default via {gw4}"))?;
+            ipn(ns, &format!("-6 route add default via {gw6}"))?;
+        }
+        // Behind host b, reached through it as a gateway.
+        ipn(b, "addr add 203.0.113.5/32 dev lo")?;
+        ipn(b, "-6 addr add 2001:db8:3::5/128 dev lo")?;
+        Ok(t)
+    }
+}
+
+fn ports(driver: Driver) -> String {
+    let (d, opts0, opts1) = match driver {
+        Driver::AfPacket => ("af_packet", "ring_frames = 1024", ""),
+        Driver::AfXdp => ("af_xdp", "frames = 2048", ""),
+        Driver::Dpdk => (
+            "dpdk",
+            "device = \"net_af_packet0\"\neal = [\"--no-huge\", \"-m\", \"512\", \"--no-pci\", \"--vdev\", \"net_af_packet0,iface=f0,qpairs=2\", \"--vdev\", \"net_af_packet1,iface=f1,qpairs=2\"]\nmbufs = 4096",
+            "device = \"net_af_packet1\"\nmbufs = 4096",
+        ),
+    };
+    format!(
+        r#"[[port]]
+name = "f0"
+driver = "{d}"
+mac = "{m0}"
+address = ["192.0.2.1/24", "2001:db8:1::1/64"]
+[port.options]
+{opts0}
+[[port]]
+name = "f1"
+driver = "{d}"
+mac = "{m1}"
+address = ["198.51.100.1/24", "2001:db8:2::1/64"]
+mtu = 1400
+[port.options]
+{opts1}
+"#,
+        m0 = mac(F0_MAC),
+        m1 = mac(F1_MAC)
+    )
+}
+
+fn config(dir: &std::path::Path, driver: Driver) -> std::path::PathBuf {
+    let path = dir.join("router.toml");
+    std::fs::write(
+        &path,
+        format!(
+            r#"route = [
+  {{ prefix = "203.0.113.0/25", via = "198.51.100.2" }},
+  {{ prefix = "203.0.113.128/26", via = "198.51.100.99" }},
+  {{ prefix = "2001:db8:3::/64", via = "2001:db8:2::2" }},
+]
+[forwarder]
+cores = [0, 1]
+{ports}[[set]]
+name = "rejected"
+type = "inet_service"
+match = "th dport"
+action = "reject"
+elements = ["5555"]
+[neighbour]
+reachable_ms = 1500
+delay_ms = 300
+retrans_ms = 300
+"#,
+            ports = ports(driver),
+        ),
+    )
+    .unwrap();
+    path
+}
+
+/// A raw ICMP (or ICMPv6) socket, with a short receive timeout.
+fn icmp_socket(v6: bool) -> OwnedFd {
+    let (dom, p) = if v6 {
+        (libc::AF_INET6, libc::IPPROTO_ICMPV6)
+    } else {
+        (libc::AF_INET, libc::IPPROTO_ICMP)
+    };
+    // SAFETY: plain system calls on values we own.
+    unsafe {
+        let fd = libc::socket(dom, libc::SOCK_RAW | libc::SOCK_CLOEXEC, p);
+        assert!(fd >= 0, "raw socket: {}", std::io::Error::last_os_error());
+        let fd = OwnedFd::from_raw_fd(fd);
+        let tv = libc::timeval {
+            tv_sec: 0,
+            tv_usec: 100_000,
+        };
+        libc::setsockopt(
+            fd.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_RCVTIMEO,
+            &tv as *const _ as *const libc::c_void,
+            std::mem::size_of::<libc::timeval>() as u32,
+        );
+        fd
+    }
+}
+
+fn sum(data: &[u8]) -> u16 {
+    let mut s: u32 = 0;
+    for c in data.chunks(2) {
+        s += u16::from_be_bytes([c[0], *c.get(1).unwrap_or(&0)]) as u32;
+    }
+    while s > 0xffff {
+        s = (s >> 16) + (s & 0xffff);
+    }
+    !(s as u16)
+}
+
+fn send_to(fd: &OwnedFd, dst: IpAddr, msg: &[u8]) {
+    // SAFETY: the address structures are plain data, passed with their
+    // sizes.
+    let r = unsafe {
+        match dst {
+            IpAddr::V4(a) => {
+                let mut sa: libc::sockaddr_in = std::mem::zeroed();
+                sa.sin_family = libc::AF_INET as u16;
+                sa.sin_addr.s_addr = u32::from(a).to_be();
+                libc::sendto(
+                    fd.as_raw_fd(),
+                    msg.as_ptr() as *const _,
+                    msg.len(),
+                    0,
+                    &sa as *const _ as *const libc::sockaddr,
+                    std::mem::size_of::<libc::sockaddr_in>() as u32,
+                )
+            }
+            IpAddr::V6(a) => {
+                let mut sa: libc::sockaddr_in6 = std::mem::zeroed();
+                sa.sin6_family = libc::AF_INET6 as u16;
+                sa.sin6_addr.s6_addr = a.octets();
+                libc::sendto(
+                    fd.as_raw_fd(),
+                    msg.as_ptr() as *const _,
+                    msg.len(),
+                    0,
+                    &sa as *const _ as *const libc::sockaddr,
+                    std::mem::size_of::<libc::sockaddr_in6>() as u32,
+                )
+            }
+        }
+    };
+    assert_eq!(
+        r,
+        msg.len() as isize,
+        "sendto {dst}: {}",
+        std::io::Error::last_os_error()
+    );
+}
+
+/// An ICMP message received: its sender and the message (IPv4's header
+/// taken off).
+fn recv_icmp(fd: &OwnedFd, v6: bool) -> Option<(IpAddr, Vec<u8>)> {
+    let mut buf = [0u8; 2048];
+    // SAFETY: recvfrom writes at most the lengths given.
+    let (n, from) = unsafe {
+        let mut ss: libc::sockaddr_storage = std::mem::zeroed();
+        let mut len = std::mem::size_of::<libc::sockaddr_storage>() as u32;
+        let n = libc::recvfrom(
+            fd.as_raw_fd(),
+            buf.as_mut_ptr() as *mut _,
+            buf.len(),
+            0,
+            &mut ss as *mut _ as *mut libc::sockaddr,
+            &mut len,
+        );
+        if n <= 0 {
+            return None;
+        }
+        let from = if v6 {
+            let sa = *(&ss as *const _ as *const libc::sockaddr_in6);
+            IpAddr::from(sa.sin6_addr.s6_addr)
+        } else {
+            let sa = *(&ss as *const _ as *const libc::sockaddr_in);
+            IpAddr::from(u32::from_be(sa.sin_addr.s_addr).to_be_bytes())
+        };
+        (n as usize, from)
+    };
+    let msg = if v6 {
+        buf[..n].to_vec()
+    } else {
+        let ihl = (buf[0] & 0xf) as usize * 4;
+        buf[ihl..n].to_vec()
+    };
+    Some((from, msg))
+}
+
+/// Echo requests to `dst` until one is answered (or `within` passes):
+/// how long the first answer took.
+fn ping(dst: &str, within: Duration) -> Option<Duration> {
+    let dst: IpAddr = dst.parse().unwrap();
+    let v6 = dst.is_ipv6();
+    let fd = icmp_socket(v6);
+    let start = Instant::now();
+    let id = (std::process::id() & 0xffff) as u16;
+    let mut seq = 0u16;
+    while start.elapsed() < within {
+        seq += 1;
+        let mut m = vec![if v6 { 128 } else { 8 }, 0, 0, 0];
+        m.extend(id.to_be_bytes());
+        m.extend(seq.to_be_bytes());
+        m.extend(b"forwarder router test");
+        if !v6 {
+            let c = sum(&m);
+            m[2..4].copy_from_slice(&c.to_be_bytes());
+        }
+        send_to(&fd, dst, &m);
+        let sent = Instant::now();
+        while sent.elapsed() < Duration::from_millis(300) {
+            if let Some((from, r)) = recv_icmp(&fd, v6) {
+                let reply = if v6 { 129 } else { 0 };
+                if from == dst && r[0] == reply && r[4..6] == id.to_be_bytes() && r[8..] == m[8..] {
+                    return Some(start.elapsed());
+                }
+            }
+        }
+    }
+    None
+}
+
+/// An ICMP error (type, code, sender, the message) that a datagram sent
+/// by `send` brings back, if one comes within a second.
+fn icmp_error_for(
+    v6: bool,
+    types: &[u8],
+    send: impl FnOnce(),
+) -> Option<(u8, u8, IpAddr, Vec<u8>)> {
+    let fd = icmp_socket(v6);
+    send();
+    let start = Instant::now();
+    while start.elapsed() < Duration::from_secs(2) {
+        if let Some((from, m)) = recv_icmp(&fd, v6) {
+            if types.contains(&m[0]) {
+                return Some((m[0], m[1], from, m));
+            }
+        }
+    }
+    None
+}
+
+fn udp_with_hops(local: &str, dst: &str, hops: u32, payload: usize) {
+    let s = UdpSocket::bind(local).unwrap();
+    let dst: SocketAddr = dst.parse().unwrap();
+    if dst.is_ipv6() {
+        // SAFETY: a setsockopt on our socket with an int.
+        unsafe {
+            libc::setsockopt(
+                s.as_raw_fd(),
+                libc::IPPROTO_IPV6,
+                libc::IPV6_UNICAST_HOPS,
+                &hops as *const _ as *const libc::c_void,
+                4,
+            );
+            // Send as large as asked, whatever the path MTU learnt says
+            // (IPV6_PMTUDISC_PROBE).
+            let pmtu: i32 = 3;
+            libc::setsockopt(
+                s.as_raw_fd(),
+                libc::IPPROTO_IPV6,
+                libc::IPV6_MTU_DISCOVER,
+                &pmtu as *const _ as *const libc::c_void,
+                4,
+            );
+        }
+    } else {
+        s.set_ttl(hops).unwrap();
+        // SAFETY: as above; IP_PMTUDISC_PROBE sets DF and ignores the
+        // path MTU learnt.
+        unsafe {
+            let pmtu: i32 = 3;
+            libc::setsockopt(
+                s.as_raw_fd(),
+                libc::IPPROTO_IP,
+                libc::IP_MTU_DISCOVER,
+                &pmtu as *const _ as *const libc::c_void,
+                4,
+            );
+        }
+    }
+    s.send_to(&vec![0x5a; payload], dst).unwrap();
+}
+
+/// FNV-1a of a byte stream, kept as it goes.
+#[derive(Clone, Copy)]
+struct Fnv(u64);
+
+impl Fnv {
+    fn new() -> Fnv {
+        Fnv(0xcbf2_9ce4_8422_2325)
+    }
+    fn add(&mut self, b: &[u8]) {
+        for x in b {
+            self.0 = (self.0 ^ *x as u64).wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+}
+
+fn forwarder_json(args: &[&str], cfg: &std::path::Path) -> serde_json::Value {
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_forwarder"))
+        .args(args)
+        .arg("--config")
+        .arg(cfg)
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    serde_json::from_slice(&o.stdout).unwrap()
+}
+
+fn router_through(driver: Driver) {
+    let variant = match driver {
+        Driver::AfPacket => 'a',
+        Driver::AfXdp => 'x',
+        Driver::Dpdk => 'd',
+    };
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        assert!(!wanted(), "FORWARDER_NETNS_TESTS=1 but not root");
+        eprintln!("router: skipped (needs root for network namespaces)");
+        return;
+    }
+    let topo = match Topology::create(variant, driver != Driver::AfPacket) {
+        Ok(t) => t,
+        Err(e) => {
+            assert!(!wanted(), "cannot build the namespaces: {e}");
+            eprintln!("router: skipped ({e})");
+            return;
+        }
+    };
+    let dir = std::env::temp_dir().join(format!("fwd-router-{}-{variant}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let cfg = config(&dir, driver);
+    let (child, _lines) = start_forwarder(topo.ns(1), &cfg, None);
+    let _child = Running(child);
+    let (a, b) = (topo.ns(0).to_string(), topo.ns(2).to_string());
+
+    // Both hosts reach the forwarder's addresses, and each other, in
+    // both families: every neighbour resolved on demand.
+    for (ns, dsts) in [
+        (
+            &a,
+            vec![
+                "192.0.2.1",
+                "2001:db8:1::1",
+                "198.51.100.2",
+                "2001:db8:2::2",
+                "203.0.113.5",
+                "2001:db8:3::5",
+            ],
+        ),
+        (
+            &b,
+            vec![
+                "198.51.100.1",
+                "2001:db8:2::1",
+                "192.0.2.2",
+                "2001:db8:1::2",
+                "192.0.2.1",
+            ],
+        ),
+    ] {
+        for d in dsts {
+            let took = in_netns(ns, move || ping(d, Duration::from_secs(5)))
+                .join()
+                .unwrap();
+            assert!(took.is_some(), "no echo reply from {d} (from {ns})");
+        }
+    }
+
+    // UDP both ways, and a TCP transfer of 4 MB echoed back, per family.
+    for (listen, local) in [
+        ("198.51.100.2:7000", "192.0.2.2:0"),
+        ("[2001:db8:2::2]:7000", "[2001:db8:1::2]:0"),
+    ] {
+        let (ready_tx, ready_rx) = mpsc::channel();
+        let server = in_netns(&b, move || {
+            let u = UdpSocket::bind(listen).unwrap();
+            let l = TcpListener::bind(listen).unwrap();
+            ready_tx.send(()).unwrap();
+            let mut buf = [0u8; 100];
+            u.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+            let (n, from) = u.recv_from(&mut buf).unwrap();
+            u.send_to(&buf[..n], from).unwrap();
+            let (mut c, _) = l.accept().unwrap();
+            let mut buf = vec![0u8; 65536];
+            loop {
+                let n = c.read(&mut buf).unwrap();
+                if n == 0 {
+                    break;
+                }
+                c.write_all(&buf[..n]).unwrap();
+            }
+        });
+        ready_rx.recv().unwrap();
+        let client = in_netns(&a, move || {
+            let u = UdpSocket::bind(local).unwrap();
+            u.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+            u.send_to(b"over udp", listen).unwrap();
+            let mut buf = [0u8; 100];
+            let n = u.recv(&mut buf).expect("the UDP answer");
+            assert_eq!(&buf[..n], b"over udp");
+            let c = TcpStream::connect_timeout(&listen.parse().unwrap(), Duration::from_secs(5))
+                .unwrap();
+            c.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+            let mut w = c.try_clone().unwrap();
+            let sender = std::thread::spawn(move || {
+                let mut h = Fnv::new();
+                let mut x = 0x1234_5678u32;
+                for _ in 0..64 {
+                    let chunk: Vec<u8> = (0..65536)
+                        .map(|_| {
+                            x ^= x << 13;
+                            x ^= x >> 17;
+                            x ^= x << 5;
+                            x as u8
+                        })
+                        .collect();
+                    h.add(&chunk);
+                    w.write_all(&chunk).unwrap();
+                }
+                w.shutdown(std::net::Shutdown::Write).unwrap();
+                h.0
+            });
+            let mut r = c;
+            let mut h = Fnv::new();
+            let mut buf = vec![0u8; 65536];
+            let mut total = 0;
+            loop {
+                let n = r.read(&mut buf).unwrap();
+                if n == 0 {
+                    break;
+                }
+                h.add(&buf[..n]);
+                total += n;
+            }
+            assert_eq!(total, 4 << 20, "every byte back");
+            assert_eq!(h.0, sender.join().unwrap(), "the same bytes back");
+        });
+        client.join().expect("UDP and TCP through the forwarder");
+        server.join().unwrap();
+    }
+
+    // TTL / hop limit 1: time exceeded from the forwarder's address,
+    // quoting the packet's header.
+    for (local, dst, v6, src) in [
+        ("192.0.2.2:0", "198.51.100.2:33434", false, "192.0.2.1"),
+        (
+            "[2001:db8:1::2]:0",
+            "[2001:db8:2::2]:33434",
+            true,
+            "2001:db8:1::1",
+        ),
+    ] {
+        let e = in_netns(&a, move || {
+            icmp_error_for(v6, &[11, 3], || udp_with_hops(local, dst, 1, 20))
+        })
+        .join()
+        .unwrap();
+        let (ty, code, from, m) = e.unwrap_or_else(|| {
+            panic!(
+                "no time exceeded for {dst}: {}",
+                forwarder_json(&["stats"], &cfg)
+            )
+        });
+        assert_eq!((ty, code), (if v6 { 3 } else { 11 }, 0), "{dst}");
+        assert_eq!(from, src.parse::<IpAddr>().unwrap(), "{dst}");
+        let d: SocketAddr = dst.parse().unwrap();
+        if v6 {
+            // The quoted IPv6 header's destination and the UDP port.
+            assert_eq!(
+                &m[8 + 24..8 + 40],
+                &match d.ip() {
+                    IpAddr::V6(x) => x.octets(),
+                    _ => unreachable!(),
+                }
+            );
+            assert_eq!(&m[8 + 40 + 2..8 + 40 + 4], &33434u16.to_be_bytes());
+        } else {
+            assert_eq!(
+                &m[8 + 16..8 + 20],
+                &match d.ip() {
+                    IpAddr::V4(x) => x.octets(),
+                    _ => unreachable!(),
+                }
+            );
+            assert_eq!(m[8 + 9], 17, "quoted protocol");
+            assert_eq!(&m[8 + 20 + 2..8 + 20 + 4], &33434u16.to_be_bytes());
+        }
+    }
+
+    // No route: destination unreachable from the forwarder.
+    for (local, dst, v6, want) in [
+        ("192.0.2.2:0", "203.0.113.200:9", false, (3, 0)),
+        ("[2001:db8:1::2]:0", "[2001:db8:99::1]:9", true, (1, 0)),
+    ] {
+        let e = in_netns(&a, move || {
+            icmp_error_for(v6, &[3, 1], || udp_with_hops(local, dst, 64, 20))
+        })
+        .join()
+        .unwrap();
+        let (ty, code, ..) = e.unwrap_or_else(|| panic!("no unreachable for {dst}"));
+        assert_eq!((ty, code), want, "{dst}");
+    }
+
+    // Over the egress port's MTU (1400): packet too big with the MTU;
+    // for IPv4 with DF, fragmentation needed.
+    for (local, dst, v6, want) in [
+        ("192.0.2.2:0", "198.51.100.2:9", false, (3, 4)),
+        ("[2001:db8:1::2]:0", "[2001:db8:2::2]:9", true, (2, 0)),
+    ] {
+        let e = in_netns(&a, move || {
+            icmp_error_for(v6, &[3, 2], || udp_with_hops(local, dst, 64, 1420))
+        })
+        .join()
+        .unwrap();
+        let (ty, code, _, m) = e.unwrap_or_else(|| panic!("no packet too big for {dst}"));
+        assert_eq!((ty, code), want, "{dst}");
+        let mtu = if v6 {
+            u32::from_be_bytes(m[4..8].try_into().unwrap())
+        } else {
+            u16::from_be_bytes([m[6], m[7]]) as u32
+        };
+        assert_eq!(mtu, 1400, "{dst}");
+    }
+
+    // `reject`: a reset for TCP, port unreachable for UDP.
+    {
+        in_netns(&a, move || {
+            for dst in ["198.51.100.2:5555", "[2001:db8:2::2]:5555"] {
+                let r = TcpStream::connect_timeout(&dst.parse().unwrap(), Duration::from_secs(3));
+                assert_eq!(
+                    r.map(|_| ()).map_err(|e| e.kind()),
+                    Err(std::io::ErrorKind::ConnectionRefused),
+                    "{dst}"
+                );
+                let local = if dst.starts_with('[') {
+                    "[2001:db8:1::2]:0"
+                } else {
+                    "192.0.2.2:0"
+                };
+                let u = UdpSocket::bind(local).unwrap();
+                u.connect(dst).unwrap();
+                u.set_read_timeout(Some(Duration::from_secs(3))).unwrap();
+                u.send(b"rejected").unwrap();
+                let mut buf = [0u8; 16];
+                assert_eq!(
+                    u.recv(&mut buf).map_err(|e| e.kind()),
+                    Err(std::io::ErrorKind::ConnectionRefused),
+                    "{dst}"
+                );
+            }
+        })
+        .join()
+        .unwrap();
+    }
+
+    // The neighbours, as `forwarder neighbours` lists them.
+    let n = forwarder_json(&["neighbours"], &cfg);
+    let list = n["neighbours"].as_array().unwrap().clone();
+    let find = |addr: &str| list.iter().find(|e| e["address"] == addr).cloned();
+    let host_a = find("192.0.2.2").expect("host a's neighbour entry");
+    assert_eq!(host_a["mac"], mac(A_MAC));
+    assert_eq!(host_a["port"], "f0");
+    assert!(find("2001:db8:2::2").is_some(), "{n}");
+
+    // Host b takes a new MAC: traffic to it resumes within seconds.
+    ipn(&b, &format!("link set b0 address {}", mac(B_MAC2))).unwrap();
+    for d in ["198.51.100.2", "2001:db8:2::2"] {
+        let took = in_netns(&a, move || ping(d, Duration::from_secs(8)))
+            .join()
+            .unwrap();
+        assert!(took.is_some(), "{d} not reached after its MAC changed");
+    }
+    let n = forwarder_json(&["neighbours"], &cfg);
+    let b_now = n["neighbours"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["address"] == "198.51.100.2")
+        .cloned()
+        .unwrap();
+    assert_eq!(b_now["mac"], mac(B_MAC2), "{n}");
+
+    // A gateway nobody answers for: counted drops and retried ARP, and
+    // the forwarder serves on.
+    let before = forwarder_json(&["stats"], &cfg);
+    in_netns(&a, || {
+        for _ in 0..20 {
+            udp_with_hops("192.0.2.2:0", "203.0.113.130:9", 64, 20);
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    })
+    .join()
+    .unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    let after = forwarder_json(&["stats"], &cfg);
+    let r = |v: &serde_json::Value, k: &str| v["router"][k].as_u64().unwrap();
+    assert!(
+        r(&after, "arp_requests_out") >= r(&before, "arp_requests_out") + 3,
+        "{after}"
+    );
+    assert!(
+        r(&after, "resolutions_failed") > r(&before, "resolutions_failed"),
+        "{after}"
+    );
+    let dropped = |v: &serde_json::Value| {
+        v["total"]["drops"]["unresolved"].as_u64().unwrap() + r(v, "unresolved_dropped")
+    };
+    assert!(dropped(&after) > dropped(&before), "{after}");
+    assert!(
+        r(&after, "icmp_echo_reply") > 0 && r(&after, "icmp_time_exceeded") > 0,
+        "{after}"
+    );
+    let took = in_netns(&a, || ping("192.0.2.1", Duration::from_secs(3)))
+        .join()
+        .unwrap();
+    assert!(took.is_some(), "the forwarder still answers");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn routes_between_ordinary_hosts_over_af_packet() {
+    router_through(Driver::AfPacket);
+}
+
+#[test]
+fn routes_between_ordinary_hosts_over_af_xdp() {
+    router_through(Driver::AfXdp);
+}
+
+#[cfg(feature = "dpdk")]
+#[test]
+fn routes_between_ordinary_hosts_over_dpdk() {
+    router_through(Driver::Dpdk);
+}
