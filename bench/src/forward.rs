@@ -4,7 +4,9 @@
 //! (b) `rewrite`: + parse and MAC/TTL/checksum rewrite; (c) `route`: +
 //! routing in the full table (with and without the dst cache); (d)
 //! `full`: + classification against the example's rule sets, the flow
-//! cache off; `full+flowcache`: the same with the default flow cache.
+//! cache off; `full+flowcache`: the same with the default flow cache;
+//! `+resolved`: the same two with every next hop a gateway given by
+//! address and resolved (as ARP or neighbour discovery leave it).
 //! Then `io` and both full variants again at other numbers of flows per
 //! port (`io@N`: the synthetic port's own cost at that many flows).
 //! Each run counts what the workers forward after a warm-up, from their
@@ -57,12 +59,32 @@ fn with_flows(mut cfg: Config, flows: usize) -> Config {
 /// example's flows) before the count starts.
 const WARM_UP: Duration = Duration::from_millis(250);
 
+/// A variant: its name, mode, configuration, tables, and the neighbour
+/// table its gateways were resolved to (the `+resolved` variants).
+type Variant<'a> = (
+    String,
+    Mode,
+    &'a Config,
+    &'a Arc<Tables>,
+    Option<&'a Arc<forwarder::router::NeighTable>>,
+);
+
 /// Runs `mode` on `cores` for `secs` after [`WARM_UP`]: forwarded Mpps in
 /// steady state, from the workers' published counters.
-fn measure(cfg: &Config, tables: &Arc<Tables>, mode: Mode, cores: &[usize], secs: f64) -> f64 {
+fn measure(
+    cfg: &Config,
+    tables: &Arc<Tables>,
+    neigh: Option<&Arc<forwarder::router::NeighTable>>,
+    mode: Mode,
+    cores: &[usize],
+    secs: f64,
+) -> f64 {
     let mut cfg = cfg.clone();
     cfg.forwarder.cores = cores.to_vec();
     let shared = Arc::new(Shared::new(Tables::empty()));
+    if let Some(n) = neigh {
+        shared.router.neigh.store(n.clone());
+    }
     shared.tables.store(tables.clone());
     let workers = worker::spawn(&cfg, shared.clone(), mode).expect("workers start");
     let sent = || -> u64 { workers.iter().map(|(p, _)| p.tx.load(Relaxed)).sum() };
@@ -94,10 +116,18 @@ pub fn run(json: bool, quick: bool, runs: Option<usize>, seconds: Option<f64>, o
     let build_s = t0.elapsed().as_secs_f64();
     let t_cached = Arc::new(Tables::build(&cached, 1).expect("tables"));
     let no_flow_cache = with_flow_cache(full.clone(), 0);
-    let t_nfc = Arc::new(Tables::build(&no_flow_cache, 1).expect("tables"));
     let fc = FlowCacheConfig::default();
+    let t_nfc = Arc::new(Tables::build(&no_flow_cache, 1).expect("tables"));
     let flow_cached = with_flow_cache(full.clone(), fc.entries);
     let t_fc = Arc::new(Tables::build(&flow_cached, 1).expect("tables"));
+    // The same two with every next hop a gateway by address, resolved
+    // (the slow path's table given to the workers): what a router's
+    // forwarding costs beside static MACs.
+    let mut resolved = no_flow_cache.clone();
+    let neigh = Arc::new(forwarder::port::synthetic::gateways_resolved(&mut resolved));
+    let t_res = Arc::new(Tables::build(&resolved, 1).expect("tables"));
+    let resolved_fc = with_flow_cache(resolved.clone(), fc.entries);
+    let t_res_fc = Arc::new(Tables::build(&resolved_fc, 1).expect("tables"));
     // The example's flow mix, then fewer and more flows per port (the
     // ports' configurations differ; the tables are the same).
     let sweep: Vec<(String, Config, Config, Config)> = FLOWS
@@ -111,20 +141,40 @@ pub fn run(json: bool, quick: bool, runs: Option<usize>, seconds: Option<f64>, o
             )
         })
         .collect();
-    let mut variants: Vec<(String, Mode, &Config, &Arc<Tables>)> = vec![
-        ("io".into(), Mode::Io, &small, &t_small),
-        ("rewrite".into(), Mode::Rewrite, &small, &t_small),
-        ("route".into(), Mode::Route, &full, &t_full),
-        ("route+cache".into(), Mode::Route, &cached, &t_cached),
-        ("full".into(), Mode::Full, &no_flow_cache, &t_nfc),
-        ("full+flowcache".into(), Mode::Full, &flow_cached, &t_fc),
+    let mut variants: Vec<Variant> = vec![
+        ("io".into(), Mode::Io, &small, &t_small, None),
+        ("rewrite".into(), Mode::Rewrite, &small, &t_small, None),
+        ("route".into(), Mode::Route, &full, &t_full, None),
+        ("route+cache".into(), Mode::Route, &cached, &t_cached, None),
+        ("full".into(), Mode::Full, &no_flow_cache, &t_nfc, None),
+        (
+            "full+resolved".into(),
+            Mode::Full,
+            &resolved,
+            &t_res,
+            Some(&neigh),
+        ),
+        (
+            "full+flowcache".into(),
+            Mode::Full,
+            &flow_cached,
+            &t_fc,
+            None,
+        ),
+        (
+            "full+flowcache+resolved".into(),
+            Mode::Full,
+            &resolved_fc,
+            &t_res_fc,
+            Some(&neigh),
+        ),
     ];
     for (n, off, on, io) in &sweep {
         // The synthetic port's own cost at that many flows (its frames
         // spread over more lines), beside what the pipeline adds.
-        variants.push((format!("io@{n}"), Mode::Io, io, &t_small));
-        variants.push((format!("full@{n}"), Mode::Full, off, &t_nfc));
-        variants.push((format!("full+flowcache@{n}"), Mode::Full, on, &t_fc));
+        variants.push((format!("io@{n}"), Mode::Io, io, &t_small, None));
+        variants.push((format!("full@{n}"), Mode::Full, off, &t_nfc, None));
+        variants.push((format!("full+flowcache@{n}"), Mode::Full, on, &t_fc, None));
     }
     if !only.is_empty() {
         variants.retain(|(name, ..)| only.contains(name));
@@ -133,9 +183,9 @@ pub fn run(json: bool, quick: bool, runs: Option<usize>, seconds: Option<f64>, o
     let core_sets: [&[usize]; 2] = [&[0], &[0, 1]];
     let mut samples = vec![vec![Vec::new(); core_sets.len()]; variants.len()];
     for _ in 0..reps {
-        for (v, (_, mode, cfg, tables)) in variants.iter().enumerate() {
+        for (v, (_, mode, cfg, tables, neigh)) in variants.iter().enumerate() {
             for (c, cores) in core_sets.iter().enumerate() {
-                samples[v][c].push(measure(cfg, tables, *mode, cores, secs));
+                samples[v][c].push(measure(cfg, tables, *neigh, *mode, cores, secs));
             }
         }
     }
@@ -148,7 +198,7 @@ pub fn run(json: bool, quick: bool, runs: Option<usize>, seconds: Option<f64>, o
         println!("|---|---:|---:|---:|---:|");
     }
     let best = |v: &[f64]| v.iter().copied().fold(f64::NAN, f64::max);
-    for (v, (name, _, _, _)) in variants.iter().enumerate() {
+    for (v, (name, ..)) in variants.iter().enumerate() {
         let runs: Vec<Vec<f64>> = samples[v].clone();
         let one = median(&mut samples[v][0]);
         let two = median(&mut samples[v][1]);

@@ -127,19 +127,26 @@ enum Fate {
 }
 
 /// A next hop as a forwarded frame's rewrite uses it: its two MACs in
-/// the frame's order, its egress port, and whether it is ready to use
-/// ([`READY`]: one test on the fast path) or what else it is. Sixteen
-/// bytes, so that finding one is a shift.
+/// the frame's order, its egress port, and the longest frame it takes as
+/// it is. Sixteen bytes, so that finding one is a shift.
+///
+/// `limit` makes one test on the fast path of two questions: a frame
+/// longer than it takes the cold path, which finds out why (the hop's
+/// kind in [`Pipeline::kinds`]). A hop ready to use has its port's MTU
+/// (plus an Ethernet header) there, or the largest length when no port
+/// has addresses (no ICMP to send, so no MTU checked); any other hop (a
+/// gateway not resolved yet, a connected network, the router itself)
+/// has 0, so that every frame to it leaves the fast path.
 #[derive(Clone, Copy, Default)]
 #[repr(C, align(16))]
 struct Egress {
     macs: [u8; 12],
     port: u16,
-    kind: u8,
+    limit: u16,
 }
 
-/// [`Egress::kind`]: the MACs are the ones to write (a static next hop,
-/// or a gateway whose MAC the slow path resolved).
+/// A hop's kind ([`Pipeline::kinds`]): the MACs are the ones to write
+/// (a static next hop, or a gateway whose MAC the slow path resolved).
 const READY: u8 = 0;
 /// A gateway the slow path has not heard of: its packets go to it.
 const UNRESOLVED: u8 = 1;
@@ -151,6 +158,15 @@ const PENDING: u8 = 2;
 const CONNECTED: u8 = 3;
 /// The router itself: to the slow path.
 const LOCAL: u8 = 4;
+
+/// The [`Egress::limit`] of a ready hop out of a port with MTU `mtu`.
+fn ready_limit(routing: bool, mtu: u16) -> u16 {
+    if routing {
+        mtu.saturating_add(14)
+    } else {
+        u16::MAX
+    }
+}
 
 /// What a pipeline needs for one snapshot that depends on its sets and
 /// next hops: per-set lookup scratch and key buffers, the next hops as
@@ -166,6 +182,8 @@ pub struct Prepared {
     scratch: Vec<Scratch>,
     keys: Vec<Vec<u8>>,
     egress: Vec<Egress>,
+    /// Each hop's kind ([`READY`], ...).
+    kinds: Vec<u8>,
     /// The gateways' hops by address: hop index, port, neighbour key.
     gateways: Vec<(u32, u16, u128)>,
     /// Per port, the largest IP packet it sends.
@@ -184,22 +202,32 @@ impl Prepared {
         ports: &[config::PortConfig],
     ) -> Prepared {
         let mut gateways = Vec::new();
-        let egress = fib
-            .targets()
-            .hops()
+        let routing = ports.iter().any(|p| !p.addresses.is_empty());
+        let hops = fib.targets().hops();
+        let kinds: Vec<u8> = hops
             .iter()
             .enumerate()
-            .map(|(i, h)| Egress {
+            .map(|(i, h)| match kinds.get(i) {
+                None | Some(HopKind::Static) => READY,
+                Some(&HopKind::Gateway { addr, v6 }) => {
+                    gateways.push((i as u32, h.port, crate::router::nkey(v6, addr)));
+                    UNRESOLVED
+                }
+                Some(HopKind::Connected) => CONNECTED,
+                Some(HopKind::Local) => LOCAL,
+            })
+            .collect();
+        let mtu = |p: u16| ports.get(p as usize).map_or(1500, |p| p.mtu);
+        let egress = hops
+            .iter()
+            .zip(&kinds)
+            .map(|(h, &k)| Egress {
                 macs: wire::macs(h.dst_mac, h.src_mac),
                 port: h.port,
-                kind: match kinds.get(i) {
-                    None | Some(HopKind::Static) => READY,
-                    Some(&HopKind::Gateway { addr, v6 }) => {
-                        gateways.push((i as u32, h.port, crate::router::nkey(v6, addr)));
-                        UNRESOLVED
-                    }
-                    Some(HopKind::Connected) => CONNECTED,
-                    Some(HopKind::Local) => LOCAL,
+                limit: if k == READY {
+                    ready_limit(routing, mtu(h.port))
+                } else {
+                    0
                 },
             })
             .collect();
@@ -210,6 +238,7 @@ impl Prepared {
                 .map(|s| vec![0; MAX_BURST * s.key_len.max(1)])
                 .collect(),
             egress,
+            kinds,
             gateways,
             mtus: ports.iter().map(|p| p.mtu).collect(),
             matches: vec![SetMatches::default(); sets.len()],
@@ -288,6 +317,9 @@ pub struct Pipeline {
     /// The FIB's next hops, in its order, as the rewrite uses them
     /// (rebuilt with every snapshot).
     egress: Vec<Egress>,
+    /// Each hop's kind ([`READY`], ...), for frames that leave the fast
+    /// path.
+    kinds: Vec<u8>,
     gateways: Vec<(u32, u16, u128)>,
     mtus: Vec<u16>,
     /// The router's slow path, when the worker has one; `punting` while
@@ -345,6 +377,7 @@ impl Pipeline {
             match_bits: [0; MAX_BURST],
             decisions: [Decision::default(); MAX_BURST],
             egress: Vec::new(),
+            kinds: Vec::new(),
             gateways: Vec::new(),
             mtus: Vec::new(),
             router: None,
@@ -378,6 +411,7 @@ impl Pipeline {
             scratch: std::mem::take(&mut self.scratch),
             keys: std::mem::take(&mut self.keys),
             egress: std::mem::take(&mut self.egress),
+            kinds: std::mem::take(&mut self.kinds),
             gateways: std::mem::take(&mut self.gateways),
             mtus: std::mem::take(&mut self.mtus),
             matches: std::mem::take(&mut self.counters.matches),
@@ -396,6 +430,7 @@ impl Pipeline {
         self.scratch = mine.scratch;
         self.keys = mine.keys;
         self.egress = mine.egress;
+        self.kinds = mine.kinds;
         self.gateways = mine.gateways;
         self.mtus = mine.mtus;
         self.punting = tables.routing && self.router.is_some();
@@ -463,17 +498,25 @@ impl Pipeline {
         self.neigh = arc_swap::Guard::into_inner(cur);
         self.neigh_stale = false;
         for &(hop, port, key) in &self.gateways {
-            let Some(e) = self.egress.get_mut(hop as usize) else {
+            let (Some(e), Some(k)) = (
+                self.egress.get_mut(hop as usize),
+                self.kinds.get_mut(hop as usize),
+            ) else {
                 continue;
             };
-            match self.neigh.get(port, key) {
+            *k = match self.neigh.get(port, key) {
                 Some(Some(mac)) => {
                     e.macs[..6].copy_from_slice(&mac);
-                    e.kind = READY;
+                    READY
                 }
-                Some(None) => e.kind = PENDING,
-                None => e.kind = UNRESOLVED,
-            }
+                Some(None) => PENDING,
+                None => UNRESOLVED,
+            };
+            e.limit = if *k == READY {
+                ready_limit(true, self.mtus.get(port as usize).copied().unwrap_or(1500))
+            } else {
+                0
+            };
         }
     }
 
@@ -492,13 +535,21 @@ impl Pipeline {
         }
     }
 
-    /// A frame whose next hop is not [`READY`]: the egress entry to
-    /// rewrite it with (a connected destination's MAC found), or `None`
-    /// when it is dropped here (counted) or handed to the slow path.
+    /// A frame longer than its hop's [`Egress::limit`]: the egress entry
+    /// to rewrite it with (its hop ready after all, or a connected
+    /// destination's MAC found), or `None` when it is dropped here
+    /// (counted) or handed to the slow path.
     #[cold]
     #[inline(never)]
     fn not_ready(&mut self, burst: &Burst, i: usize, hop: u32, e: Egress) -> Option<Egress> {
-        let (drop, reason) = match e.kind {
+        let kind = self.kinds.get(hop as usize).copied().unwrap_or(READY);
+        let len = burst.frame(i).len() - self.parsed[i].l3_off as usize;
+        let too_big = matches!(kind, READY | CONNECTED)
+            && self.punting
+            && len > self.mtus.get(e.port as usize).copied().unwrap_or(u16::MAX) as usize;
+        let (drop, reason) = match kind {
+            _ if too_big => (Drop::TooBig, Some(Reason::TooBig)),
+            READY => return Some(e),
             LOCAL => (Drop::Local, Some(Reason::Local)),
             UNRESOLVED => (Drop::Unresolved, Some(Reason::Unresolved)),
             CONNECTED => {
@@ -521,19 +572,6 @@ impl Pipeline {
             self.punt(burst, i, r, hop);
         }
         None
-    }
-
-    /// Whether frame `i` is larger than port `port`'s MTU (then handed
-    /// to the slow path for packet too big, and counted).
-    #[inline(always)]
-    fn too_big(&mut self, burst: &Burst, i: usize, port: u16, hop: u32) -> bool {
-        let len = burst.frame(i).len() - self.parsed[i].l3_off as usize;
-        if len <= self.mtus.get(port as usize).copied().unwrap_or(u16::MAX) as usize {
-            return false;
-        }
-        self.counters.drops[Drop::TooBig.index()] += 1;
-        self.punt(burst, i, Reason::TooBig, hop);
-        true
     }
 
     /// Generation of the snapshot the last burst was judged by.
@@ -826,40 +864,56 @@ impl Pipeline {
         // compiler knows, made it load and check both again.
         let d = match hop {
             Ok(h) => match self.egress.get(h as usize).copied() {
-                Some(e) => {
-                    let e = if e.kind == READY {
-                        e
-                    } else {
-                        match self.not_ready(burst, i, h, e) {
-                            Some(e) => e,
-                            None => return,
-                        }
-                    };
-                    if self.punting && self.too_big(burst, i, e.port, h) {
-                        return;
-                    }
-                    match self.out.get_mut(e.port as usize) {
-                        Some(out) => {
-                            match wire::rewrite_with(burst.frame_mut(i), &self.parsed[i], &e.macs) {
-                                Ok(()) => {
-                                    // Counted as sent by `count_sent`, once
-                                    // per burst.
-                                    out.push(i as u8);
-                                    return;
-                                }
-                                Err(d) => d,
-                            }
-                        }
-                        None => Drop::UnknownNextHop,
-                    }
+                // A frame over the hop's limit goes its own way, out of
+                // line: merging the two ways' entries back into one cost
+                // five instructions a packet (the entry copied).
+                Some(e) if burst.frame_len(i) > e.limit as usize => {
+                    self.send_past_limit(burst, i, h, e);
+                    return;
                 }
+                Some(e) => match self.rewrite_to(burst, i, &e) {
+                    Ok(()) => return,
+                    Err(d) => d,
+                },
                 None => Drop::UnknownNextHop,
             },
             Err(d) => d,
         };
+        self.dropped(burst, i, d);
+    }
+
+    /// Rewrites frame `i` with `e`'s MACs and lists it on `e`'s port
+    /// (counted as sent by `count_sent`, once per burst).
+    #[inline(always)]
+    fn rewrite_to(&mut self, burst: &mut Burst, i: usize, e: &Egress) -> Result<(), Drop> {
+        let out = self
+            .out
+            .get_mut(e.port as usize)
+            .ok_or(Drop::UnknownNextHop)?;
+        wire::rewrite_with(burst.frame_mut(i), &self.parsed[i], &e.macs)?;
+        out.push(i as u8);
+        Ok(())
+    }
+
+    /// Counts a drop, and hands the frame to the slow path if the router
+    /// answers it.
+    #[inline(always)]
+    fn dropped(&mut self, burst: &Burst, i: usize, d: Drop) {
         self.counters.drops[d.index()] += 1;
         if self.punting {
             self.answer(burst, i, d);
+        }
+    }
+
+    /// [`Pipeline::send`] for a frame over its hop's limit (see
+    /// [`Egress::limit`]).
+    #[cold]
+    #[inline(never)]
+    fn send_past_limit(&mut self, burst: &mut Burst, i: usize, h: u32, e: Egress) {
+        if let Some(e) = self.not_ready(burst, i, h, e) {
+            if let Err(d) = self.rewrite_to(burst, i, &e) {
+                self.dropped(burst, i, d);
+            }
         }
     }
 

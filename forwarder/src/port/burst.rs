@@ -73,6 +73,13 @@ impl Burst {
         unsafe { std::slice::from_raw_parts(self.ptrs[i], self.lens[i] as usize) }
     }
 
+    /// Frame `i`'s length (0 past the burst's room): one load, without
+    /// the slice [`Burst::frame`] makes.
+    #[inline(always)]
+    pub fn frame_len(&self, i: usize) -> usize {
+        self.lens.get(i).copied().unwrap_or(0) as usize
+    }
+
     /// The bytes of the frames `which` lists (one not held counts 0): what
     /// a port sends, summed from the lengths alone.
     #[inline]
