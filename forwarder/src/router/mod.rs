@@ -277,10 +277,11 @@ pub enum State {
     Incomplete,
     /// Confirmed within the reachable time.
     Reachable,
-    /// Its MAC is used, unconfirmed since the reachable time ran out.
+    /// Its MAC is used, unconfirmed since the reachable time ran out;
+    /// probed after `delay_ms` (Linux waits in a state of its own, DELAY,
+    /// once traffic uses a stale entry: the workers do not report use, so
+    /// every stale entry waits and is probed).
     Stale,
-    /// Stale, waiting before it is probed.
-    Delay,
     /// Being confirmed by unicast solicitations.
     Probe,
     /// No answer to any solicitation.
@@ -294,18 +295,16 @@ impl State {
             State::Incomplete => "incomplete",
             State::Reachable => "reachable",
             State::Stale => "stale",
-            State::Delay => "delay",
             State::Probe => "probe",
             State::Failed => "failed",
         }
     }
 
     /// Every state.
-    pub const ALL: [State; 6] = [
+    pub const ALL: [State; 5] = [
         State::Incomplete,
         State::Reachable,
         State::Stale,
-        State::Delay,
         State::Probe,
         State::Failed,
     ];

@@ -796,7 +796,7 @@ impl SlowPath {
                     e.state = State::Stale;
                     e.since = now;
                 }
-                State::Stale | State::Delay if now >= e.since + s.delay_ms => {
+                State::Stale if now >= e.since + s.delay_ms => {
                     e.state = State::Probe;
                     e.since = now;
                     e.sent = now;
