@@ -737,6 +737,32 @@ fn router_through(driver: Driver) {
         std::thread::sleep(Duration::from_millis(100));
     }
 
+    // An echo flood at the router: rate-limited and counted; forwarding
+    // and the router's answers go on.
+    let before = forwarder_json(&["stats"], &cfg);
+    in_netns(&a, || {
+        let fd = icmp_socket(false);
+        let mut m = vec![8, 0, 0, 0, 0x12, 0x34, 0, 1];
+        m.extend([0u8; 56]);
+        let c = sum(&m);
+        m[2..4].copy_from_slice(&c.to_be_bytes());
+        for _ in 0..3000 {
+            send_to(&fd, "192.0.2.1".parse().unwrap(), &m);
+        }
+    })
+    .join()
+    .unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    let after = forwarder_json(&["stats"], &cfg);
+    let limited = |v: &serde_json::Value| v["router"]["icmp_rate_limited"].as_u64().unwrap();
+    assert!(limited(&after) > limited(&before), "{after}");
+    for d in ["198.51.100.2", "192.0.2.1"] {
+        let took = in_netns(&a, move || ping(d, Duration::from_secs(3)))
+            .join()
+            .unwrap();
+        assert!(took.is_some(), "{d} after the flood");
+    }
+
     // A gateway nobody answers for: counted drops and retried ARP, and
     // the forwarder serves on.
     let before = forwarder_json(&["stats"], &cfg);

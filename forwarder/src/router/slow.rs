@@ -32,6 +32,8 @@ struct Entry {
     state: State,
     /// When the state last changed, and when the last solicitation went.
     since: u64,
+    /// When the MAC was last set (see [`LOCKTIME_MS`]).
+    updated: u64,
     sent: u64,
     probes: u32,
     held: VecDeque<Held>,
@@ -59,6 +61,13 @@ impl Bucket {
         }
     }
 }
+
+/// A known MAC is replaced by another only once it is this old, unless
+/// the neighbour announces the new one (gratuitous ARP, an unsolicited
+/// advertisement with the override flag): Linux's `locktime` (1 s), which
+/// keeps a late reply to an earlier probe, or a second station answering
+/// for the address, from undoing an announcement.
+pub const LOCKTIME_MS: u64 = 1000;
 
 /// Per-destination error buckets hold this many messages (Linux's
 /// XRLIM_BURST_FACTOR).
@@ -137,6 +146,7 @@ impl SlowPath {
                     mac: Some(mac),
                     state: State::Reachable,
                     since: now,
+                    updated: now,
                     sent: now,
                     probes: 0,
                     held: VecDeque::new(),
@@ -326,7 +336,7 @@ impl SlowPath {
                 // A request to us creates or refreshes its sender's entry
                 // (Linux's neigh_event_ns: stale until confirmed).
                 if packets::v4_source_ok(a.spa) && a.spa != 0 {
-                    self.learn(t, key, a.sha, false, true, now);
+                    self.learn(t, key, a.sha, false, true, false, now);
                 }
                 let Some(pm) = t.ports.get(port as usize).map(|p| p.mac) else {
                     return;
@@ -343,14 +353,14 @@ impl SlowPath {
             }
             Arp::REPLY if to_us || gratuitous => {
                 c.inc(Counter::ArpRepliesIn);
-                if !self.learn(t, key, a.sha, true, false, now) {
+                if !self.learn(t, key, a.sha, true, false, gratuitous, now) {
                     c.inc(Counter::NeighIgnored);
                 }
             }
             Arp::REQUEST if gratuitous => {
                 // An announcement: updates an entry we have, creates none
                 // (arp_accept = 0).
-                if !self.learn(t, key, a.sha, false, false, now) {
+                if !self.learn(t, key, a.sha, false, false, true, now) {
                     c.inc(Counter::NeighIgnored);
                 }
             }
@@ -360,8 +370,11 @@ impl SlowPath {
 
     /// What the network says of `key`'s MAC. `confirmed`: an answer to
     /// our solicitation (reachable); `create`: an entry may be created
-    /// (a request to us). Returns false if ignored (no entry and none to
-    /// create, or a configured one).
+    /// (a request to us); `announced`: the neighbour announces it
+    /// (overrides [`LOCKTIME_MS`]). Returns false if ignored (no entry and
+    /// none to create, a configured one, or a change within the lock
+    /// time).
+    #[allow(clippy::too_many_arguments)]
     fn learn(
         &mut self,
         t: &Tables,
@@ -369,6 +382,7 @@ impl SlowPath {
         mac: [u8; 6],
         confirmed: bool,
         create: bool,
+        announced: bool,
         now: u64,
     ) -> bool {
         let e = match self.neigh.get_mut(&key) {
@@ -380,6 +394,7 @@ impl SlowPath {
                         mac: Some(mac),
                         state: State::Stale,
                         since: now,
+                        updated: now,
                         sent: now,
                         probes: 0,
                         held: VecDeque::new(),
@@ -395,6 +410,9 @@ impl SlowPath {
             return false;
         }
         let changed = e.mac != Some(mac);
+        if changed && e.mac.is_some() && !announced && now < e.updated + LOCKTIME_MS {
+            return false;
+        }
         let state = if confirmed {
             State::Reachable
         } else if changed || e.state != State::Reachable {
@@ -404,6 +422,9 @@ impl SlowPath {
         };
         if changed || state != e.state {
             self.dirty |= changed || e.mac.is_none();
+            if changed {
+                e.updated = now;
+            }
             e.mac = Some(mac);
             e.state = state;
             e.since = now;
@@ -468,6 +489,7 @@ impl SlowPath {
                 mac: None,
                 state: State::Incomplete,
                 since: now,
+                updated: now,
                 sent: now,
                 probes: 1,
                 held,
@@ -534,7 +556,7 @@ impl SlowPath {
                     .lladdr
                     .unwrap_or_else(|| f[6..12].try_into().unwrap_or([0; 6]));
                 if let Some(m) = nd.lladdr {
-                    self.learn(t, key_src, m, false, true, now);
+                    self.learn(t, key_src, m, false, true, false, now);
                 }
                 let Some(pm) = t.ports.get(port as usize).map(|p| p.mac) else {
                     return;
@@ -551,7 +573,15 @@ impl SlowPath {
                     c.inc(Counter::NeighIgnored);
                     return;
                 };
-                if !self.learn(t, key_target, m, nd.solicited, false, now) {
+                if !self.learn(
+                    t,
+                    key_target,
+                    m,
+                    nd.solicited,
+                    false,
+                    nd.override_ && !nd.solicited,
+                    now,
+                ) {
                     c.inc(Counter::NeighIgnored);
                 }
             }
@@ -1049,6 +1079,69 @@ delay_ms = 100
         let n = r.neigh.load();
         assert_eq!(n.get(0, nkey(false, 0xc000_0202)), Some(Some(HOST)));
         assert_eq!(sp.view(5)[0].state, State::Stale);
+    }
+
+    #[test]
+    fn a_new_mac_within_the_lock_time_needs_an_announcement() {
+        let (mut sp, r, t) = setup();
+        let other = [2, 0, 0, 0, 0xaa, 9];
+        let ip = 0xc000_0202;
+        punt(
+            &mut sp,
+            &t,
+            &arp(Arp::REQUEST, HOST, ip, 0xc000_0201, BROADCAST),
+            0,
+            Reason::Arp,
+            0,
+            5,
+        );
+        let mac_now = |sp: &mut SlowPath, now| {
+            sp.publish(now);
+            r.neigh.load().get(0, nkey(false, ip as u128))
+        };
+        // A reply claiming another MAC 100 ms later: ignored.
+        punt(
+            &mut sp,
+            &t,
+            &arp(Arp::REPLY, other, ip, 0xc000_0201, P0),
+            0,
+            Reason::Arp,
+            0,
+            105,
+        );
+        assert_eq!(mac_now(&mut sp, 105), Some(Some(HOST)));
+        // The neighbour announcing it (gratuitous ARP): taken at once.
+        punt(
+            &mut sp,
+            &t,
+            &arp(Arp::REQUEST, other, ip, ip, BROADCAST),
+            0,
+            Reason::Arp,
+            0,
+            200,
+        );
+        assert_eq!(mac_now(&mut sp, 200), Some(Some(other)));
+        // A late reply with the old MAC: ignored; after the lock time, taken.
+        punt(
+            &mut sp,
+            &t,
+            &arp(Arp::REPLY, HOST, ip, 0xc000_0201, P0),
+            0,
+            Reason::Arp,
+            0,
+            300,
+        );
+        assert_eq!(mac_now(&mut sp, 300), Some(Some(other)));
+        punt(
+            &mut sp,
+            &t,
+            &arp(Arp::REPLY, HOST, ip, 0xc000_0201, P0),
+            0,
+            Reason::Arp,
+            0,
+            1300,
+        );
+        assert_eq!(mac_now(&mut sp, 1300), Some(Some(HOST)));
     }
 
     #[test]
