@@ -67,11 +67,6 @@ impl Topology {
             run(&["ip", "netns", "add", n])?;
         }
         let (s, f, r) = (t.ns(0), t.ns(1), t.ns(2));
-        let ipn = |ns: &str, rest: &str| -> Result<(), String> {
-            let mut a = vec!["ip", "-n", ns];
-            a.extend(rest.split_whitespace());
-            run(&a)
-        };
         let ethtool = |ns: &str, dev: &str| -> Result<(), String> {
             run(&[
                 "ip", "netns", "exec", ns, "ethtool", "-K", dev, "tso", "off", "gso", "off", "gro",

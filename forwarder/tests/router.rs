@@ -57,16 +57,6 @@ impl Drop for Topology {
     }
 }
 
-fn ipn(ns: &str, rest: &str) -> Result<(), String> {
-    let mut a = vec!["ip", "-n", ns];
-    a.extend(rest.split_whitespace());
-    run(&a)
-}
-
-fn sysctl(ns: &str, kv: &str) -> Result<(), String> {
-    run(&["ip", "netns", "exec", ns, "sysctl", "-qw", kv])
-}
-
 impl Topology {
     fn ns(&self, i: usize) -> &str {
         &self.names[i]

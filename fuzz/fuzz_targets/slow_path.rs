@@ -68,7 +68,7 @@ fuzz_target!(|data: &[u8]| {
     }
     for now in (0..5000).step_by(500) {
         sp.tick(t, now);
-        sp.publish(now);
+        sp.publish();
     }
     for q in &shared.inject {
         while let Some(b) = q.pop() {

@@ -164,25 +164,14 @@ impl Source {
                 .map(|(k, v)| (format!("event=\"{k}\""), v))
                 .collect(),
         );
-        let list = self
-            .shared
-            .neighbours
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone();
         family(
             &mut o,
             "neighbours",
             "gauge",
             "Neighbours, per state.",
-            crate::router::State::ALL
-                .iter()
-                .map(|s| {
-                    (
-                        format!("state=\"{}\"", s.name()),
-                        list.iter().filter(|n| n.state == *s).count() as u64,
-                    )
-                })
+            self.neighbour_states()
+                .into_iter()
+                .map(|(s, n)| (format!("state=\"{s}\""), n))
                 .collect(),
         );
         family(

@@ -171,36 +171,44 @@ impl Source {
             .into_iter()
             .map(|(k, v)| (k.to_string(), json!(v)))
             .collect();
-        let list = self
-            .shared
-            .neighbours
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone();
-        let states: Map<String, Value> = crate::router::State::ALL
-            .iter()
-            .map(|s| {
-                (
-                    s.name().to_string(),
-                    json!(list.iter().filter(|n| n.state == *s).count()),
-                )
-            })
+        let states: Map<String, Value> = self
+            .neighbour_states()
+            .into_iter()
+            .map(|(s, n)| (s.to_string(), json!(n)))
             .collect();
         m.insert("neighbours".into(), Value::Object(states));
         Value::Object(m)
+    }
+
+    /// The neighbour table as the router thread last listed it.
+    fn neighbour_list(&self) -> Vec<crate::router::NeighView> {
+        self.shared
+            .neighbours
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// How many neighbours are in each state.
+    pub(crate) fn neighbour_states(&self) -> Vec<(&'static str, u64)> {
+        let list = self.neighbour_list();
+        crate::router::State::ALL
+            .iter()
+            .map(|s| {
+                (
+                    s.name(),
+                    list.iter().filter(|n| n.state == *s).count() as u64,
+                )
+            })
+            .collect()
     }
 
     /// The neighbour table, one object per neighbour: `port` (its name),
     /// `address`, `mac` (null until resolved), `state`, `age_ms`,
     /// `probes`.
     pub fn neighbours(&self) -> Value {
-        let list = self
-            .shared
-            .neighbours
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone();
-        let v: Vec<Value> = list
+        let v: Vec<Value> = self
+            .neighbour_list()
             .iter()
             .map(|n| {
                 json!({

@@ -335,8 +335,6 @@ pub struct NeighView {
 pub struct NeighTable {
     /// The lookup table.
     pub map: HashMap<(u16, u128), Option<[u8; 6]>, ahash::RandomState>,
-    /// Every neighbour, for listing.
-    pub view: Vec<NeighView>,
 }
 
 impl NeighTable {

@@ -4,7 +4,7 @@
 //! frames; parsers take whole frames, never panic and answer `None` for
 //! anything malformed.
 
-use crate::wire::{checksum, ethertype, proto};
+use crate::wire::{checksum, ethertype, fold, proto, sum16};
 
 /// The Ethernet broadcast address.
 pub const BROADCAST: [u8; 6] = [0xff; 6];
@@ -139,40 +139,17 @@ impl Arp {
     }
 }
 
-/// The sum of `data` as big-endian words added to `sum`, unfolded.
-fn sum16(data: &[u8], mut sum: u32) -> u32 {
-    let mut c = data.chunks_exact(2);
-    for w in &mut c {
-        sum += u16::from_be_bytes([w[0], w[1]]) as u32;
-    }
-    if let [b] = c.remainder() {
-        sum += (*b as u32) << 8;
-    }
-    sum
-}
-
-fn fold(mut sum: u32) -> u16 {
-    while sum >> 16 != 0 {
-        sum = (sum & 0xffff) + (sum >> 16);
-    }
-    !(sum as u16)
-}
-
 /// The transport checksum of `seg` (its checksum field zero) with the
 /// IPv6 pseudo-header.
 fn sum6(src: u128, dst: u128, next: u8, seg: &[u8]) -> u16 {
-    let mut s = sum16(&src.to_be_bytes(), 0);
-    s = sum16(&dst.to_be_bytes(), s);
-    s += seg.len() as u32 + next as u32;
-    fold(sum16(seg, s))
+    let s = sum16(&dst.to_be_bytes(), sum16(&src.to_be_bytes(), 0));
+    !fold(sum16(seg, s + seg.len() as u64 + next as u64))
 }
 
 /// The transport checksum of `seg` with the IPv4 pseudo-header.
 fn sum4(src: u32, dst: u32, proto: u8, seg: &[u8]) -> u16 {
-    let mut s = sum16(&src.to_be_bytes(), 0);
-    s = sum16(&dst.to_be_bytes(), s);
-    s += seg.len() as u32 + proto as u32;
-    fold(sum16(seg, s))
+    let s = sum16(&dst.to_be_bytes(), sum16(&src.to_be_bytes(), 0));
+    !fold(sum16(seg, s + seg.len() as u64 + proto as u64))
 }
 
 /// An IPv4 packet (no options, not a fragment, DF clear).
@@ -204,7 +181,7 @@ pub fn icmp4_message(ty: u8, code: u8, rest: [u8; 4], body: &[u8]) -> Vec<u8> {
     let mut m = vec![ty, code, 0, 0];
     m.extend_from_slice(&rest);
     m.extend_from_slice(body);
-    let c = fold(sum16(&m, 0));
+    let c = checksum(&m);
     m[2..4].copy_from_slice(&c.to_be_bytes());
     m
 }
@@ -466,7 +443,7 @@ pub fn icmp6_error(frame: &[u8], src: u128, ty: u8, code: u8, rest: [u8; 4]) -> 
 pub fn echo_reply(frame: &[u8]) -> Option<Vec<u8>> {
     if let Some((src, dst, p, _, ihl, pkt)) = ipv4_parts(frame) {
         let m = pkt.get(ihl..)?;
-        if p != proto::ICMP || m.len() < 8 || m[0] != icmp::ECHO || fold(sum16(m, 0)) != 0 {
+        if p != proto::ICMP || m.len() < 8 || m[0] != icmp::ECHO || checksum(m) != 0 {
             return None;
         }
         let reply = icmp4_message(icmp::ECHO_REPLY, 0, m[4..8].try_into().ok()?, &m[8..]);

@@ -698,18 +698,13 @@ impl SlowPath {
     }
 
     fn reject(&mut self, t: &Tables, port: u16, w: u16, f: &[u8], now: u64) {
-        let l4 = match wire::parse(f) {
-            Ok(p) => p.proto,
-            Err(_) => return,
-        };
+        let Ok(p) = wire::parse(f) else { return };
+        let l4 = p.proto;
         if l4 == proto::TCP {
             let Some(rst) = packets::tcp_reset(f) else {
                 return;
             };
-            let (v6, dst) = match wire::parse(f) {
-                Ok(p) => (p.l3 == wire::L3::V6, p.src),
-                Err(_) => return,
-            };
+            let (v6, dst) = (p.l3 == wire::L3::V6, p.src);
             if self.allow(w, dst, true, now) {
                 self.route_out(t, w, v6, dst, rst, Counter::TcpResets, now);
             }
@@ -858,27 +853,14 @@ impl SlowPath {
 
     /// Publishes the table to the workers if it changed, and frees the
     /// tables no worker holds any more.
-    pub fn publish(&mut self, now: u64) {
+    pub fn publish(&mut self) {
         self.retired.retain(|a| Arc::strong_count(a) > 1);
         if !self.dirty {
             return;
         }
         self.dirty = false;
-        let mut map: HashMap<(u16, u128), Option<[u8; 6]>, ahash::RandomState> = HashMap::default();
-        let mut view = Vec::new();
-        for (&(port, addr), e) in &self.neigh {
-            map.insert((port, addr), e.mac);
-            view.push(NeighView {
-                port,
-                addr: key_ip(addr),
-                mac: e.mac,
-                state: e.state,
-                age_ms: now.saturating_sub(e.since),
-                probes: e.probes,
-            });
-        }
-        view.sort_by_key(|v| (v.port, v.addr));
-        let old = self.shared.neigh.swap(Arc::new(NeighTable { map, view }));
+        let map = self.neigh.iter().map(|(&k, e)| (k, e.mac)).collect();
+        let old = self.shared.neigh.swap(Arc::new(NeighTable { map }));
         self.retired.push(old);
     }
 
@@ -960,7 +942,7 @@ pub fn spawn(shared: Arc<Shared>) -> Result<std::thread::JoinHandle<()>, String>
                         break;
                     }
                 }
-                sp.publish(now);
+                sp.publish();
                 if now >= last_tick + 10 {
                     sp.tick(&t, now);
                     last_tick = now;
@@ -1075,7 +1057,7 @@ delay_ms = 100
             (Arp::REPLY, P0, 0xc000_0201, 0xc000_0202)
         );
         assert_eq!(&out[0].1[..6], &HOST);
-        sp.publish(5);
+        sp.publish();
         let n = r.neigh.load();
         assert_eq!(n.get(0, nkey(false, 0xc000_0202)), Some(Some(HOST)));
         assert_eq!(sp.view(5)[0].state, State::Stale);
@@ -1095,8 +1077,8 @@ delay_ms = 100
             0,
             5,
         );
-        let mac_now = |sp: &mut SlowPath, now| {
-            sp.publish(now);
+        let mac_now = |sp: &mut SlowPath| {
+            sp.publish();
             r.neigh.load().get(0, nkey(false, ip as u128))
         };
         // A reply claiming another MAC 100 ms later: ignored.
@@ -1109,7 +1091,7 @@ delay_ms = 100
             0,
             105,
         );
-        assert_eq!(mac_now(&mut sp, 105), Some(Some(HOST)));
+        assert_eq!(mac_now(&mut sp), Some(Some(HOST)));
         // The neighbour announcing it (gratuitous ARP): taken at once.
         punt(
             &mut sp,
@@ -1120,7 +1102,7 @@ delay_ms = 100
             0,
             200,
         );
-        assert_eq!(mac_now(&mut sp, 200), Some(Some(other)));
+        assert_eq!(mac_now(&mut sp), Some(Some(other)));
         // A late reply with the old MAC: ignored; after the lock time, taken.
         punt(
             &mut sp,
@@ -1131,7 +1113,7 @@ delay_ms = 100
             0,
             300,
         );
-        assert_eq!(mac_now(&mut sp, 300), Some(Some(other)));
+        assert_eq!(mac_now(&mut sp), Some(Some(other)));
         punt(
             &mut sp,
             &t,
@@ -1141,7 +1123,7 @@ delay_ms = 100
             0,
             1300,
         );
-        assert_eq!(mac_now(&mut sp, 1300), Some(Some(HOST)));
+        assert_eq!(mac_now(&mut sp), Some(Some(HOST)));
     }
 
     #[test]
@@ -1189,7 +1171,7 @@ delay_ms = 100
         punt(&mut sp, &t, &ns, 0, Reason::Local, 0, 1);
         assert!(drain(&r).is_empty(), "nothing answered");
         assert_eq!(r.counters.get(Counter::NeighIgnored), 5);
-        sp.publish(1);
+        sp.publish();
         let n = r.neigh.load();
         assert_eq!(n.get(0, nkey(false, 0xc000_0209)), None);
         assert_eq!(
@@ -1225,7 +1207,7 @@ delay_ms = 100
             ),
             (4, 1)
         );
-        sp.publish(10);
+        sp.publish();
         assert_eq!(r.neigh.load().get(1, nkey(false, 0xc633_64fe)), Some(None));
         punt(
             &mut sp,
@@ -1244,7 +1226,7 @@ delay_ms = 100
             assert_eq!(g[22], 63, "TTL decremented");
             assert_eq!(crate::wire::checksum(&g[14..34]), 0);
         }
-        sp.publish(20);
+        sp.publish();
         assert_eq!(
             r.neigh.load().get(1, nkey(false, 0xc633_64fe)),
             Some(Some(GW))

@@ -59,7 +59,7 @@ pub fn checksum(data: &[u8]) -> u16 {
 
 /// One's complement sum of `data` as big-endian 16-bit words (an odd
 /// last byte padded with zero), not folded.
-fn sum16(data: &[u8], mut sum: u64) -> u64 {
+pub(crate) fn sum16(data: &[u8], mut sum: u64) -> u64 {
     let mut c = data.chunks_exact(2);
     for w in &mut c {
         sum += u16::from_be_bytes([w[0], w[1]]) as u64;
@@ -70,7 +70,7 @@ fn sum16(data: &[u8], mut sum: u64) -> u64 {
     sum
 }
 
-pub(super) fn fold(mut sum: u64) -> u16 {
+pub(crate) fn fold(mut sum: u64) -> u16 {
     while sum >> 16 != 0 {
         sum = (sum & 0xffff) + (sum >> 16);
     }

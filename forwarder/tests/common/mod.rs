@@ -144,3 +144,15 @@ impl Drop for Running {
 pub fn wanted() -> bool {
     std::env::var("FORWARDER_NETNS_TESTS").is_ok_and(|v| v == "1")
 }
+
+/// `ip -n NS REST...`.
+pub fn ipn(ns: &str, rest: &str) -> Result<(), String> {
+    let mut a = vec!["ip", "-n", ns];
+    a.extend(rest.split_whitespace());
+    run(&a)
+}
+
+/// `sysctl -qw KV` in namespace `ns`.
+pub fn sysctl(ns: &str, kv: &str) -> Result<(), String> {
+    run(&["ip", "netns", "exec", ns, "sysctl", "-qw", kv])
+}
