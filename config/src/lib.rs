@@ -43,9 +43,9 @@ pub use driver::Driver;
 pub use loader::{LoadStats, Loader};
 pub use validate::{
     control_socket, default_socket, ip_bits, link_local, runtime_dir, Action, Config, ConfigError,
-    ControlConfig, EcmpGroup, FlowCache, Forwarder, IcmpSettings, NeighbourSettings, NextHopConfig,
-    PortAddress, PortConfig, RouteCache, RouteConfig, RouterSettings, SetConfig, Source, Via,
-    MAX_SETS,
+    ControlConfig, EcmpGroup, FlowCache, Forwarder, IcmpSettings, KernelRoutes, NeighbourSettings,
+    NextHopConfig, PortAddress, PortConfig, RouteCache, RouteConfig, RouterSettings, SetConfig,
+    Source, Via, MAX_SETS, ROUTE_PROTOCOLS,
 };
 
 use std::path::Path;

@@ -19,6 +19,7 @@ pub(crate) struct File {
     #[serde(default)]
     pub route: Vec<Route>,
     pub route_file: Option<Spanned<String>>,
+    pub routes: Option<Routes>,
     pub route_cache: Option<RouteCache>,
     pub flow_cache: Option<FlowCache>,
     pub control: Option<Control>,
@@ -33,6 +34,14 @@ pub(crate) struct Neighbour {
     pub retrans_ms: Option<Spanned<u64>>,
     pub delay_ms: Option<Spanned<u64>>,
     pub probes: Option<Spanned<u32>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Routes {
+    pub source: Option<Spanned<String>>,
+    pub table: Option<Spanned<u32>>,
+    pub protocols: Option<Spanned<Vec<Spanned<String>>>>,
 }
 
 #[derive(Deserialize)]
@@ -69,6 +78,9 @@ pub(crate) struct Port {
     #[serde(default)]
     pub address: Vec<Spanned<String>>,
     pub mtu: Option<Spanned<u16>>,
+    pub punt: Option<Spanned<String>>,
+    pub tap_name: Option<Spanned<String>>,
+    pub kernel_interface: Option<Spanned<String>>,
     #[serde(default)]
     pub options: crate::driver::RawOptions,
 }

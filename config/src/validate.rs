@@ -81,7 +81,67 @@ pub struct PortConfig {
     pub addresses: Vec<PortAddress>,
     /// The largest IP packet sent out of it (`mtu`, default 1500).
     pub mtu: u16,
+    /// With `punt = "tap"`: the TAP interface the forwarder creates for
+    /// the port (`tap_name`, default `tap-` and the port's name), where
+    /// what is for the router and not answered by the forwarder goes.
+    pub tap: Option<String>,
+    /// The Linux interface whose kernel routes lead to this port
+    /// (`kernel_interface`), besides the port's own interface and TAP.
+    pub kernel_interface: Option<String>,
 }
+
+impl PortConfig {
+    /// The Linux interfaces a kernel route may name to mean this port:
+    /// `kernel_interface`, the interface its driver opens (af_packet,
+    /// af_xdp), its TAP.
+    pub fn kernel_names(&self) -> Vec<String> {
+        let mut v: Vec<String> = self.kernel_interface.iter().cloned().collect();
+        match &self.driver {
+            Driver::AfPacket(o) => v.push(o.interface.clone()),
+            Driver::AfXdp(o) => v.push(o.interface.clone()),
+            _ => {}
+        }
+        v.extend(self.tap.iter().cloned());
+        v
+    }
+}
+
+/// Routes mirrored from a kernel routing table (`[routes] source =
+/// "kernel"`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct KernelRoutes {
+    /// The table (`table`, default 254: main).
+    pub table: u32,
+    /// The route protocols taken (`protocols`, by name or number as in
+    /// `/etc/iproute2/rt_protos`); empty: all.
+    pub protocols: Vec<u8>,
+}
+
+/// Route protocols by name, as iproute2 names them.
+pub const ROUTE_PROTOCOLS: &[(&str, u8)] = &[
+    ("redirect", 1),
+    ("kernel", 2),
+    ("boot", 3),
+    ("static", 4),
+    ("gated", 8),
+    ("ra", 9),
+    ("mrt", 10),
+    ("zebra", 11),
+    ("bird", 12),
+    ("dnrouted", 13),
+    ("xorp", 14),
+    ("ntk", 15),
+    ("dhcp", 16),
+    ("mrouted", 17),
+    ("keepalived", 18),
+    ("babel", 42),
+    ("openr", 99),
+    ("bgp", 186),
+    ("isis", 187),
+    ("ospf", 188),
+    ("rip", 189),
+    ("eigrp", 192),
+];
 
 /// One of a port's addresses: the address and its network's prefix
 /// length (`192.0.2.1/24`).
@@ -469,6 +529,9 @@ pub struct Config {
     pub control: ControlConfig,
     /// Neighbour resolution and ICMP settings (`[neighbour]`, `[icmp]`).
     pub router: RouterSettings,
+    /// `[routes] source = "kernel"`: the kernel table mirrored beside
+    /// the configured routes (which win for the same prefix).
+    pub kernel: Option<KernelRoutes>,
 }
 
 /// Neighbour resolution's timers (`[neighbour]`), Linux's defaults
@@ -759,6 +822,7 @@ pub(crate) fn validate_all(
         h
     });
     let router = take(router(&loc, &raw.neighbour, &raw.icmp), &mut errs);
+    let kernel = take(kernel_routes(&loc, &raw.routes, ports.as_ref()), &mut errs);
     let flow_cache = take(flow_cache(&loc, raw.flow_cache, &raw.set), &mut errs);
     let route_cache = take(route_cache(&loc, raw.route_cache), &mut errs);
     let control = take(control(&loc, raw.control.as_ref(), dir), &mut errs);
@@ -779,6 +843,7 @@ pub(crate) fn validate_all(
             control: control?,
             route_file,
             router: router?,
+            kernel: kernel?,
         })
     })();
     match config {
@@ -954,6 +1019,43 @@ fn ports(loc: &Located, raw: &[schema::Port]) -> Result<Vec<PortConfig>, ConfigE
             Some(m) if (68..=9000).contains(m.get_ref()) => *m.get_ref(),
             Some(m) => return Err(loc.of(m, format!("mtu {} is outside 68-9000", m.get_ref()))),
         };
+        let tap = match &p.punt {
+            None => {
+                if let Some(t) = &p.tap_name {
+                    return Err(loc.of(t, "`tap_name` needs `punt = \"tap\"`"));
+                }
+                None
+            }
+            Some(v) if v.get_ref() == "tap" => {
+                if addresses.is_empty() {
+                    return Err(loc.of(
+                        v,
+                        "`punt = \"tap\"` needs the port's addresses (`address = [...]`)",
+                    ));
+                }
+                let name = match &p.tap_name {
+                    Some(t) => t.get_ref().clone(),
+                    None => format!("tap-{}", p.name.get_ref()),
+                };
+                if !if_name_ok(&name) {
+                    let at = p.tap_name.as_ref().map_or(&p.name, |t| t);
+                    return Err(loc.of(
+                        at,
+                        format!(
+                            "TAP name `{name}` is not an interface name (1-15 bytes); give `tap_name`"
+                        ),
+                    ));
+                }
+                Some(name)
+            }
+            Some(v) => return Err(loc.of(v, format!("unknown punt `{}` (tap)", v.get_ref()))),
+        };
+        let kernel_interface = match &p.kernel_interface {
+            Some(k) if !if_name_ok(k.get_ref()) => {
+                return Err(loc.of(k, "an interface name (1-15 bytes)"))
+            }
+            k => k.as_ref().map(|k| k.get_ref().clone()),
+        };
         ports.push(PortConfig {
             name: p.name.get_ref().clone(),
             driver,
@@ -961,9 +1063,101 @@ fn ports(loc: &Located, raw: &[schema::Port]) -> Result<Vec<PortConfig>, ConfigE
             at: loc.place(&p.name),
             addresses,
             mtu,
+            tap,
+            kernel_interface,
         });
     }
+    // A TAP is a new interface: not one a port already names.
+    for (i, p) in ports.iter().enumerate() {
+        let Some(t) = &p.tap else { continue };
+        let clash = ports.iter().enumerate().find(|&(j, q)| {
+            let mut names = q.kernel_names();
+            if j == i {
+                names.pop(); // its own TAP, last
+            }
+            names.contains(t)
+        });
+        if let Some((_, q)) = clash {
+            let at = raw[i].tap_name.as_ref().unwrap_or(&raw[i].name);
+            return Err(loc.of(
+                at,
+                format!("TAP name `{t}` is port `{}`'s interface", q.name),
+            ));
+        }
+    }
     Ok(ports)
+}
+
+fn if_name_ok(s: &str) -> bool {
+    !s.is_empty() && s.len() < 16 && !s.contains(['/', '\0', ' ', ':'])
+}
+
+/// `[routes]`.
+fn kernel_routes(
+    loc: &Located,
+    raw: &Option<schema::Routes>,
+    ports: Option<&Vec<PortConfig>>,
+) -> Result<Option<KernelRoutes>, ConfigError> {
+    let Some(r) = raw else {
+        return Ok(None);
+    };
+    match &r.source {
+        Some(s) if s.get_ref() == "kernel" => {
+            if ports.is_some_and(|p| p.iter().all(|p| p.addresses.is_empty())) {
+                return Err(loc.of(
+                    s,
+                    "`source = \"kernel\"` needs addresses on the ports: the forwarder resolves the kernel's gateways itself",
+                ));
+            }
+        }
+        Some(s) if s.get_ref() == "config" => {
+            if let Some(t) = &r.table {
+                return Err(loc.of(t, "`table` needs `source = \"kernel\"`"));
+            }
+            return Ok(None);
+        }
+        Some(s) => {
+            return Err(loc.of(
+                s,
+                format!("unknown route source `{}` (config, kernel)", s.get_ref()),
+            ))
+        }
+        None => return Ok(None),
+    }
+    let table = match &r.table {
+        None => 254,
+        Some(t) if (1..=0xffff_fffe).contains(t.get_ref()) && *t.get_ref() != 255 => *t.get_ref(),
+        Some(t) => {
+            return Err(loc.of(
+                t,
+                format!("table {} is not a routing table of routes to mirror (1-254, 256-...; not 255, local)", t.get_ref()),
+            ))
+        }
+    };
+    let mut protocols = Vec::new();
+    for p in r.protocols.iter().flat_map(|p| p.get_ref()) {
+        let v = p.get_ref();
+        let n = ROUTE_PROTOCOLS
+            .iter()
+            .find(|(name, _)| name == v)
+            .map(|&(_, n)| n)
+            .or_else(|| v.parse::<u8>().ok())
+            .ok_or_else(|| {
+                loc.of(
+                    p,
+                    format!(
+                        "unknown route protocol `{v}` (a number 0-255 or one of {})",
+                        ROUTE_PROTOCOLS
+                            .iter()
+                            .map(|(n, _)| *n)
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                )
+            })?;
+        protocols.push(n);
+    }
+    Ok(Some(KernelRoutes { table, protocols }))
 }
 
 /// The sets, each checked whatever the others gave: every set's first

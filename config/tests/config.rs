@@ -606,3 +606,76 @@ fn the_router_example_loads() {
     assert_eq!(cfg.sets[0].action, config::Action::Reject);
     assert_eq!(cfg.next_hops.iter().filter(|h| h.mac.is_none()).count(), 2);
 }
+
+/// `[routes] source = "kernel"`, `punt = "tap"`, `kernel_interface`:
+/// what they give, and their errors with their places.
+#[test]
+fn kernel_routes_and_taps_and_their_errors() {
+    let dir = std::path::Path::new(".");
+    let base = r#"[routes]
+source = "kernel"
+protocols = ["bird", "static", "99"]
+[[port]]
+name = "p0"
+address = ["192.0.2.1/24"]
+punt = "tap"
+kernel_interface = "k0"
+[[port]]
+name = "p1"
+driver = "af_packet"
+"#;
+    let cfg = config::parse("k.toml", base, dir).unwrap();
+    assert_eq!(
+        cfg.kernel,
+        Some(config::KernelRoutes {
+            table: 254,
+            protocols: vec![12, 4, 99]
+        })
+    );
+    assert_eq!(cfg.ports[0].tap.as_deref(), Some("tap-p0"));
+    assert_eq!(cfg.ports[0].kernel_names(), ["k0", "tap-p0"]);
+    assert_eq!(cfg.ports[1].kernel_names(), ["p1"]);
+    let no_routes = config::parse("k.toml", "[[port]]\nname = \"p0\"\n", dir).unwrap();
+    assert_eq!(no_routes.kernel, None);
+    for (text, want) in [
+        (
+            base.replace("\"kernel\"", "\"bgp\""),
+            "k.toml:2:10: unknown route source `bgp` (config, kernel)",
+        ),
+        (
+            base.replace("\"99\"", "\"ospf3\""),
+            "k.toml:3:32: unknown route protocol `ospf3` (a number 0-255 or one of redirect, kernel, boot, static, gated, ra, mrt, zebra, bird, dnrouted, xorp, ntk, dhcp, mrouted, keepalived, babel, openr, bgp, isis, ospf, rip, eigrp)",
+        ),
+        (
+            base.replace("source = \"kernel\"", "source = \"kernel\"\ntable = 255"),
+            "k.toml:3:9: table 255 is not a routing table of routes to mirror (1-254, 256-...; not 255, local)",
+        ),
+        (
+            base.replace("punt = \"tap\"", "punt = \"kernel\""),
+            "k.toml:7:8: unknown punt `kernel` (tap)",
+        ),
+        (
+            base.replace("address = [\"192.0.2.1/24\"]\npunt = \"tap\"", ""),
+            "k.toml:2:10: `source = \"kernel\"` needs addresses on the ports: the forwarder resolves the kernel's gateways itself",
+        ),
+        (
+            base.replace("punt = \"tap\"", "punt = \"tap\"\ntap_name = \"p1\""),
+            "k.toml:8:12: TAP name `p1` is port `p1`'s interface",
+        ),
+        (
+            base.replace("punt = \"tap\"", "tap_name = \"t0\""),
+            "k.toml:7:12: `tap_name` needs `punt = \"tap\"`",
+        ),
+        (
+            base.replace("name = \"p0\"", "name = \"a-very-long-name\""),
+            "k.toml:5:8: TAP name `tap-a-very-long-name` is not an interface name (1-15 bytes); give `tap_name`",
+        ),
+    ] {
+        let e = config::parse("k.toml", &text, dir);
+        let e = match e {
+            Ok(_) => "(no error)".to_string(),
+            Err(e) => e.to_string(),
+        };
+        assert_eq!(e, want, "in:\n{text}");
+    }
+}

@@ -30,6 +30,7 @@
 pub mod clock;
 pub mod cmd;
 pub mod control;
+pub mod kernel;
 pub mod log;
 pub mod pipeline;
 pub mod port;

@@ -274,6 +274,9 @@ pub struct Shared {
     /// The neighbour table as `forwarder neighbours` lists it (refreshed
     /// by the slow path every 10 ms).
     pub neighbours: Mutex<Vec<crate::router::NeighView>>,
+    /// The kernel mirror's counts, as the control thread last left them
+    /// (null without one).
+    pub kernel: Mutex<serde_json::Value>,
 }
 
 impl Shared {
@@ -282,6 +285,7 @@ impl Shared {
         Shared {
             router: Arc::new(crate::router::RouterShared::new(tables.slots.len())),
             neighbours: Mutex::new(Vec::new()),
+            kernel: Mutex::new(serde_json::Value::Null),
             status: Status::default(),
             tables: ArcSwap::from_pointee(tables),
             stop: AtomicBool::new(false),

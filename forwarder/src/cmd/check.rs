@@ -56,9 +56,9 @@ pub fn problems(path: &Path, cfg: &Config) -> Vec<String> {
             path.display()
         ));
     }
-    if cfg.route_count() == 0 {
+    if cfg.route_count() == 0 && cfg.kernel.is_none() && !cfg.is_router() {
         errs.push(format!(
-            "{}: no routes ([[route]] or route_file): every packet would be dropped as no_route",
+            "{}: no routes ([[route]], route_file, port addresses or [routes] source = \"kernel\"): every packet would be dropped as no_route",
             path.display()
         ));
     }

@@ -50,12 +50,16 @@ pub fn run_mode(
     let mut loader = config::Loader::new();
     let cfg = loader.load(config).map_err(|e| e.to_string())?;
     check(config, &cfg)?;
-    let control = Control::with_config(config, cfg.clone(), loader)?;
+    // The TAPs first: the kernel's routes through them map to their
+    // ports from the first reading of the table.
+    let taps = crate::kernel::tap::open_all(&cfg)?;
+    let mut control = Control::with_config(config, cfg.clone(), loader)?;
+    control.start_mirror()?;
     let shared = control.shared();
     let workers = worker::spawn(&cfg, shared.clone(), mode)?;
     // The router's slow path: idle (a poll every 10 ms) until a snapshot
     // has ports with addresses.
-    let slow = match crate::router::spawn(shared.clone()) {
+    let slow = match crate::router::spawn(shared.clone(), taps) {
         Ok(h) => h,
         Err(e) => {
             worker::stop(&shared, workers);

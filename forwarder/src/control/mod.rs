@@ -21,6 +21,7 @@
 
 mod access;
 pub mod elements;
+pub mod mirror;
 pub mod prometheus;
 mod reload;
 pub mod server;

@@ -174,6 +174,32 @@ impl Source {
                 .map(|(s, n)| (format!("state=\"{s}\""), n))
                 .collect(),
         );
+        let k = self
+            .shared
+            .kernel
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        if !k.is_null() {
+            let n = |f: &str| k[f].as_u64().unwrap_or(0);
+            family(
+                &mut o,
+                "kernel_routes",
+                "gauge",
+                "Routes of the mirrored kernel table: installed, shadowed by the configuration's, unusable.",
+                ["installed", "shadowed", "unusable"]
+                    .iter()
+                    .map(|s| (format!("state=\"{s}\""), n(s)))
+                    .collect(),
+            );
+            family(
+                &mut o,
+                "kernel_route_events_total",
+                "counter",
+                "Route and link notifications read from the kernel.",
+                vec![(String::new(), n("events"))],
+            );
+        }
         family(
             &mut o,
             "last_reload_ok",

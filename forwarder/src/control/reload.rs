@@ -61,6 +61,10 @@ pub struct Control {
     /// last reference (and the freeing of their tables: milliseconds for
     /// large sets) is dropped here, never on a worker's core.
     retired: Vec<Arc<Tables>>,
+    /// The kernel table's mirror, with `[routes] source = "kernel"`.
+    pub(super) mirror: Option<super::mirror::Mirror>,
+    /// The prefixes the last staged route change touched.
+    staged_keys: Vec<RouteKey>,
 }
 
 type RouteKey = (bool, u128, u32);
@@ -111,12 +115,15 @@ impl Control {
             quick_since: None,
             flow_seed: routecache::hash::random_seed(),
             retired: Vec::new(),
+            mirror: None,
+            staged_keys: Vec::new(),
             shared: Arc::new(Shared {
                 tables: ArcSwap::from_pointee(Tables::empty()),
                 stop: AtomicBool::new(false),
                 status: Status::default(),
                 router: Arc::new(crate::router::RouterShared::new(workers)),
                 neighbours: std::sync::Mutex::new(Vec::new()),
+                kernel: std::sync::Mutex::new(serde_json::Value::Null),
             }),
         };
         let fib = c.w.fib.publish();
@@ -182,6 +189,32 @@ impl Control {
         let old = self.shared.tables.swap(Arc::new(t));
         self.retired.push(old);
         fib
+    }
+
+    /// Publishes the working FIB (and the sets as they are) as a new
+    /// generation; returns it.
+    pub(super) fn publish_fib(&mut self) -> u64 {
+        let generation = self.shared.status.generation.load(Relaxed) + 1;
+        let fib = self.w.fib.publish();
+        let t = self.assemble(generation, fib, self.quick_since.is_some());
+        self.publish(t).prepare();
+        generation
+    }
+
+    /// Follows the kernel table: subscribes, reads it and installs it.
+    pub fn start_mirror(&mut self) -> Result<(), String> {
+        self.mirror = super::mirror::Mirror::open(&self.cfg)?;
+        self.kernel_start()
+    }
+
+    /// A mirror without sockets, fed by [`Control::kernel_apply`] (tests).
+    pub fn detached_mirror(&mut self) {
+        self.mirror = super::mirror::Mirror::detached(&self.cfg);
+    }
+
+    /// The notification socket of the kernel mirror, to wait on.
+    pub fn mirror_fd(&self) -> Option<std::os::fd::RawFd> {
+        self.mirror.as_ref().and_then(|m| m.fd())
     }
 
     /// Publishes the working copies as they are (the FIB unchanged) as a
@@ -310,6 +343,12 @@ impl Control {
             })
             .collect();
         self.cfg = files;
+        if rep.fib_rebuilt {
+            self.kernel_reinstall();
+        } else if fib_changed {
+            let keys = std::mem::take(&mut self.staged_keys);
+            self.kernel_reconsider(keys);
+        }
         let fib = match (fib_changed, self.w.fib.published()) {
             (false, Some(f)) => f,
             _ => self.w.fib.publish(),
@@ -513,6 +552,7 @@ impl Control {
             return Err(e);
         }
         rep.routes_changed = done.len();
+        self.staged_keys = done.iter().map(|(r, _)| route_key(r)).collect();
         Ok(!done.is_empty())
     }
 }

@@ -255,6 +255,7 @@ fn control_loop(
             reload(&mut control, "file changed");
         }
         control.expire();
+        control.kernel_poll();
         if control.compact_due() {
             control.compact();
         }
@@ -267,6 +268,7 @@ fn control_loop(
         // Requests as they come; between them, the next tick.
         let mut fds = vec![listener.as_raw_fd()];
         fds.extend(conns.iter().map(|c| c.s.as_raw_fd()));
+        fds.extend(control.mirror_fd());
         super::access::wait_readable(&fds, TICK);
         while conns.len() < MAX_CONNECTIONS {
             match listener.accept() {

@@ -158,6 +158,7 @@ impl Source {
             "route_cache": object(&CacheStats::NAMES, &cache),
             "flow_cache": object(&FlowCacheStats::NAMES, &flow_cache),
             "router": self.router(),
+            "kernel_routes": self.shared.kernel.lock().unwrap_or_else(|e| e.into_inner()).clone(),
         })
     }
 

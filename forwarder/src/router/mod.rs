@@ -190,11 +190,17 @@ pub enum Counter {
     /// Frames the slow path could not hand to a worker (pool empty,
     /// inject queue full) or route.
     InjectDropped,
+    /// Frames given to a port's TAP (for the host's stack).
+    ToHost,
+    /// Frames the TAP did not take (its queue full).
+    ToHostDropped,
+    /// Frames the host sent through a TAP, out of its port.
+    FromHost,
 }
 
 impl Counter {
     /// Every counter, in [`Counters::values`] order.
-    pub const ALL: [Counter; 23] = [
+    pub const ALL: [Counter; 26] = [
         Counter::ArpRequestsIn,
         Counter::ArpRepliesIn,
         Counter::ArpRequestsOut,
@@ -218,6 +224,9 @@ impl Counter {
         Counter::PuntDropped,
         Counter::LocalIgnored,
         Counter::InjectDropped,
+        Counter::ToHost,
+        Counter::ToHostDropped,
+        Counter::FromHost,
     ];
 
     /// Its name in statistics.
@@ -246,6 +255,9 @@ impl Counter {
             Counter::PuntDropped => "punt_dropped",
             Counter::LocalIgnored => "local_ignored",
             Counter::InjectDropped => "inject_dropped",
+            Counter::ToHost => "to_host",
+            Counter::ToHostDropped => "to_host_dropped",
+            Counter::FromHost => "from_host",
         }
     }
 }

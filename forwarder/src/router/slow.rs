@@ -90,7 +90,32 @@ pub struct SlowPath {
     /// The generation whose static neighbours were taken up.
     generation: u64,
     settings: RouterSettings,
+    /// Per port, the host's side (its TAP), where what is for the router
+    /// and not answered here goes.
+    hosts: Vec<Option<Box<dyn Host>>>,
+    /// Which worker sends the host's next frame (in turn).
+    next_worker: usize,
 }
+
+/// The host's side of a port: a TAP in the forwarder, a list in tests.
+pub trait Host: Send {
+    /// Gives the host a frame; false if it was not taken.
+    fn write(&mut self, frame: &[u8]) -> bool;
+    /// A frame the host sent, if any (its length in `buf`).
+    fn read(&mut self, buf: &mut [u8]) -> Option<usize>;
+}
+
+impl Host for crate::kernel::tap::Tap {
+    fn write(&mut self, frame: &[u8]) -> bool {
+        crate::kernel::tap::Tap::write(self, frame)
+    }
+    fn read(&mut self, buf: &mut [u8]) -> Option<usize> {
+        crate::kernel::tap::Tap::read(self, buf)
+    }
+}
+
+/// Frames read from the hosts' sides per turn, per port.
+const HOST_BURST: usize = 64;
 
 fn family(v6: bool) -> Family {
     if v6 {
@@ -127,7 +152,59 @@ impl SlowPath {
             announced: Vec::new(),
             generation: u64::MAX,
             settings: RouterSettings::default(),
+            hosts: Vec::new(),
+            next_worker: 0,
         }
+    }
+
+    /// The hosts' sides of the ports, by port index.
+    pub fn with_hosts(mut self, hosts: Vec<Option<Box<dyn Host>>>) -> SlowPath {
+        self.hosts = hosts;
+        self
+    }
+
+    /// Gives `f` to the host's side of `port`; false if the port has
+    /// none.
+    fn give_host(&mut self, port: u16, f: &[u8]) -> bool {
+        let Some(Some(h)) = self.hosts.get_mut(port as usize) else {
+            return false;
+        };
+        let ok = h.write(f);
+        self.shared.counters.inc(if ok {
+            Counter::ToHost
+        } else {
+            Counter::ToHostDropped
+        });
+        true
+    }
+
+    /// Sends what the hosts wrote to their TAPs out of their ports (up
+    /// to [`HOST_BURST`] frames a port); returns how many.
+    pub fn from_hosts(&mut self) -> usize {
+        let mut buf = [0u8; 16384];
+        let mut n = 0;
+        let workers = self.shared.inject.len().max(1);
+        for port in 0..self.hosts.len() {
+            for _ in 0..HOST_BURST {
+                let Some(Some(h)) = self.hosts.get_mut(port) else {
+                    break;
+                };
+                let Some(len) = h.read(&mut buf) else {
+                    break;
+                };
+                if len > super::BUF_CAP {
+                    // Over the buffers' size (a TAP MTU above the port's
+                    // frames): not sent, counted.
+                    self.shared.counters.inc(Counter::InjectDropped);
+                    continue;
+                }
+                self.next_worker = (self.next_worker + 1) % workers;
+                self.shared.counters.inc(Counter::FromHost);
+                self.out(self.next_worker, port as u16, &buf[..len]);
+                n += 1;
+            }
+        }
+        n
     }
 
     /// Takes up a new snapshot: its settings, its static neighbours, and
@@ -353,6 +430,9 @@ impl SlowPath {
             }
             Arp::REPLY if to_us || gratuitous => {
                 c.inc(Counter::ArpRepliesIn);
+                // The host resolves for its own packets (through the TAP):
+                // it sees the answers.
+                self.give_host(port, f);
                 if !self.learn(t, key, a.sha, true, false, gratuitous, now) {
                     c.inc(Counter::NeighIgnored);
                 }
@@ -569,6 +649,7 @@ impl SlowPath {
                 c.inc(Counter::NaOut);
             } else {
                 c.inc(Counter::NaIn);
+                self.give_host(port, f);
                 let Some(m) = nd.lladdr else {
                     c.inc(Counter::NeighIgnored);
                     return;
@@ -596,13 +677,22 @@ impl SlowPath {
             return;
         };
         if !Self::ours(t, v6, dst) {
-            c.inc(Counter::LocalIgnored);
+            // Groups (ff02::1, OSPFv3's, ...): the host's, if it has a
+            // side on this port.
+            if !self.give_host(port, f) {
+                c.inc(Counter::LocalIgnored);
+            }
             return;
         }
         if let Some(reply) = packets::echo_reply(f) {
             if self.allow(w, src, false, now) {
                 self.route_out(t, w, v6, src, reply, Counter::IcmpEchoReply, now);
             }
+            return;
+        }
+        // The rest (BGP, SSH, BFD, ICMP errors and replies for the host's
+        // own sessions) is the host's, if the port has a TAP.
+        if self.give_host(port, f) {
             return;
         }
         // A host's answers to what it does not serve: a reset for TCP,
@@ -917,12 +1007,19 @@ fn is_link_local(ip: IpAddr) -> bool {
 /// (polling every 200 µs when idle), moves the neighbour timers every
 /// 10 ms and publishes the table when it changed. It ends when `shared`
 /// says stop.
-pub fn spawn(shared: Arc<Shared>) -> Result<std::thread::JoinHandle<()>, String> {
+pub fn spawn(
+    shared: Arc<Shared>,
+    taps: Vec<Option<crate::kernel::tap::Tap>>,
+) -> Result<std::thread::JoinHandle<()>, String> {
     std::thread::Builder::new()
         .name("router".into())
         .spawn(move || {
             let r = shared.router.clone();
-            let mut sp = SlowPath::new(r.clone());
+            let hosts = taps
+                .into_iter()
+                .map(|t| t.map(|t| Box::new(t) as Box<dyn Host>))
+                .collect();
+            let mut sp = SlowPath::new(r.clone()).with_hosts(hosts);
             let start = Instant::now();
             let mut last_tick = 0;
             while !shared.stop.load(Relaxed) {
@@ -942,6 +1039,7 @@ pub fn spawn(shared: Arc<Shared>) -> Result<std::thread::JoinHandle<()>, String>
                         break;
                     }
                 }
+                n += sp.from_hosts();
                 sp.publish();
                 if now >= last_tick + 10 {
                     sp.tick(&t, now);
