@@ -607,6 +607,24 @@ fn the_router_example_loads() {
     assert_eq!(cfg.next_hops.iter().filter(|h| h.mac.is_none()).count(), 2);
 }
 
+/// `examples/bird-router.toml` loads as documented.
+#[test]
+fn the_bird_router_example_loads() {
+    let path =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/bird-router.toml");
+    let cfg = config::load(&path).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        cfg.kernel,
+        Some(config::KernelRoutes {
+            table: 254,
+            protocols: vec![12]
+        })
+    );
+    let taps: Vec<_> = cfg.ports.iter().map(|p| p.tap.as_deref()).collect();
+    assert_eq!(taps, [Some("tap-lan"), Some("tap-wan")]);
+    assert_eq!(cfg.routes.len(), 1);
+}
+
 /// `[routes] source = "kernel"`, `punt = "tap"`, `kernel_interface`:
 /// what they give, and their errors with their places.
 #[test]

@@ -61,6 +61,8 @@ pub struct Mirror {
     hop_ids: HashMap<(u16, Option<(bool, u128)>), TargetId>,
     group_ids: HashMap<Vec<TargetId>, TargetId>,
     events_seen: u64,
+    /// The last snapshot published was not prepared (a load under way).
+    unprepared: bool,
     batches: u64,
     resyncs: u64,
     last_batch: Duration,
@@ -85,6 +87,7 @@ impl Mirror {
             hop_ids: HashMap::new(),
             group_ids: HashMap::new(),
             events_seen: 0,
+            unprepared: false,
             batches: 0,
             resyncs: 0,
             last_batch: Duration::ZERO,
@@ -272,7 +275,7 @@ impl Control {
             keys.extend(m.take(Event::New(r, false)));
         }
         self.kernel_sync(keys.into_iter());
-        let n = self.kernel_publish(start);
+        let n = self.kernel_publish(start, true);
         let m = self
             .mirror
             .as_ref()
@@ -301,24 +304,42 @@ impl Control {
         };
         let start = Instant::now();
         let mut evs = Vec::new();
+        let mut more = false;
         loop {
             let before = evs.len();
             if let Err(e) = src.poll(BATCH - evs.len(), &mut evs) {
                 log(Level::Error, &format!("kernel routes: {e}"));
                 break;
             }
-            if evs.len() == before || evs.len() >= BATCH || start.elapsed() >= BATCH_TIME {
+            if evs.len() == before {
+                break;
+            }
+            if evs.len() >= BATCH || start.elapsed() >= BATCH_TIME {
+                more = true;
                 break;
             }
         }
         if evs.is_empty() {
+            if std::mem::take(&mut m.unprepared) {
+                self.shared.tables.load().fib.prepare();
+            }
             return;
         }
-        self.kernel_apply(evs, start);
+        self.apply_batch(evs, start, more);
     }
 
-    /// Applies `evs` to the FIB and publishes once.
+    /// Applies `evs` to the FIB and publishes once (tests: without a
+    /// socket).
     pub fn kernel_apply(&mut self, evs: Vec<Event>, start: Instant) {
+        self.apply_batch(evs, start, false);
+    }
+
+    /// Applies `evs` to the FIB and publishes once. With `more` to come
+    /// (a load under way), the snapshot's IPv6 range tree is not built:
+    /// workers route with its trie, with the same answers, until the
+    /// load pauses and the last snapshot is prepared (the tree of a
+    /// 200,000-route table takes 184 ms to build).
+    fn apply_batch(&mut self, evs: Vec<Event>, start: Instant, more: bool) {
         let Some(m) = self.mirror.as_mut() else {
             return;
         };
@@ -367,7 +388,7 @@ impl Control {
         }
         let changed = self.kernel_sync(keys.into_iter());
         if changed {
-            self.kernel_publish(start);
+            self.kernel_publish(start, !more);
         } else if let Some(m) = self.mirror.as_mut() {
             m.batches += 1;
         }
@@ -383,9 +404,10 @@ impl Control {
         *self.shared.kernel.lock().unwrap_or_else(|e| e.into_inner()) = v;
     }
 
-    fn kernel_publish(&mut self, start: Instant) -> u64 {
-        let g = self.publish_fib();
+    fn kernel_publish(&mut self, start: Instant, prepare: bool) -> u64 {
+        let g = self.publish_fib(prepare);
         if let Some(m) = self.mirror.as_mut() {
+            m.unprepared = !prepare;
             m.batches += 1;
             m.last_batch = start.elapsed();
             m.max_batch = m.max_batch.max(m.last_batch);

@@ -192,12 +192,15 @@ impl Control {
     }
 
     /// Publishes the working FIB (and the sets as they are) as a new
-    /// generation; returns it.
-    pub(super) fn publish_fib(&mut self) -> u64 {
+    /// generation; returns it. with its IPv6 range tree if `prepare`.
+    pub(super) fn publish_fib(&mut self, prepare: bool) -> u64 {
         let generation = self.shared.status.generation.load(Relaxed) + 1;
         let fib = self.w.fib.publish();
         let t = self.assemble(generation, fib, self.quick_since.is_some());
-        self.publish(t).prepare();
+        let fib = self.publish(t);
+        if prepare {
+            fib.prepare();
+        }
         generation
     }
 
