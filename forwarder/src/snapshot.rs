@@ -283,7 +283,10 @@ impl Shared {
     /// Shared state around one table snapshot (tests, benchmarks).
     pub fn new(tables: Tables) -> Shared {
         Shared {
-            router: Arc::new(crate::router::RouterShared::new(tables.slots.len())),
+            router: Arc::new(crate::router::RouterShared::new(
+                tables.slots.len(),
+                tables.ports.len(),
+            )),
             neighbours: Mutex::new(Vec::new()),
             kernel: Mutex::new(serde_json::Value::Null),
             status: Status::default(),

@@ -52,7 +52,7 @@ fuzz_target!(|data: &[u8]| {
         );
     }
     let t = tables();
-    let shared = Arc::new(RouterShared::new(2));
+    let shared = Arc::new(RouterShared::new(2, 2));
     let mut sp = SlowPath::new(shared.clone());
     sp.adopt(t, 0);
     let reason = Reason::ALL[(head & 7) as usize % Reason::ALL.len()];

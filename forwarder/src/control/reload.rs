@@ -106,6 +106,7 @@ impl Control {
     /// loaded from `path` (reloads reuse what it remembers of the files).
     pub fn with_config(path: &Path, cfg: Config, loader: Loader) -> Result<Control, String> {
         let workers = cfg.forwarder.cores.len();
+        let ports = cfg.ports.len();
         let mut c = Control {
             path: path.to_path_buf(),
             w: Working::build(&cfg)?,
@@ -121,7 +122,7 @@ impl Control {
                 tables: ArcSwap::from_pointee(Tables::empty()),
                 stop: AtomicBool::new(false),
                 status: Status::default(),
-                router: Arc::new(crate::router::RouterShared::new(workers)),
+                router: Arc::new(crate::router::RouterShared::new(workers, ports)),
                 neighbours: std::sync::Mutex::new(Vec::new()),
                 kernel: std::sync::Mutex::new(serde_json::Value::Null),
             }),

@@ -121,10 +121,43 @@ impl Buf {
     }
 }
 
+/// Whether a frame belongs to a control protocol whose loss costs the
+/// router its neighbours or sessions: ARP, neighbour discovery (ICMPv6
+/// 133-137), BGP (TCP port 179 either way), BFD (UDP 3784, 3785, 4784),
+/// OSPF (IP protocol 89). Read from fixed offsets (no VLAN tags, no
+/// IPv6 extension headers): what it misses is served as any other
+/// frame.
+pub fn is_control(f: &[u8]) -> bool {
+    let b = |i: usize| f.get(i).copied().unwrap_or(0);
+    let port = |i: usize| u16::from_be_bytes([b(i), b(i + 1)]);
+    let l4 = |proto: u8, at: usize| match proto {
+        89 => true,
+        6 => port(at) == 179 || port(at + 2) == 179,
+        17 => matches!(port(at + 2), 3784 | 3785 | 4784),
+        _ => false,
+    };
+    match port(12) {
+        0x0806 => true,
+        0x0800 => {
+            let at = 14 + (b(14) & 0xf) as usize * 4;
+            // A later fragment has no ports.
+            port(20) & 0x1fff == 0 && l4(b(23), at)
+        }
+        0x86dd => match b(20) {
+            58 => (133..=137).contains(&b(54)),
+            p => l4(p, 54),
+        },
+        _ => false,
+    }
+}
+
 /// Buffers in the shared pool.
 pub const POOL: usize = 2048;
-/// Frames the punt queue holds.
-pub const PUNT_QUEUE: usize = 1024;
+/// Frames each port's punt queue holds.
+pub const PUNT_QUEUE: usize = 512;
+/// Frames the control-protocol punt queue holds (ARP, neighbour
+/// discovery, BGP, BFD, OSPF: served first).
+pub const CONTROL_QUEUE: usize = 256;
 /// Frames each worker's inject queue holds.
 pub const INJECT_QUEUE: usize = 512;
 
@@ -362,8 +395,13 @@ impl NeighTable {
 pub struct RouterShared {
     /// Free buffers.
     pub free: ArrayQueue<Box<Buf>>,
-    /// Frames punted by workers.
-    pub punt: ArrayQueue<Box<Buf>>,
+    /// Frames punted by workers, per port: a flood on one port leaves
+    /// the others their share.
+    pub punt: Vec<ArrayQueue<Box<Buf>>>,
+    /// Frames of the control protocols ([`is_control`]), from any port:
+    /// served before the rest, so that a flood to the router's address
+    /// does not starve its neighbours and sessions.
+    pub control: ArrayQueue<Box<Buf>>,
     /// Per worker, frames to send.
     pub inject: Vec<ArrayQueue<Box<Buf>>>,
     /// The neighbours, for the workers.
@@ -373,15 +411,18 @@ pub struct RouterShared {
 }
 
 impl RouterShared {
-    /// Queues and a pool for `workers` workers.
-    pub fn new(workers: usize) -> RouterShared {
+    /// Queues and a pool for `workers` workers and `ports` ports.
+    pub fn new(workers: usize, ports: usize) -> RouterShared {
         let free = ArrayQueue::new(POOL);
         for _ in 0..POOL {
             let _ = free.push(Buf::new());
         }
         RouterShared {
             free,
-            punt: ArrayQueue::new(PUNT_QUEUE),
+            punt: (0..ports.max(1))
+                .map(|_| ArrayQueue::new(PUNT_QUEUE))
+                .collect(),
+            control: ArrayQueue::new(CONTROL_QUEUE),
             inject: (0..workers.max(1))
                 .map(|_| ArrayQueue::new(INJECT_QUEUE))
                 .collect(),
@@ -402,7 +443,12 @@ impl RouterShared {
         b.worker = worker;
         b.reason = reason;
         b.hop = hop;
-        match self.punt.push(b) {
+        let q = if is_control(frame) {
+            &self.control
+        } else {
+            &self.punt[(port as usize).min(self.punt.len() - 1)]
+        };
+        match q.push(b) {
             Ok(()) => true,
             Err(b) => {
                 let _ = self.free.push(b);
@@ -410,6 +456,23 @@ impl RouterShared {
                 false
             }
         }
+    }
+
+    /// The next punted frame to serve (slow path side): control
+    /// protocols first, then the ports in turn from `*next`.
+    pub fn next_punt(&self, next: &mut usize) -> Option<Box<Buf>> {
+        if let Some(b) = self.control.pop() {
+            return Some(b);
+        }
+        let n = self.punt.len();
+        for k in 0..n {
+            let i = (*next + k) % n;
+            if let Some(b) = self.punt[i].pop() {
+                *next = i + 1;
+                return Some(b);
+            }
+        }
+        None
     }
 
     /// Hands `frame` to worker `worker` to send on `port` (slow path
@@ -430,5 +493,61 @@ impl RouterShared {
                 false
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::wire::build::{ipv4, ipv6, L4};
+
+    #[test]
+    fn control_protocols_are_told_apart_and_served_first() {
+        let (a, b) = (0xc000_0201, 0xc000_0202);
+        let (a6, b6) = (0x2001_0db8u128 << 96 | 1, 0x2001_0db8u128 << 96 | 2);
+        let mut ospf = ipv4(a, b, 1, L4::Udp(1, 2), 20);
+        ospf[23] = 89;
+        let mut arp = ipv4(a, b, 1, L4::Udp(1, 2), 20);
+        arp[12..14].copy_from_slice(&0x0806u16.to_be_bytes());
+        let mut later_fragment = ipv4(a, b, 64, L4::Tcp(179, 40000), 0);
+        later_fragment[20] = 0x01;
+        for (f, want) in [
+            (ipv4(a, b, 64, L4::Tcp(40000, 179), 0), true),
+            (ipv4(a, b, 64, L4::Tcp(179, 40000), 0), true),
+            (ipv4(a, b, 255, L4::Udp(49152, 3784), 0), true),
+            (ospf, true),
+            (arp, true),
+            (ipv6(a6, b6, 255, L4::Icmp(135, 0), 24), true),
+            (ipv6(a6, b6, 64, L4::Tcp(40000, 179), 0), true),
+            (ipv4(a, b, 64, L4::Udp(40000, 53), 0), false),
+            (ipv4(a, b, 64, L4::Tcp(40000, 22), 0), false),
+            (ipv4(a, b, 64, L4::Icmp(8, 0), 8), false),
+            (ipv6(a6, b6, 64, L4::Icmp(128, 0), 8), false),
+            (later_fragment, false),
+            (vec![0; 10], false),
+        ] {
+            assert_eq!(is_control(&f), want, "{:02x?}", &f[..f.len().min(60)]);
+        }
+        // A full port's queue drops its own frames only; control frames
+        // and the other port's go on, control first, then port by port.
+        let r = RouterShared::new(1, 2);
+        let udp = ipv4(a, b, 64, L4::Udp(40000, 53), 0);
+        let bgp = ipv4(a, b, 64, L4::Tcp(40000, 179), 0);
+        let mut taken = 0;
+        while r.punt(&udp, 0, 0, Reason::Local, 0) {
+            taken += 1;
+        }
+        assert_eq!(taken, PUNT_QUEUE);
+        assert!(r.punt(&udp, 1, 0, Reason::Local, 0));
+        assert!(r.punt(&bgp, 0, 0, Reason::Local, 0));
+        let mut next = 0;
+        assert_eq!(
+            r.next_punt(&mut next).map(|b| b.frame().to_vec()),
+            Some(bgp)
+        );
+        let ports: Vec<u16> = (0..3)
+            .filter_map(|_| r.next_punt(&mut next).map(|b| b.port))
+            .collect();
+        assert_eq!(ports, [0, 1, 0]);
     }
 }

@@ -1022,6 +1022,7 @@ pub fn spawn(
             let mut sp = SlowPath::new(r.clone()).with_hosts(hosts);
             let start = Instant::now();
             let mut last_tick = 0;
+            let mut next_port = 0;
             while !shared.stop.load(Relaxed) {
                 let now = start.elapsed().as_millis() as u64;
                 let t = shared.tables.load_full();
@@ -1031,7 +1032,7 @@ pub fn spawn(
                 }
                 sp.adopt(&t, now);
                 let mut n = 0;
-                while let Some(b) = r.punt.pop() {
+                while let Some(b) = r.next_punt(&mut next_port) {
                     sp.handle(&t, &b, now);
                     let _ = r.free.push(b);
                     n += 1;
@@ -1092,7 +1093,7 @@ delay_ms = 100
     }
 
     fn setup() -> (SlowPath, Arc<RouterShared>, Tables) {
-        let r = Arc::new(RouterShared::new(2));
+        let r = Arc::new(RouterShared::new(2, 2));
         let mut sp = SlowPath::new(r.clone());
         let t = tables();
         sp.adopt(&t, 0);
