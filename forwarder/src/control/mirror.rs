@@ -838,4 +838,29 @@ address = "198.51.100.2"
             (Some(1), Some(1))
         );
     }
+
+    #[test]
+    fn what_the_mirror_and_the_taps_start_with_changes_on_restart() {
+        let (mut c, path) = control("restart", "");
+        let text = std::fs::read_to_string(&path).unwrap();
+        std::fs::write(
+            &path,
+            text.replace("source = \"kernel\"", "source = \"kernel\"\ntable = 7"),
+        )
+        .unwrap();
+        let e = c.reload().unwrap_err();
+        assert!(e.contains(":5:1: [routes] changed"), "{e}");
+        std::fs::write(
+            &path,
+            text.replace(
+                "kernel_interface = \"lo\"",
+                "kernel_interface = \"lo\"\npunt = \"tap\"",
+            ),
+        )
+        .unwrap();
+        let e = c.reload().unwrap_err();
+        assert!(e.contains("ports changed"), "{e}");
+        std::fs::write(&path, text).unwrap();
+        assert!(c.reload().is_ok());
+    }
 }

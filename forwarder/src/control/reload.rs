@@ -383,8 +383,18 @@ impl Control {
                 locate(&self.path, "[control]")
             ));
         }
+        if new.kernel != self.cfg.kernel {
+            return Err(format!(
+                "{}: [routes] changed: the kernel table's mirror takes it on restart; nothing was changed",
+                locate(&self.path, "[routes]")
+            ));
+        }
         let same = |a: &config::PortConfig, b: &config::PortConfig| {
-            a.name == b.name && a.driver == b.driver && a.mac == b.mac
+            a.name == b.name
+                && a.driver == b.driver
+                && a.mac == b.mac
+                && a.tap == b.tap
+                && a.kernel_interface == b.kernel_interface
         };
         if new.ports.len() != self.cfg.ports.len()
             || new
