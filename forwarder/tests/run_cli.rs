@@ -263,7 +263,7 @@ fn unusable_configurations_are_refused_before_starting() {
     );
     let err = refused(&cfg, "[[port]]\nname = \"p0\"\n");
     assert!(
-        err.contains("p.toml: no routes ([[route]] or route_file)"),
+        err.contains("p.toml: no routes ([[route]], route_file, port addresses or [routes] source = \"kernel\")"),
         "{err}"
     );
     let mut many = String::from("[[port]]\nname = \"p0\"\n");
