@@ -174,6 +174,83 @@ ring_frames = 1024
     )
 }
 
+/// The topology with the forwarder running in its middle namespace on a
+/// configuration of `routes` (its route and `[routes]` lines) and port
+/// f1's `f1` keys; `before`: `ip` commands run there before it starts.
+struct Lab {
+    // Dropped first: the forwarder stops before its namespace goes.
+    _running: Running,
+    t: Topology,
+    a: String,
+    f: String,
+    b: String,
+    dir: std::path::PathBuf,
+    cfg: std::path::PathBuf,
+}
+
+impl Lab {
+    fn start(variant: char, routes: &str, f1: &str, before: &[&str]) -> Lab {
+        let t = Topology::create(variant).expect("topology");
+        let (a, f, b) = (
+            t.ns(0).to_string(),
+            t.ns(1).to_string(),
+            t.ns(2).to_string(),
+        );
+        for c in before {
+            ipn(&f, c).unwrap();
+        }
+        let dir = std::env::temp_dir().join(format!("fwd-kernel-{variant}-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let cfg = dir.join("forwarder.toml");
+        std::fs::write(
+            &cfg,
+            format!(
+                "{routes}[forwarder]\ncores = [0]\n[control]\nsocket = \"{}\"\n{}",
+                dir.join("ctl.sock").display(),
+                ports(f1)
+            ),
+        )
+        .unwrap();
+        let (child, _rx) = start_forwarder(&f, &cfg, None);
+        Lab {
+            _running: Running(child),
+            t,
+            a,
+            f,
+            b,
+            dir,
+            cfg,
+        }
+    }
+}
+
+impl Lab {
+    /// Namespaces a, f, b; the configuration; its directory.
+    fn names(
+        &self,
+    ) -> (
+        String,
+        String,
+        String,
+        std::path::PathBuf,
+        std::path::PathBuf,
+    ) {
+        (
+            self.a.clone(),
+            self.f.clone(),
+            self.b.clone(),
+            self.cfg.clone(),
+            self.dir.clone(),
+        )
+    }
+}
+
+impl Drop for Lab {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
 static NEXT_PORT: AtomicU16 = AtomicU16::new(20_000);
 
 /// Datagrams from namespace `from` to `dst` (an address of namespace
@@ -323,42 +400,21 @@ fn kernel_routes_change_forwarding() {
     if skip() {
         return;
     }
-    let t = Topology::create('m').expect("topology");
-    let (a, f, b) = (
-        t.ns(0).to_string(),
-        t.ns(1).to_string(),
-        t.ns(2).to_string(),
-    );
-    // Before the forwarder starts: found at its start.
-    ipn(
-        &f,
-        "route add 203.0.113.0/28 via 198.51.100.2 dev k1 onlink",
-    )
-    .unwrap();
-    ipn(
-        &f,
-        "-6 route add 2001:db8:3::/64 via 2001:db8:2::2 dev k1 onlink",
-    )
-    .unwrap();
-    // The configuration's own route for 203.0.113.128/25 wins over the
+    // Routes there before the forwarder starts, found at its start; the
+    // configuration's own route for 203.0.113.128/25 wins over the
     // kernel's (unreachable) one.
-    ipn(&f, "route add unreachable 203.0.113.128/25").unwrap();
-    let dir = std::env::temp_dir().join(format!("fwd-kernel-m-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let cfg = dir.join("kernel.toml");
-    std::fs::write(
-        &cfg,
-        format!(
-            "route = [{{ prefix = \"203.0.113.128/25\", via = \"198.51.100.2\" }}]\n\
-             [forwarder]\ncores = [0]\n[routes]\nsource = \"kernel\"\n\
-             [control]\nsocket = \"{}\"\n{}",
-            dir.join("ctl.sock").display(),
-            ports("kernel_interface = \"k1\"")
-        ),
-    )
-    .unwrap();
-    let (child, _rx) = start_forwarder(&f, &cfg, None);
-    let _running = Running(child);
+    let lab = Lab::start(
+        'm',
+        "route = [{ prefix = \"203.0.113.128/25\", via = \"198.51.100.2\" }]\n\
+         [routes]\nsource = \"kernel\"\n",
+        "kernel_interface = \"k1\"",
+        &[
+            "route add 203.0.113.0/28 via 198.51.100.2 dev k1 onlink",
+            "-6 route add 2001:db8:3::/64 via 2001:db8:2::2 dev k1 onlink",
+            "route add unreachable 203.0.113.128/25",
+        ],
+    );
+    let (a, f, b, cfg, dir) = lab.names();
     let second = Duration::from_secs(2);
     assert!(
         reaches(&a, &b, "203.0.113.5", second).is_some(),
@@ -457,7 +513,6 @@ fn kernel_routes_change_forwarding() {
     );
     assert!(took.is_some(), "{}", stats(&cfg)["kernel_routes"]);
     assert!(reaches(&a, &b, "2001:db8:1000:5::1", second).is_some());
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// BIRD's configuration in the forwarder's namespace: BGP with b over
@@ -618,27 +673,13 @@ fn bird_peers_over_bgp_through_the_tap() {
     // The README's example configuration parses.
     let example = concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/bird.conf");
     run(&["bird", "-p", "-c", example]).expect("examples/bird.conf");
-    let mut t = Topology::create('b').expect("topology");
-    let (a, f, b) = (
-        t.ns(0).to_string(),
-        t.ns(1).to_string(),
-        t.ns(2).to_string(),
+    let mut lab = Lab::start(
+        'b',
+        "[routes]\nsource = \"kernel\"\nprotocols = [\"bird\"]\n",
+        "punt = \"tap\"",
+        &[],
     );
-    let dir = std::env::temp_dir().join(format!("fwd-kernel-b-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let cfg = dir.join("router.toml");
-    std::fs::write(
-        &cfg,
-        format!(
-            "[forwarder]\ncores = [0]\n[routes]\nsource = \"kernel\"\nprotocols = [\"bird\"]\n\
-             [control]\nsocket = \"{}\"\n{}",
-            dir.join("ctl.sock").display(),
-            ports("punt = \"tap\"")
-        ),
-    )
-    .unwrap();
-    let (child, _rx) = start_forwarder(&f, &cfg, None);
-    let _running = Running(child);
+    let (a, f, b, cfg, dir) = lab.names();
     let start_bird = |ns: &str, name: &str, conf: String| {
         let c = dir.join(format!("{name}.conf"));
         std::fs::write(&c, conf).unwrap();
@@ -661,9 +702,9 @@ fn bird_peers_over_bgp_through_the_tap() {
         "bird-f",
         BIRD_F.replace("LOG", &dir.join("bird-f.log").display().to_string()),
     );
-    t.bird.push(cf);
+    lab.t.bird.push(cf);
     let (cb, sock_b) = start_bird(&b, "bird-b", bird_b(&dir.join("bird-b.log")));
-    t.bird.push(cb);
+    lab.t.bird.push(cb);
     let start = Instant::now();
     while !(established(&sock_f) && established(&sock_b)) {
         assert!(
@@ -731,7 +772,6 @@ fn bird_peers_over_bgp_through_the_tap() {
     assert!(gone.is_some(), "{}", stats(&cfg)["kernel_routes"]);
     assert!(unreachable(&a, "203.0.113.5", second).is_some());
     assert!(unreachable(&a, "2001:db8:100:5::5", second).is_some());
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// A full table's load, measured (not run by CI; `cargo test --release
@@ -749,41 +789,21 @@ fn full_table_load() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(100_000);
-    let t = Topology::create('l').expect("topology");
-    let (a, f, b) = (
-        t.ns(0).to_string(),
-        t.ns(1).to_string(),
-        t.ns(2).to_string(),
-    );
-    ipn(
-        &f,
-        "route add 203.0.113.0/28 via 198.51.100.2 dev k1 onlink",
-    )
-    .unwrap();
-    let dir = std::env::temp_dir().join(format!("fwd-kernel-l-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let cfg = dir.join("kernel.toml");
     // MIRROR=0: the same load with the forwarder not following it (its
     // route from the configuration), to tell the mirror's cost from the
     // kernel's own.
     let mirror = std::env::var("MIRROR").map_or(true, |v| v != "0");
-    let routes = if mirror {
-        "[routes]\nsource = \"kernel\"\n"
-    } else {
-        "route = [{ prefix = \"203.0.113.0/28\", via = \"198.51.100.2\" }]\n"
-    };
-    std::fs::write(
-        &cfg,
-        format!(
-            "{routes}[forwarder]\ncores = [0]\n\
-             [control]\nsocket = \"{}\"\n{}",
-            dir.join("ctl.sock").display(),
-            ports("kernel_interface = \"k1\"")
-        ),
-    )
-    .unwrap();
-    let (child, _rx) = start_forwarder(&f, &cfg, None);
-    let _running = Running(child);
+    let lab = Lab::start(
+        'l',
+        if mirror {
+            "[routes]\nsource = \"kernel\"\n"
+        } else {
+            "route = [{ prefix = \"203.0.113.0/28\", via = \"198.51.100.2\" }]\n"
+        },
+        "kernel_interface = \"k1\"",
+        &["route add 203.0.113.0/28 via 198.51.100.2 dev k1 onlink"],
+    );
+    let (a, f, b, cfg, dir) = lab.names();
     assert!(reaches(&a, &b, "203.0.113.5", Duration::from_secs(2)).is_some());
     let batch: String = (0..n)
         .map(|i| {
@@ -859,5 +879,4 @@ fn full_table_load() {
         k["batches"], k["max_batch_us"], k["resyncs"], gaps[1], gaps[0]
     );
     assert!(took.is_some(), "{k}");
-    let _ = std::fs::remove_dir_all(&dir);
 }
