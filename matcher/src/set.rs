@@ -70,8 +70,11 @@ enum Undo {
     Inserted(u32),
     /// The element, its id and its sequence number (its rank among equal
     /// priorities): an abort gives both back, so that the undo entries
-    /// before it still name the right ids.
-    Deleted(Arc<Element>, u32, u64),
+    /// before it still name the right ids. And whether it was among the
+    /// classifier's extra elements: one the tree holds may be there too
+    /// (brought by the delete of an element that shadowed it in the
+    /// tree), and must be again once restored.
+    Deleted(Arc<Element>, u32, u64, bool),
 }
 
 /// Bytes a set's tables hold.
@@ -900,9 +903,9 @@ impl Set {
     }
 
     /// Puts a deleted element back under its old id and sequence number
-    /// (an abort). Where the classifier's tree still holds it, it is
-    /// simply no longer gone.
-    fn restore(&mut self, e: Arc<Element>, id: u32, seq: u64) {
+    /// (an abort). Where the classifier's tree still holds it, it is no
+    /// longer gone, and beside the tree again if it was there.
+    fn restore(&mut self, e: Arc<Element>, id: u32, seq: u64, was_extra: bool) {
         let taken = |v: &mut Vec<u32>| match v.iter().rposition(|&x| x == id) {
             Some(p) => {
                 v.remove(p);
@@ -914,7 +917,10 @@ impl Set {
             taken(&mut self.retired);
         }
         self.seqs[id as usize] = seq;
-        if self.tracking() && !taken(&mut self.gone) {
+        // Back beside the tree: an element the tree does not hold, and one
+        // it holds but was beside it too (the tree dropped it where a
+        // deleted element shadowed it).
+        if self.tracking() && (!taken(&mut self.gone) || was_extra) {
             self.extra.push(id);
             self.check_delta();
         }
@@ -978,9 +984,10 @@ impl Set {
             ));
         };
         let seq = self.seqs[id as usize];
+        let was_extra = self.tracking() && self.extra.contains(&id);
         let e = self.delete_tables(id);
         let out = (*e).clone();
-        self.undo.push(Undo::Deleted(e, id, seq));
+        self.undo.push(Undo::Deleted(e, id, seq, was_extra));
         self.quick_deleted(&out, id);
         Ok(out)
     }
@@ -1281,8 +1288,8 @@ impl Set {
                 Undo::Inserted(id) => {
                     self.delete_tables(id);
                 }
-                Undo::Deleted(e, id, seq) => {
-                    self.restore(e, id, seq);
+                Undo::Deleted(e, id, seq, was_extra) => {
+                    self.restore(e, id, seq, was_extra);
                 }
             }
         }
