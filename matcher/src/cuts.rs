@@ -290,6 +290,8 @@ pub(crate) struct Cuts {
     entries: usize,
     /// Whether the copy budget ran out, leaving leaves uncut.
     exhausted: bool,
+    /// Whether this is a tree per anchor (see [`Cuts::build`]).
+    split: bool,
 }
 
 struct Builder<'a> {
@@ -478,8 +480,21 @@ impl Cuts {
     /// (Measured on ClassBench: one tree is faster on every 1K set and on
     /// acl1_10K, the forest on fw1_10K and ipc1_10K, whose wildcard-heavy
     /// rules blew one tree up 20-fold.)
-    pub(crate) fn build(dims: Vec<Dim>, exact: bool, mut all: Vec<Entry>) -> Cuts {
+    ///
+    /// `like`: build only this kind (a forest when `true`), as the last
+    /// choice for nearly the same elements was: the tree that ran out of
+    /// budget is most of a choosing build's time (fw1_10K: 22 of 25 ms),
+    /// and a few changes to thousands of elements do not turn the choice.
+    pub(crate) fn build(
+        dims: Vec<Dim>,
+        exact: bool,
+        mut all: Vec<Entry>,
+        like: Option<bool>,
+    ) -> Cuts {
         all.sort_by_key(|e| e.rank);
+        if let Some(split) = like {
+            return Cuts::build_forest(&dims, exact, &all, split);
+        }
         let one = Cuts::build_forest(&dims, exact, &all, false);
         if !one.exhausted {
             return one;
@@ -557,6 +572,7 @@ impl Cuts {
             elements: all.len(),
             entries: 0,
             exhausted: false,
+            split,
             dims: dims.to_vec(),
         };
         let anchor = |e: &Entry| {
@@ -605,6 +621,11 @@ impl Cuts {
         self.shadows
             .get(i / 64)
             .is_some_and(|w| w >> (i % 64) & 1 == 1)
+    }
+
+    /// Whether this is a tree per anchor rather than one tree.
+    pub(crate) fn is_split(&self) -> bool {
+        self.split
     }
 
     /// Whether the tree holds `id`.

@@ -609,6 +609,9 @@ pub struct Set {
     gone: Vec<u32>,
     retired: Vec<u32>,
     rebuild: bool,
+    /// `next_seq` and the number of elements when a build last chose
+    /// between one tree and a forest (see [`Set::classifier`]).
+    chosen_at: (u64, usize),
     /// What changed since the last full commit, kept while it is little
     /// enough for [`Set::commit_quick`]; `None` otherwise, and in the
     /// small set that holds a quick snapshot's added elements.
@@ -692,6 +695,7 @@ impl Set {
             gone: Vec::new(),
             retired: Vec::new(),
             rebuild: true,
+            chosen_at: (0, 0),
             seqs: Vec::new(),
             next_seq: 0,
             fields: committed.base.fields.clone(),
@@ -1138,6 +1142,11 @@ impl Set {
     /// The classifier of the working copy: the last tree with the changes
     /// since, or a new tree when they are many, when a deleted element
     /// shadowed others in the tree, or when there is none.
+    ///
+    /// A new tree is of the last one's kind (one tree or a forest) while
+    /// fewer than a quarter of the elements were added or removed since
+    /// a build last chose between both, which costs building both; past
+    /// that, the next build chooses again.
     fn classifier(&mut self) -> Classifier {
         let rank = |e: &Element, seq: u64| (e.priority.unwrap_or(0) as u64) << 40 | seq;
         let entry = |id: u32, this: &Set| {
@@ -1149,10 +1158,20 @@ impl Set {
                 .filter(|&id| self.elems[id as usize].is_some())
                 .map(|id| entry(id, self))
                 .collect();
+            let (seq, len) = self.chosen_at;
+            let drift = (self.next_seq - seq) as usize + len.abs_diff(all.len());
+            let like = match &self.cuts {
+                Some(c) if drift < all.len() / 4 => Some(c.is_split()),
+                _ => None,
+            };
+            if like.is_none() {
+                self.chosen_at = (self.next_seq, all.len());
+            }
             self.cuts = Some(Arc::new(Cuts::build(
                 self.dims.clone(),
                 self.exact_dims,
                 all,
+                like,
             )));
             self.extra.clear();
             self.gone.clear();
@@ -1436,5 +1455,67 @@ mod tests {
         assert!(before.lookup(&key, &mut scratch).is_some());
         assert!(after.lookup(&key, &mut scratch).is_none());
         assert_eq!(a.iter().flatten().count(), 999);
+    }
+
+    /// A rebuild keeps the last build's kind (here the forest, which the
+    /// first build chose after its one tree ran out of copies) while the
+    /// elements changed by less than a quarter, and chooses again after.
+    #[test]
+    fn a_rebuild_keeps_the_kind_chosen_until_a_quarter_changed() {
+        use crate::reference::LinearSet;
+        let decl = SetDecl::parse("ipv4_addr . inet_service; flags priority").unwrap();
+        let el = |i: u32| {
+            let text = if i.is_multiple_of(2) {
+                format!("10.0.{}.{} . 0-65535", i >> 9, (i >> 1) & 255)
+            } else {
+                format!("0.0.0.0/0 . {}", 1000 + (i >> 1))
+            };
+            decl.parse_element(&text).unwrap()
+        };
+        let mut set = Set::new(decl.clone());
+        let mut live: Vec<Element> = (0..2000).map(el).collect();
+        for e in &live {
+            set.insert(e.clone(), InsertMode::Create).unwrap();
+        }
+        set.commit();
+        assert!(set.cuts.as_ref().unwrap().is_split());
+        let chosen = set.chosen_at;
+        let check = |set: &mut Set, live: &[Element]| {
+            let snap = set.commit();
+            let reference = LinearSet::new(decl.clone(), live.to_vec());
+            let mut scratch = snap.scratch();
+            for k in 0..200u32 {
+                let key = decl
+                    .parse_key(&format!("10.0.{}.{} . {}", k % 5, k, 990 + k * 7))
+                    .unwrap();
+                assert_eq!(
+                    snap.lookup_element(&key, &mut scratch).map(|e| &e.key),
+                    reference.lookup(&key).map(|e| &e.key),
+                    "key {k}"
+                );
+            }
+        };
+        // 2 x 200 changes, past the delta's limit: rebuilt, of the same kind.
+        for i in 0..200 {
+            let e = live.remove(i * 7 % live.len());
+            set.delete(&e.key).unwrap();
+            set.commit();
+            set.insert(e.clone(), InsertMode::Create).unwrap();
+            live.push(e);
+        }
+        check(&mut set, &live);
+        assert_eq!(set.chosen_at, chosen);
+        assert!(set.cuts.as_ref().unwrap().is_split());
+        for i in 0..400 {
+            let e = live.remove(i * 13 % live.len());
+            set.delete(&e.key).unwrap();
+            set.insert(e.clone(), InsertMode::Create).unwrap();
+            live.push(e);
+            if i.is_multiple_of(50) {
+                set.commit();
+            }
+        }
+        check(&mut set, &live);
+        assert_ne!(set.chosen_at, chosen);
     }
 }
