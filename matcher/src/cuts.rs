@@ -184,12 +184,15 @@ pub(crate) struct Groups {
     len: usize,
 }
 
-/// Where a leaf's groups are: first word, group count, lanes a group.
+/// Where a leaf's groups are: first word, group count, lanes a group;
+/// and the rank of its first element (`u64::MAX` when empty), below
+/// which nothing in it ranks.
 #[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct Leaf {
     start: u32,
     groups: u16,
     width: u16,
+    first: u64,
 }
 
 impl Groups {
@@ -228,6 +231,7 @@ impl Groups {
             start: start as u32,
             groups: groups as u16,
             width: width as u16,
+            first: entries.first().map_or(u64::MAX, |e| e.rank),
         }
     }
 
@@ -774,19 +778,29 @@ impl Classifier {
     }
 
     /// The first-ranked element of leaf `leaf` holding `key`, with its
-    /// rank (`u64::MAX` and an unused id for none).
+    /// rank (`u64::MAX` and an unused id for none), if it ranks before
+    /// `bound` (the best answer of the trees before).
+    ///
+    /// A leaf whose first element ranks after `bound` is not read: in a
+    /// forest, a key that an earlier tree matched skips every later
+    /// leaf of lower-ranked elements.
     #[inline(always)]
     fn resolve(
         &self,
         leaf: u32,
+        bound: u64,
         vals: &[u32],
         key: &[u8],
         verify: &impl Verify,
         mask: impl Fn(&[u32], usize, &[u32]) -> u32 + Copy,
     ) -> (u64, u32) {
         let t = &*self.tree;
+        let l = t.leaves[leaf as usize];
+        if l.first >= bound {
+            return (u64::MAX, u32::MAX);
+        }
         match self.first_in(
-            (t.groups.words(), t.leaves[leaf as usize]),
+            (t.groups.words(), l),
             !self.gone.is_empty(),
             vals,
             key,
@@ -854,7 +868,7 @@ impl Classifier {
         let mut best = (u64::MAX, u32::MAX);
         for &root in &self.tree.roots {
             let leaf = self.descend(root, vals, &count);
-            best = best.min(self.resolve(leaf, vals, key, verify, mask));
+            best = best.min(self.resolve(leaf, best.0, vals, key, verify, mask));
         }
         self.with_extra(best, vals, key, verify, mask)
     }
@@ -929,6 +943,7 @@ impl Classifier {
                 for j in 0..n {
                     let found = self.resolve(
                         at[j] & !LEAF,
+                        best[j].0,
                         &vals[j * nd..(j + 1) * nd],
                         &keys[j * stride..],
                         verify,

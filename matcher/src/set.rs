@@ -33,6 +33,12 @@ pub struct SetConfig {
     /// bitmaps (for measuring one against the other). First-match sets
     /// always use it: it is their only lookup.
     pub classifier: bool,
+    /// The decision tree's shape: `None` lets each build choose between
+    /// one tree and a tree per anchor dimension (see the `cuts` module);
+    /// `Some(true)` always builds the forest, `Some(false)` one tree (for
+    /// measuring one against the other, and for tests: the choice takes
+    /// thousands of elements to turn to the forest).
+    pub forest: Option<bool>,
 }
 
 impl Default for SetConfig {
@@ -42,6 +48,7 @@ impl Default for SetConfig {
             lt_size_low: (2 << 20) - (64 << 10),
             interval_tree: true,
             classifier: true,
+            forest: None,
         }
     }
 }
@@ -1161,6 +1168,7 @@ impl Set {
             let (seq, len) = self.chosen_at;
             let drift = (self.next_seq - seq) as usize + len.abs_diff(all.len());
             let like = match &self.cuts {
+                _ if self.config.forest.is_some() => self.config.forest,
                 Some(c) if drift < all.len() / 4 => Some(c.is_split()),
                 _ => None,
             };
