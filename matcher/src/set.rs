@@ -1167,11 +1167,10 @@ impl Set {
                 .collect();
             let (seq, len) = self.chosen_at;
             let drift = (self.next_seq - seq) as usize + len.abs_diff(all.len());
-            let like = match &self.cuts {
-                _ if self.config.forest.is_some() => self.config.forest,
+            let like = self.config.forest.or(match &self.cuts {
                 Some(c) if drift < all.len() / 4 => Some(c.is_split()),
                 _ => None,
-            };
+            });
             if like.is_none() {
                 self.chosen_at = (self.next_seq, all.len());
             }
