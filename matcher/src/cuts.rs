@@ -296,6 +296,9 @@ pub(crate) struct Cuts {
     exhausted: bool,
     /// Whether this is a tree per anchor (see [`Cuts::build`]).
     split: bool,
+    /// The anchor dimensions of each tree of a forest (a bitmask), as
+    /// merged (see [`Cuts::merge_small`]).
+    plan: Vec<u64>,
 }
 
 struct Builder<'a> {
@@ -437,6 +440,27 @@ impl Builder<'_> {
     }
 }
 
+/// Points inside random elements of `all` (a trace's headers are), where
+/// the cost model looks trees up.
+fn points_inside(all: &[Entry]) -> Vec<Vec<u32>> {
+    let mut x = 0x9e37_79b9_7f4a_7c15u64;
+    let mut next = move || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    (0..512)
+        .map(|_| {
+            let e = &all[next() as usize % all.len()];
+            e.ranges
+                .iter()
+                .map(|&(lo, hi)| lo + (next() % (hi as u64 - lo as u64 + 1)) as u32)
+                .collect()
+        })
+        .collect()
+}
+
 /// Up to [`MAX_CUTS`] distinct values among the sorted `ends`, at equal
 /// counts of ends.
 fn pick_cuts(ends: &[u32]) -> Vec<u32> {
@@ -475,7 +499,8 @@ impl Cuts {
     /// of each cut of that dimension, and a tree whose elements are all
     /// narrow in some dimension copies few. A lookup descends every tree
     /// (a few: ACLs anchor on addresses, ports and protocols) and keeps the
-    /// first-ranked answer.
+    /// first-ranked answer; the smallest groups share a tree where the
+    /// model says it pays (see [`Cuts::merge_small`]).
     ///
     /// Every tree costs each key a descent, so one tree is built first;
     /// only when it copied wide elements until its budget ran out (and
@@ -489,38 +514,26 @@ impl Cuts {
     /// choice for nearly the same elements was: the tree that ran out of
     /// budget is most of a choosing build's time (fw1_10K: 22 of 25 ms),
     /// and a few changes to thousands of elements do not turn the choice.
+    /// `plan`: a forest's anchors per tree as the last build merged them
+    /// (empty: merge anew), for the same reason: a merge's trial trees
+    /// cost as much as the forest.
     pub(crate) fn build(
         dims: Vec<Dim>,
         exact: bool,
         mut all: Vec<Entry>,
         like: Option<bool>,
+        plan: &[u64],
     ) -> Cuts {
         all.sort_by_key(|e| e.rank);
         if let Some(split) = like {
-            return Cuts::build_forest(&dims, exact, &all, split);
+            return Cuts::build_forest(&dims, exact, &all, split, plan);
         }
-        let one = Cuts::build_forest(&dims, exact, &all, false);
+        let one = Cuts::build_forest(&dims, exact, &all, false, &[]);
         if !one.exhausted {
             return one;
         }
-        let split = Cuts::build_forest(&dims, exact, &all, true);
-        // Points inside random elements, as a trace's headers are.
-        let mut x = 0x9e37_79b9_7f4a_7c15u64;
-        let mut next = move || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x
-        };
-        let points: Vec<Vec<u32>> = (0..512)
-            .map(|_| {
-                let e = &all[next() as usize % all.len()];
-                e.ranges
-                    .iter()
-                    .map(|&(lo, hi)| lo + (next() % (hi as u64 - lo as u64 + 1)) as u32)
-                    .collect()
-            })
-            .collect();
+        let split = Cuts::build_forest(&dims, exact, &all, true, &[]);
+        let points = points_inside(&all);
         if split.cost(&points) < one.cost(&points) {
             split
         } else {
@@ -539,13 +552,17 @@ impl Cuts {
     }
 
     /// What looking `points` up costs, in a model: a node visited counts
-    /// 1, a leaf group 1 plus a half per 4 lanes, a tree 2 more.
+    /// 1, a leaf group 1 plus a half per 4 lanes, a tree 6 more. (A
+    /// tree's own cost, its pass over the burst and its leaf's resolve, is
+    /// fitted to what dropping trees saved: two of fw1_10K's five, 25-30 %
+    /// of its lookup; and fw1_1K is faster in one tree, 30 against 45 ns,
+    /// than in the merged forest of four that a weight of 2 preferred.)
     fn cost(&self, points: &[Vec<u32>]) -> f64 {
         let mut total = 0.0;
         for vals in points {
             for &root in &self.roots {
                 let mut r = root;
-                total += 2.0;
+                total += 6.0;
                 while r & LEAF == 0 {
                     r = self.child(r, vals, crate::tree::count_le);
                     total += 1.0;
@@ -558,13 +575,70 @@ impl Cuts {
     }
 
     /// The trees of `all` (sorted by rank): one, or one per anchor.
-    fn build_forest(dims: &[Dim], exact: bool, all: &[Entry], split: bool) -> Cuts {
+    fn build_forest(dims: &[Dim], exact: bool, all: &[Entry], split: bool, plan: &[u64]) -> Cuts {
+        let mut out = Cuts::empty(dims, exact, all, split);
+        let anchor = |e: &Entry| {
+            (0..dims.len())
+                .min_by(|&a, &b| {
+                    let share = |d: usize| {
+                        let (lo, hi) = e.ranges[d];
+                        (hi - lo) as f64 / dims[d].max() as f64
+                    };
+                    share(a).total_cmp(&share(b))
+                })
+                .unwrap_or(0)
+        };
+        if !split {
+            let one: Vec<u32> = (0..all.len() as u32).collect();
+            return Cuts::build_groups(dims, all, &[one], out);
+        }
+        // A tree per anchor, or per mask of anchors that the plan merged
+        // (an anchor it does not name gets a tree of its own).
+        let mut masks: Vec<u64> = plan.to_vec();
+        let mut slot = vec![usize::MAX; dims.len()];
+        for (t, &m) in masks.iter().enumerate() {
+            for (d, s) in slot.iter_mut().enumerate() {
+                if m >> d & 1 == 1 {
+                    *s = t;
+                }
+            }
+        }
+        let mut groups: Vec<Vec<u32>> = vec![Vec::new(); masks.len()];
+        for (i, e) in all.iter().enumerate() {
+            let d = anchor(e);
+            if slot[d] == usize::MAX {
+                slot[d] = masks.len();
+                masks.push(1 << d);
+                groups.push(Vec::new());
+            }
+            groups[slot[d]].push(i as u32);
+        }
+        let mut by_anchor: Vec<(u64, Vec<u32>)> = masks
+            .into_iter()
+            .zip(groups)
+            .filter(|(_, g)| !g.is_empty())
+            .collect();
+        if plan.is_empty() {
+            by_anchor = Cuts::merge_small(dims, exact, all, by_anchor);
+        }
+        out.plan = by_anchor.iter().map(|g| g.0).collect();
+        let groups: Vec<Vec<u32>> = by_anchor.into_iter().map(|g| g.1).collect();
+        Cuts::build_groups(dims, all, &groups, out)
+    }
+
+    /// A forest's anchors per tree (see [`Cuts::build`]).
+    pub(crate) fn plan(&self) -> &[u64] {
+        &self.plan
+    }
+
+    /// A tree of `all` with no nodes or leaves yet.
+    fn empty(dims: &[Dim], exact: bool, all: &[Entry], split: bool) -> Cuts {
         let top = all.iter().map(|e| e.id as usize + 1).max().unwrap_or(0);
         let mut rank = vec![u64::MAX; top];
         for e in all {
             rank[e.id as usize] = e.rank;
         }
-        let out = Cuts {
+        Cuts {
             exact,
             nodes: Vec::new(),
             node_dim: Vec::new(),
@@ -577,27 +651,60 @@ impl Cuts {
             entries: 0,
             exhausted: false,
             split,
+            plan: Vec::new(),
             dims: dims.to_vec(),
-        };
-        let anchor = |e: &Entry| {
-            (0..dims.len())
-                .min_by(|&a, &b| {
-                    let share = |d: usize| {
-                        let (lo, hi) = e.ranges[d];
-                        (hi - lo) as f64 / dims[d].max() as f64
-                    };
-                    share(a).total_cmp(&share(b))
-                })
-                .unwrap_or(0)
-        };
-        let mut by_anchor: Vec<Vec<u32>> = vec![Vec::new(); dims.len()];
-        for (i, e) in all.iter().enumerate() {
-            by_anchor[anchor(e)].push(i as u32);
         }
-        if !split {
-            let one: Vec<u32> = (0..all.len() as u32).collect();
-            by_anchor = vec![one];
+    }
+
+    /// Merges the smallest trees of a forest, two at a time, while the
+    /// modelled cost of the merged tree is below the two trees' (EffiCuts'
+    /// tree merging): every tree costs each key a descent and a leaf
+    /// (fw1_10K's trees of 76 and 131 port-anchored rules were a quarter
+    /// of its lookup time), and a tree of a few hundred rules absorbs
+    /// another's wide rules in a few copies. Only groups that together
+    /// hold at most an eighth of the elements are tried, so the trial
+    /// builds stay small beside the forest's.
+    fn merge_small(
+        dims: &[Dim],
+        exact: bool,
+        all: &[Entry],
+        mut groups: Vec<(u64, Vec<u32>)>,
+    ) -> Vec<(u64, Vec<u32>)> {
+        let mut points = None;
+        loop {
+            groups.sort_by_key(|g| std::cmp::Reverse(g.1.len()));
+            let n = groups.len();
+            if n < 2 || (groups[n - 1].1.len() + groups[n - 2].1.len()) * 8 > all.len() {
+                return groups;
+            }
+            let points = points.get_or_insert_with(|| points_inside(all));
+            let a = groups.pop().unwrap_or_default();
+            let b = groups.pop().unwrap_or_default();
+            let mut merged: Vec<u32> = a.1.iter().chain(&b.1).copied().collect();
+            merged.sort_unstable();
+            let tree = |g: &[u32]| {
+                Cuts::build_groups(
+                    dims,
+                    all,
+                    &[g.to_vec()],
+                    Cuts::empty(dims, exact, all, true),
+                )
+            };
+            let apart = tree(&a.1).cost(points) + tree(&b.1).cost(points);
+            let together = tree(&merged);
+            if together.exhausted || together.cost(points) >= apart {
+                groups.push(b);
+                groups.push(a);
+                return groups;
+            }
+            groups.push((a.0 | b.0, merged));
         }
+    }
+
+    /// The trees of `groups` (indices into `all`, each in rank order),
+    /// built into `out`.
+    fn build_groups(dims: &[Dim], all: &[Entry], groups: &[Vec<u32>], out: Cuts) -> Cuts {
+        let exact = out.exact;
         let mut b = Builder {
             dims,
             exact,
@@ -607,7 +714,7 @@ impl Cuts {
         };
         let mut region: Vec<(u32, u32)> = dims.iter().map(|d| (0, d.max())).collect();
         let mut roots = Vec::new();
-        for rules in by_anchor.iter().filter(|r| !r.is_empty()) {
+        for rules in groups.iter().filter(|r| !r.is_empty()) {
             roots.push(b.build(rules, &mut region, 0));
         }
         if roots.is_empty() {
@@ -999,6 +1106,45 @@ mod tests {
         assert_eq!(
             dims[0].project(0x0102_0304_0010, 0x0102_0305_0020),
             (0x0102_0304, 0x0102_0305)
+        );
+    }
+
+    #[test]
+    fn small_anchor_groups_share_a_tree() {
+        // 300 elements narrow in the first dimension, and two groups of 12
+        // narrow only in the second or only in the third.
+        let dims = Dim::of_fields(&[4, 2, 2]);
+        let any = (0, 0xffff);
+        let mut all: Vec<Entry> = (0..300u32)
+            .map(|i| (vec![(i * 1000, i * 1000 + 9), any, any], i))
+            .chain((0..12).map(|i| (vec![(0, u32::MAX), (i * 100, i * 100 + 1), any], 300 + i)))
+            .chain((0..12).map(|i| (vec![(0, u32::MAX), any, (i * 7, i * 7 + 3)], 312 + i)))
+            .map(|(ranges, id)| Entry {
+                id,
+                rank: id as u64,
+                ranges,
+            })
+            .collect();
+        let t = Cuts::build_forest(&dims, true, &all, true, &[]);
+        assert_eq!(t.roots.len(), 2);
+        assert_eq!(t.plan(), &[0b001, 0b110]);
+        // A rebuild with the plan merges the same anchors without trials,
+        // and gives an anchor the plan does not name a tree of its own.
+        assert_eq!(
+            Cuts::build_forest(&dims, true, &all, true, &[0b110])
+                .roots
+                .len(),
+            2
+        );
+        assert_eq!(
+            Cuts::build_forest(&dims, true, &all, true, &[0b011]).plan(),
+            &[0b011, 0b100]
+        );
+        // Without the small groups there is nothing to merge.
+        all.truncate(300);
+        assert_eq!(
+            Cuts::build_forest(&dims, true, &all, true, &[]).roots.len(),
+            1
         );
     }
 

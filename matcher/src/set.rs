@@ -1167,10 +1167,9 @@ impl Set {
                 .collect();
             let (seq, len) = self.chosen_at;
             let drift = (self.next_seq - seq) as usize + len.abs_diff(all.len());
-            let like = self.config.forest.or(match &self.cuts {
-                Some(c) if drift < all.len() / 4 => Some(c.is_split()),
-                _ => None,
-            });
+            let last = self.cuts.as_ref().filter(|_| drift < all.len() / 4);
+            let like = self.config.forest.or(last.map(|c| c.is_split()));
+            let plan = last.map_or(Vec::new(), |c| c.plan().to_vec());
             if like.is_none() {
                 self.chosen_at = (self.next_seq, all.len());
             }
@@ -1179,6 +1178,7 @@ impl Set {
                 self.exact_dims,
                 all,
                 like,
+                &plan,
             )));
             self.extra.clear();
             self.gone.clear();
