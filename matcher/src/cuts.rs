@@ -346,10 +346,24 @@ impl Builder<'_> {
             return self.leaf(rules);
         };
         let (rlo, rhi) = region[d];
-        let mut children: Vec<Vec<u32>> = vec![Vec::new(); cuts.len() + 1];
+        // Each child's rules, allocated at their exact size: wide rules
+        // are copied into many children, and growing the vectors cost 3 %
+        // of fw1_10K's build instructions.
+        let mut span = Vec::with_capacity(rules.len());
+        let mut sizes = [0usize; LANES];
         for &r in rules {
             let (lo, hi) = self.all[r as usize].ranges[d];
             let (a, b) = spans(&cuts, lo.max(rlo), hi.min(rhi));
+            span.push((a, b));
+            for n in &mut sizes[a..=b] {
+                *n += 1;
+            }
+        }
+        let mut children: Vec<Vec<u32>> = sizes[..=cuts.len()]
+            .iter()
+            .map(|&n| Vec::with_capacity(n))
+            .collect();
+        for (&r, &(a, b)) in rules.iter().zip(&span) {
             for c in &mut children[a..=b] {
                 c.push(r);
             }
