@@ -15,11 +15,10 @@
 //! its bucket.
 #![allow(unsafe_code)]
 
-use crate::cuts::{mask_scalar, Classifier};
+use crate::cuts::{count_cuts, mask_scalar, Classifier};
 use crate::lookup::{burst_lead, lookup_lead, Impl, Lead, Scalar};
 use crate::set::Verifier;
 use crate::table::FieldTable;
-use crate::tree::count_le;
 
 #[cfg(target_arch = "x86_64")]
 mod x86 {
@@ -38,15 +37,19 @@ mod x86 {
     /// The values of block `$b` at or below `$x`: two 256-bit unsigned
     /// compares (`max(v, x) == x` is `v <= x`) and a popcount.
     macro_rules! count_le_avx2 {
-        ($b:expr, $x:expr) => {{
+        ($b:expr, $x:expr) => {
+            count_le_avx2!($b, $x, 0xffff)
+        };
+        ($b:expr, $x:expr, $lanes:expr) => {{
             let xv = _mm256_set1_epi32($x as i32);
             let p = $b.0.as_ptr();
             let lo = _mm256_loadu_si256(p.cast());
             let hi = _mm256_loadu_si256(p.add(8).cast());
             let le_lo = _mm256_cmpeq_epi32(_mm256_max_epu32(lo, xv), xv);
             let le_hi = _mm256_cmpeq_epi32(_mm256_max_epu32(hi, xv), xv);
-            (_mm256_movemask_ps(_mm256_castsi256_ps(le_lo)) as u32
+            ((_mm256_movemask_ps(_mm256_castsi256_ps(le_lo)) as u32
                 | (_mm256_movemask_ps(_mm256_castsi256_ps(le_hi)) as u32) << 8)
+                & $lanes)
                 .count_ones()
         }};
     }
@@ -179,9 +182,10 @@ mod x86 {
         out: &mut [Option<u32>],
         v: &Verifier,
     ) {
+        // A node's cuts are its block's first 15 values (`count_cuts`).
         let count = |b: &Block, x: u32| -> u32 {
             // SAFETY: a block is sixteen `u32`, two 32-byte loads.
-            unsafe { count_le_avx2!(b, x) }
+            unsafe { count_le_avx2!(b, x, 0x7fff) }
         };
         let mask = |r: &[u32], w: usize, vals: &[u32]| -> u32 {
             assert!(r.len() >= 2 * w * vals.len() && matches!(w, 4 | 8 | 16));
@@ -213,10 +217,12 @@ mod x86 {
         out: &mut [Option<u32>],
         v: &Verifier,
     ) {
+        // A node's cuts are its block's first 15 values (`count_cuts`).
         let count = |b: &Block, x: u32| -> u32 {
             // SAFETY: a block is sixteen `u32`, one 64-byte load.
             let v = unsafe { _mm512_loadu_si512(b.0.as_ptr().cast()) };
-            (_mm512_cmple_epu32_mask(v, _mm512_set1_epi32(x as i32)) as u32).count_ones()
+            (_mm512_mask_cmple_epu32_mask(0x7fff, v, _mm512_set1_epi32(x as i32)) as u32)
+                .count_ones()
         };
         let mask = |r: &[u32], w: usize, vals: &[u32]| -> u32 {
             assert!(r.len() >= 2 * w * vals.len() && matches!(w, 4 | 8 | 16));
@@ -376,12 +382,12 @@ pub(crate) fn classify(imp: Impl, c: &Classifier, key: &[u8], v: &Verifier) -> O
         Impl::Avx2 if imp.supported() => unsafe { x86::classify_avx2(c, key, 0, &mut out, v) },
         // SAFETY: as above.
         Impl::Avx512 if imp.supported() => unsafe { x86::classify_avx512(c, key, 0, &mut out, v) },
-        _ => c.burst(key, 0, &mut out, v, count_le, mask_scalar),
+        _ => c.burst(key, 0, &mut out, v, count_cuts, mask_scalar),
     }
     #[cfg(not(target_arch = "x86_64"))]
     {
         let _ = imp;
-        c.burst(key, 0, &mut out, v, count_le, mask_scalar);
+        c.burst(key, 0, &mut out, v, count_cuts, mask_scalar);
     }
     out[0]
 }
@@ -402,11 +408,11 @@ pub(crate) fn classify_burst(
         Impl::Avx2 if imp.supported() => unsafe { x86::classify_avx2(c, keys, stride, out, v) },
         // SAFETY: as above.
         Impl::Avx512 if imp.supported() => unsafe { x86::classify_avx512(c, keys, stride, out, v) },
-        _ => c.burst(keys, stride, out, v, count_le, mask_scalar),
+        _ => c.burst(keys, stride, out, v, count_cuts, mask_scalar),
     }
     #[cfg(not(target_arch = "x86_64"))]
     {
         let _ = imp;
-        c.burst(keys, stride, out, v, count_le, mask_scalar);
+        c.burst(keys, stride, out, v, count_cuts, mask_scalar);
     }
 }
