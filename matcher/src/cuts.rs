@@ -509,6 +509,20 @@ fn pick_cuts(ends: &[u32]) -> Vec<u32> {
     cuts
 }
 
+/// [`Cuts::child`] of `nodes`, a tree's nodes held apart from the tree
+/// so that a burst's descent keeps their address in a register.
+#[inline(always)]
+fn step<const N: usize>(
+    nodes: &[Node],
+    r: u32,
+    vals: &[u32; N],
+    count: impl Fn(&Block, u32) -> u32,
+) -> u32 {
+    let n = &nodes[(r & NODE_INDEX) as usize];
+    let x = vals[(r >> DIM_SHIFT) as usize % N];
+    n.child[count(&n.cuts, x) as usize % LANES]
+}
+
 /// The values of `b` at or below `x` among its first 15, the cuts of a
 /// node (the sixteenth is always padding, so a count is at most 15).
 #[inline(always)]
@@ -591,9 +605,7 @@ impl Cuts {
         vals: &[u32; N],
         count: impl Fn(&Block, u32) -> u32,
     ) -> u32 {
-        let n = &self.nodes[(r & NODE_INDEX) as usize];
-        let x = vals[(r >> DIM_SHIFT) as usize % N];
-        n.child[count(&n.cuts, x) as usize % LANES]
+        step(&self.nodes, r, vals, count)
     }
 
     /// What looking `points` up costs, in a model: a node visited counts
@@ -1083,6 +1095,7 @@ impl Classifier {
                 self.values(&keys[j * stride..], &mut vals[j][..nd]);
             }
             let mut best = [(u64::MAX, u32::MAX); BURST];
+            let nodes = &t.nodes[..];
             for &root in &t.roots {
                 let mut at = [root; BURST];
                 // Every key has reached a leaf when the AND of their
@@ -1093,11 +1106,22 @@ impl Classifier {
                     for j in 0..n {
                         let r = at[j];
                         if r & LEAF == 0 {
-                            let next = t.child(r, &vals[j], &count);
+                            let next = step(nodes, r, &vals[j], &count);
                             at[j] = next;
                             all &= next;
                         }
                     }
+                }
+                // Every key's leaf is known now: ask for the first line of
+                // each (its ids and its first rows) before reading any, so
+                // that the leaves' misses overlap rather than queue behind
+                // each key's checks. One line a key paid (acl1_10K about
+                // 7 % faster); all of a leaf's lines cost more than they
+                // saved.
+                let words = t.groups.words().as_ptr();
+                for &r in &at[..n] {
+                    let l = t.leaves[(r & !LEAF) as usize];
+                    crate::simd::prefetch(words.wrapping_add(l.start as usize));
                 }
                 for j in 0..n {
                     let found = self.resolve(

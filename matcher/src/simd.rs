@@ -372,6 +372,22 @@ pub(crate) fn lookup_burst(
     burst_lead::<Scalar>(fields, lead, keys, stride, out, res, fill)
 }
 
+/// Asks for the cache line at `p` ahead of its use; any address may be
+/// passed (a prefetch never faults), so callers compute it with
+/// `wrapping_add`.
+#[inline(always)]
+pub(crate) fn prefetch(p: *const u32) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a prefetch is a hint: it reads nothing into the program's
+    // state and does not fault, whatever the address (SSE is part of
+    // x86-64).
+    unsafe {
+        std::arch::x86_64::_mm_prefetch(p.cast::<i8>(), std::arch::x86_64::_MM_HINT_T0)
+    };
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
+}
+
 /// One key through the classifier, with the chosen implementation.
 #[inline]
 pub(crate) fn classify(imp: Impl, c: &Classifier, key: &[u8], v: &Verifier) -> Option<u32> {
