@@ -363,6 +363,7 @@ impl Builder<'_> {
             return self.leaf(rules);
         };
         let (rlo, rhi) = region[d];
+        let padded = Padded::new(&cuts);
         // Each child's rules, allocated at their exact size: wide rules
         // are copied into many children, and growing the vectors cost 3 %
         // of fw1_10K's build instructions.
@@ -370,7 +371,7 @@ impl Builder<'_> {
         let mut sizes = [0usize; LANES];
         for &r in rules {
             let (lo, hi) = self.all[r as usize].ranges[d];
-            let (a, b) = spans(&cuts, lo.max(rlo), hi.min(rhi));
+            let (a, b) = spans(&padded, lo.max(rlo), hi.min(rhi));
             span.push((a, b));
             for n in &mut sizes[a..=b] {
                 *n += 1;
@@ -435,11 +436,12 @@ impl Builder<'_> {
             }
             ends.sort_unstable();
             let cuts = pick_cuts(&ends);
+            let padded = Padded::new(&cuts);
             let mut count = [0i64; LANES + 1];
             let mut copies = 0usize;
             for &r in rules {
                 let (lo, hi) = self.all[r as usize].ranges[d];
-                let (a, b) = spans(&cuts, lo.max(rlo), hi.min(rhi));
+                let (a, b) = spans(&padded, lo.max(rlo), hi.min(rhi));
                 count[a] += 1;
                 count[b + 1] -= 1;
                 copies += b - a + 1;
@@ -494,12 +496,19 @@ fn points_inside(all: &[Entry]) -> Vec<Vec<u32>> {
 /// Up to [`MAX_CUTS`] distinct values among the sorted `ends`, at equal
 /// counts of ends.
 fn pick_cuts(ends: &[u32]) -> Vec<u32> {
-    let mut cuts: Vec<u32> = Vec::with_capacity(MAX_CUTS);
-    let mut distinct = ends.to_vec();
-    distinct.dedup();
-    if distinct.len() <= MAX_CUTS {
-        return distinct;
+    let mut cuts: Vec<u32> = Vec::with_capacity(MAX_CUTS + 1);
+    for &e in ends {
+        if cuts.last() != Some(&e) {
+            cuts.push(e);
+            if cuts.len() > MAX_CUTS {
+                break;
+            }
+        }
     }
+    if cuts.len() <= MAX_CUTS {
+        return cuts;
+    }
+    cuts.clear();
     for k in 1..=MAX_CUTS {
         let v = ends[k * ends.len() / (MAX_CUTS + 1)];
         if cuts.last() != Some(&v) {
@@ -530,13 +539,42 @@ pub(crate) fn count_cuts(b: &Block, x: u32) -> u32 {
     b.0[..MAX_CUTS].iter().map(|&v| (v <= x) as u32).sum()
 }
 
+/// A node's cuts for the build: up to [`MAX_CUTS`] values, padded.
+#[derive(Clone, Copy)]
+struct Padded {
+    cuts: [u32; MAX_CUTS],
+    len: usize,
+}
+
+impl Padded {
+    fn new(cuts: &[u32]) -> Padded {
+        let mut p = [u32::MAX; MAX_CUTS];
+        p[..cuts.len()].copy_from_slice(cuts);
+        Padded {
+            cuts: p,
+            len: cuts.len(),
+        }
+    }
+
+    /// The cuts at or below `x`: a binary search of four fixed steps
+    /// that compile to conditional moves (`partition_point`'s branches
+    /// over so few values were the build's largest cost).
+    #[inline(always)]
+    fn rank(&self, x: u32) -> usize {
+        let mut i = 0;
+        for step in [8, 4, 2, 1] {
+            if self.cuts[i + step - 1] <= x {
+                i += step;
+            }
+        }
+        i.min(self.len)
+    }
+}
+
 /// The children `a..=b` that the range `[lo, hi]` spans under `cuts`.
 #[inline]
-fn spans(cuts: &[u32], lo: u32, hi: u32) -> (usize, usize) {
-    (
-        cuts.partition_point(|&c| c <= lo),
-        cuts.partition_point(|&c| c <= hi),
-    )
+fn spans(cuts: &Padded, lo: u32, hi: u32) -> (usize, usize) {
+    (cuts.rank(lo), cuts.rank(hi))
 }
 
 impl Cuts {
@@ -1224,5 +1262,29 @@ mod tests {
         let c = pick_cuts(&ends);
         assert!(c.len() <= MAX_CUTS && c.windows(2).all(|w| w[0] < w[1]));
         assert_eq!(pick_cuts(&[5, 5, 9]), vec![5, 9]);
+        let many: Vec<u32> = (0..16).collect();
+        assert_eq!(pick_cuts(&many).len(), MAX_CUTS);
+    }
+
+    /// The build's fixed-step search agrees with a binary search over the
+    /// cuts themselves, for every count of cuts, at and around each cut
+    /// and at the ends of the value range (a cut may be `u32::MAX`).
+    #[test]
+    fn padded_rank_is_partition_point() {
+        for len in 0..=MAX_CUTS {
+            for top in [1000, u32::MAX] {
+                let cuts: Vec<u32> = (0..len as u32)
+                    .map(|i| if i + 1 == len as u32 { top } else { 7 * i + 3 })
+                    .collect();
+                let p = Padded::new(&cuts);
+                let mut xs = vec![0, 1, 999, 1000, 1001, u32::MAX - 1, u32::MAX];
+                for &c in &cuts {
+                    xs.extend([c.saturating_sub(1), c, c.saturating_add(1)]);
+                }
+                for x in xs {
+                    assert_eq!(p.rank(x), cuts.partition_point(|&c| c <= x), "{cuts:?} {x}");
+                }
+            }
+        }
     }
 }
