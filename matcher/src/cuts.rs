@@ -217,30 +217,39 @@ impl Groups {
         bytemuck::cast_slice(&self.blocks)
     }
 
-    fn push_entries(&mut self, dims: usize, entries: &[&Entry]) -> Leaf {
-        let width = match entries.len() {
+    /// Appends the leaf of the `n` elements `entry(0..n)`, in rank order.
+    fn push_entries<'e>(
+        &mut self,
+        dims: usize,
+        n: usize,
+        entry: impl Fn(usize) -> &'e Entry,
+    ) -> Leaf {
+        let width = match n {
             0..=4 => 4,
             5..=8 => 8,
             _ => LANES,
         };
         let per = width * (1 + 2 * dims);
-        let groups = entries.len().div_ceil(width);
+        let groups = n.div_ceil(width);
         let start = self.len.next_multiple_of(width);
         self.len = start + per * groups;
         self.blocks
             .resize(self.len.div_ceil(LANES), Block([0; LANES]));
         let words: &mut [u32] = bytemuck::cast_slice_mut(&mut self.blocks);
-        for (g, chunk) in entries.chunks(width).enumerate() {
-            let at = start + g * per;
-            for d in 0..dims {
-                let lo = at + width * (1 + 2 * d);
-                words[lo..lo + width].fill(u32::MAX);
+        // Row by row, each a slice of its own: indexing the whole array
+        // per value (bounds checks and offsets) was most of the build's
+        // cost of leaves.
+        for (g, group) in words[start..self.len].chunks_exact_mut(per).enumerate() {
+            let lanes = g * width..((g + 1) * width).min(n);
+            let (ids, rows) = group.split_at_mut(width);
+            for (id, i) in ids.iter_mut().zip(lanes.clone()) {
+                *id = entry(i).id;
             }
-            for (l, e) in chunk.iter().enumerate() {
-                words[at + l] = e.id;
-                for d in 0..dims {
-                    words[at + width * (1 + 2 * d) + l] = e.ranges[d].0;
-                    words[at + width * (2 + 2 * d) + l] = e.ranges[d].1;
+            for (d, row) in rows.chunks_exact_mut(2 * width).enumerate() {
+                let (lo, hi) = row.split_at_mut(width);
+                lo.fill(u32::MAX);
+                for ((lo, hi), i) in lo.iter_mut().zip(hi.iter_mut()).zip(lanes.clone()) {
+                    (*lo, *hi) = entry(i).ranges[d];
                 }
             }
         }
@@ -248,7 +257,7 @@ impl Groups {
             start: start as u32,
             groups: groups as u16,
             width: width as u16,
-            first: entries.first().map_or(u64::MAX, |e| e.rank),
+            first: if n == 0 { u64::MAX } else { entry(0).rank },
         }
     }
 
@@ -463,8 +472,11 @@ impl Builder<'_> {
     }
 
     fn leaf(&mut self, rules: &[u32]) -> u32 {
-        let entries: Vec<&Entry> = rules.iter().map(|&r| &self.all[r as usize]).collect();
-        let g = self.out.groups.push_entries(self.dims.len(), &entries);
+        let all = self.all;
+        let g = self
+            .out
+            .groups
+            .push_entries(self.dims.len(), rules.len(), |i| &all[rules[i] as usize]);
         self.budget = self.budget.saturating_sub(rules.len());
         self.out.entries += rules.len();
         self.out.leaves.push(g);
@@ -899,8 +911,7 @@ impl Classifier {
     pub(crate) fn new(tree: Arc<Cuts>, mut extra: Vec<Entry>, gone: &[u32]) -> Classifier {
         extra.sort_by_key(|e| e.rank);
         let mut groups = Groups::default();
-        let refs: Vec<&Entry> = extra.iter().collect();
-        let leaf = groups.push_entries(tree.dims.len(), &refs);
+        let leaf = groups.push_entries(tree.dims.len(), extra.len(), |i| &extra[i]);
         let mut bits = Vec::new();
         for &id in gone {
             let i = id as usize;
