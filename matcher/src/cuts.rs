@@ -368,14 +368,15 @@ impl Builder<'_> {
         if rules.len() <= LEAF_MAX || depth >= MAX_DEPTH || full {
             return self.leaf(rules);
         }
-        let Some((d, cuts)) = self.choose(rules, region) else {
+        let Some((d, padded)) = self.choose(rules, region) else {
             return self.leaf(rules);
         };
+        let cuts = padded.cuts();
         let (rlo, rhi) = region[d];
-        let padded = Padded::new(&cuts);
-        // Each child's rules, allocated at their exact size: wide rules
-        // are copied into many children, and growing the vectors cost 3 %
-        // of fw1_10K's build instructions.
+        // Each child's rules, in one array at their exact sizes (counted
+        // first): wide rules are copied into many children, and a vector
+        // for each child (or growing them) was a tenth of a build's
+        // instructions in allocations.
         let mut span = Vec::with_capacity(rules.len());
         let mut sizes = [0usize; LANES];
         for &r in rules {
@@ -386,29 +387,32 @@ impl Builder<'_> {
                 *n += 1;
             }
         }
-        let mut children: Vec<Vec<u32>> = sizes[..=cuts.len()]
-            .iter()
-            .map(|&n| Vec::with_capacity(n))
-            .collect();
+        let mut start = [0usize; LANES + 1];
+        for k in 0..=cuts.len() {
+            start[k + 1] = start[k] + sizes[k];
+        }
+        let mut children = vec![0u32; start[cuts.len() + 1]];
+        let mut at = start;
         for (&r, &(a, b)) in rules.iter().zip(&span) {
-            for c in &mut children[a..=b] {
-                c.push(r);
+            for k in a..=b {
+                children[at[k]] = r;
+                at[k] += 1;
             }
         }
         let n = self.out.nodes.len();
         let mut block = Block([u32::MAX; LANES]);
-        block.0[..cuts.len()].copy_from_slice(&cuts);
+        block.0[..cuts.len()].copy_from_slice(cuts);
         self.out.nodes.push(Node {
             cuts: block,
             child: [0; LANES],
         });
         let mut refs = [0u32; LANES];
-        for (k, c) in children.iter().enumerate() {
+        for k in 0..=cuts.len() {
             region[d] = (
                 if k == 0 { rlo } else { cuts[k - 1] },
                 if k == cuts.len() { rhi } else { cuts[k] - 1 },
             );
-            refs[k] = self.build(c, region, depth + 1);
+            refs[k] = self.build(&children[start[k]..start[k + 1]], region, depth + 1);
         }
         region[d] = (rlo, rhi);
         // A key of `u32::MAX` counts the padding too, 16 in all, read as
@@ -423,8 +427,8 @@ impl Builder<'_> {
     /// The dimension and cuts that split `rules` best: the fewest entries
     /// in the largest child, then the fewest copies in all; `None` when no
     /// cut leaves every child smaller than the node.
-    fn choose(&self, rules: &[u32], region: &[(u32, u32)]) -> Option<(usize, Vec<u32>)> {
-        let mut best: Option<(usize, usize, usize, Vec<u32>)> = None;
+    fn choose(&self, rules: &[u32], region: &[(u32, u32)]) -> Option<(usize, Padded)> {
+        let mut best: Option<(usize, usize, usize, Padded)> = None;
         let mut ends: Vec<u32> = Vec::with_capacity(2 * rules.len());
         for (d, &(rlo, rhi)) in region.iter().enumerate() {
             if rlo == rhi {
@@ -444,8 +448,7 @@ impl Builder<'_> {
                 continue;
             }
             ends.sort_unstable();
-            let cuts = pick_cuts(&ends);
-            let padded = Padded::new(&cuts);
+            let padded = pick_cuts(&ends);
             let mut count = [0i64; LANES + 1];
             let mut copies = 0usize;
             for &r in rules {
@@ -457,7 +460,7 @@ impl Builder<'_> {
             }
             let mut run = 0;
             let mut largest = 0;
-            for c in &count[..=cuts.len()] {
+            for c in &count[..=padded.len] {
                 run += c;
                 largest = largest.max(run as usize);
             }
@@ -465,7 +468,7 @@ impl Builder<'_> {
                 continue;
             }
             if best.as_ref().is_none_or(|b| (largest, copies) < (b.1, b.2)) {
-                best = Some((d, largest, copies, cuts));
+                best = Some((d, largest, copies, padded));
             }
         }
         best.map(|(d, _, _, c)| (d, c))
@@ -507,27 +510,35 @@ fn points_inside(all: &[Entry]) -> Vec<Vec<u32>> {
 
 /// Up to [`MAX_CUTS`] distinct values among the sorted `ends`, at equal
 /// counts of ends.
-fn pick_cuts(ends: &[u32]) -> Vec<u32> {
-    let mut cuts: Vec<u32> = Vec::with_capacity(MAX_CUTS + 1);
+fn pick_cuts(ends: &[u32]) -> Padded {
+    let mut p = Padded {
+        cuts: [u32::MAX; MAX_CUTS],
+        len: 0,
+    };
+    let mut few = true;
     for &e in ends {
-        if cuts.last() != Some(&e) {
-            cuts.push(e);
-            if cuts.len() > MAX_CUTS {
+        if p.cuts().last() != Some(&e) {
+            if p.len == MAX_CUTS {
+                few = false;
                 break;
             }
+            p.cuts[p.len] = e;
+            p.len += 1;
         }
     }
-    if cuts.len() <= MAX_CUTS {
-        return cuts;
+    if few {
+        return p;
     }
-    cuts.clear();
+    p.len = 0;
     for k in 1..=MAX_CUTS {
         let v = ends[k * ends.len() / (MAX_CUTS + 1)];
-        if cuts.last() != Some(&v) {
-            cuts.push(v);
+        if p.cuts().last() != Some(&v) {
+            p.cuts[p.len] = v;
+            p.len += 1;
         }
     }
-    cuts
+    p.cuts[p.len..].fill(u32::MAX);
+    p
 }
 
 /// [`Cuts::child`] of `nodes`, a tree's nodes held apart from the tree
@@ -559,6 +570,7 @@ struct Padded {
 }
 
 impl Padded {
+    #[cfg(test)]
     fn new(cuts: &[u32]) -> Padded {
         let mut p = [u32::MAX; MAX_CUTS];
         p[..cuts.len()].copy_from_slice(cuts);
@@ -566,6 +578,11 @@ impl Padded {
             cuts: p,
             len: cuts.len(),
         }
+    }
+
+    /// The cuts themselves.
+    fn cuts(&self) -> &[u32] {
+        &self.cuts[..self.len]
     }
 
     /// The cuts at or below `x`: a binary search of four fixed steps
@@ -1271,11 +1288,13 @@ mod tests {
     #[test]
     fn cuts_are_distinct_and_at_most_fifteen() {
         let ends: Vec<u32> = (0..1000).map(|i| i / 3).collect();
-        let c = pick_cuts(&ends);
+        let p = pick_cuts(&ends);
+        let c = p.cuts();
         assert!(c.len() <= MAX_CUTS && c.windows(2).all(|w| w[0] < w[1]));
-        assert_eq!(pick_cuts(&[5, 5, 9]), vec![5, 9]);
+        assert!(p.cuts[p.len..].iter().all(|&x| x == u32::MAX));
+        assert_eq!(pick_cuts(&[5, 5, 9]).cuts(), [5, 9]);
         let many: Vec<u32> = (0..16).collect();
-        assert_eq!(pick_cuts(&many).len(), MAX_CUTS);
+        assert_eq!(pick_cuts(&many).len, MAX_CUTS);
     }
 
     /// The build's fixed-step search agrees with a binary search over the
