@@ -69,6 +69,15 @@ type Variant<'a> = (
     Option<&'a Arc<forwarder::router::NeighTable>>,
 );
 
+/// The burst sizes a run measures (`--burst`), or the configuration's.
+fn burst_sizes(asked: &[usize], cfg: &Config) -> Vec<usize> {
+    if asked.is_empty() {
+        vec![cfg.forwarder.burst]
+    } else {
+        asked.to_vec()
+    }
+}
+
 /// Runs `mode` on `cores` for `secs` after [`WARM_UP`]: forwarded Mpps in
 /// steady state, from the workers' published counters.
 fn measure(
@@ -77,10 +86,12 @@ fn measure(
     neigh: Option<&Arc<forwarder::router::NeighTable>>,
     mode: Mode,
     cores: &[usize],
+    burst: usize,
     secs: f64,
 ) -> f64 {
     let mut cfg = cfg.clone();
     cfg.forwarder.cores = cores.to_vec();
+    cfg.forwarder.burst = burst;
     let shared = Arc::new(Shared::new(Tables::empty()));
     if let Some(n) = neigh {
         shared.router.neigh.store(n.clone());
@@ -99,7 +110,14 @@ fn measure(
     (tx1 - tx0) as f64 / elapsed / 1e6
 }
 
-pub fn run(json: bool, quick: bool, runs: Option<usize>, seconds: Option<f64>, only: &[String]) {
+pub fn run(
+    json: bool,
+    quick: bool,
+    runs: Option<usize>,
+    seconds: Option<f64>,
+    only: &[String],
+    bursts: &[usize],
+) {
     let (v4, v6, secs, reps) = if quick {
         (100_000, 20_000, 0.5, 1)
     } else {
@@ -107,6 +125,7 @@ pub fn run(json: bool, quick: bool, runs: Option<usize>, seconds: Option<f64>, o
     };
     let (secs, reps) = (seconds.unwrap_or(secs), runs.unwrap_or(reps).max(1));
     let small = example();
+    let bursts = burst_sizes(bursts, &small);
     let full = with_full_table(small.clone(), v4, v6);
     let mut cached = full.clone();
     cached.route_cache.dst_cache_entries = Some(512);
@@ -179,18 +198,27 @@ pub fn run(json: bool, quick: bool, runs: Option<usize>, seconds: Option<f64>, o
     if !only.is_empty() {
         variants.retain(|(name, ..)| only.contains(name));
     }
-    let main_rows = variants.iter().filter(|v| !v.0.contains('@')).count();
+    // Each variant at each burst size, the sizes next to each other.
+    let rows: Vec<(usize, usize)> = (0..variants.len())
+        .flat_map(|v| bursts.iter().map(move |&b| (v, b)))
+        .collect();
+    let main_rows = rows
+        .iter()
+        .filter(|&&(v, _)| !variants[v].0.contains('@'))
+        .count();
     let core_sets: [&[usize]; 2] = [&[0], &[0, 1]];
-    let mut samples = vec![vec![Vec::new(); core_sets.len()]; variants.len()];
+    let mut samples = vec![vec![Vec::new(); core_sets.len()]; rows.len()];
     for _ in 0..reps {
-        for (v, (_, mode, cfg, tables, neigh)) in variants.iter().enumerate() {
+        for (r, &(v, burst)) in rows.iter().enumerate() {
+            let (_, mode, cfg, tables, neigh) = &variants[v];
             for (c, cores) in core_sets.iter().enumerate() {
-                samples[v][c].push(measure(cfg, tables, *neigh, *mode, cores, secs));
+                samples[r][c].push(measure(cfg, tables, *neigh, *mode, cores, burst, secs));
             }
         }
     }
+    let sizes: Vec<String> = bursts.iter().map(|b| b.to_string()).collect();
     if !json {
-        println!("Mpps forwarded, synthetic ports, 64-byte frames, burst 32, median (best) of {reps} run(s) of {secs} s, round-robin; full table {v4} IPv4 + {v6} IPv6 routes (built in {build_s:.1} s)");
+        println!("Mpps forwarded, synthetic ports, 64-byte frames, burst {}, median (best) of {reps} run(s) of {secs} s, round-robin; full table {v4} IPv4 + {v6} IPv6 routes (built in {build_s:.1} s)", sizes.join(" and "));
         println!();
         println!(
             "| variant | 1 core | 2 cores | 2 cores / 1 core | ns per packet (1 core, median) |"
@@ -198,10 +226,17 @@ pub fn run(json: bool, quick: bool, runs: Option<usize>, seconds: Option<f64>, o
         println!("|---|---:|---:|---:|---:|");
     }
     let best = |v: &[f64]| v.iter().copied().fold(f64::NAN, f64::max);
-    for (v, (name, ..)) in variants.iter().enumerate() {
+    for (v, &(vi, burst)) in rows.iter().enumerate() {
+        let name = &variants[vi].0;
         let runs: Vec<Vec<f64>> = samples[v].clone();
         let one = median(&mut samples[v][0]);
         let two = median(&mut samples[v][1]);
+        // The size in the row's label when the run compares several.
+        let label = if bursts.len() > 1 {
+            format!("{name} (burst {burst})")
+        } else {
+            name.clone()
+        };
         if json {
             // The sweep's rows: `variant` `io`, `full` or `full+flowcache`
             // with `flows` per port. `mpps` is the median of the runs,
@@ -214,7 +249,7 @@ pub fn run(json: bool, quick: bool, runs: Option<usize>, seconds: Option<f64>, o
             for (c, (cores, mpps)) in [(1, one), (2, two)].into_iter().enumerate() {
                 let all: Vec<String> = runs[c].iter().map(|x| format!("{x:.2}")).collect();
                 println!(
-                    "{{\"variant\":\"{variant}\",\"cores\":{cores},\"mpps\":{mpps:.2},\"median\":{mpps:.2},\"best\":{:.2},\"runs\":[{}]{flows}}}",
+                    "{{\"variant\":\"{variant}\",\"cores\":{cores},\"burst\":{burst},\"mpps\":{mpps:.2},\"median\":{mpps:.2},\"best\":{:.2},\"runs\":[{}]{flows}}}",
                     best(&runs[c]),
                     all.join(",")
                 );
@@ -230,7 +265,7 @@ pub fn run(json: bool, quick: bool, runs: Option<usize>, seconds: Option<f64>, o
                 println!("|---|---:|---:|---:|---:|");
             }
             println!(
-                "| {name} | {one:.2} ({:.2}) | {two:.2} ({:.2}) | {:.2}x | {:.1} |",
+                "| {label} | {one:.2} ({:.2}) | {two:.2} ({:.2}) | {:.2}x | {:.1} |",
                 best(&runs[0]),
                 best(&runs[1]),
                 two / one,

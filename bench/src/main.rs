@@ -87,6 +87,10 @@ enum Cmd {
         /// `full+flowcache@16384`); repeatable.
         #[arg(long = "variant")]
         variants: Vec<String>,
+        /// Packets per burst (default: the example's); repeatable: every
+        /// variant then runs at each size, alternating.
+        #[arg(long = "burst", value_parser = clap::value_parser!(u16).range(1..=64))]
+        bursts: Vec<u16>,
     },
     /// The route-hint series' table, and the FIB's own figures.
     Routecache {
@@ -172,8 +176,10 @@ fn main() {
             runs,
             seconds,
             variants,
+            bursts,
         } => {
-            forward::run(json, quick, runs, seconds, &variants);
+            let bursts: Vec<usize> = bursts.into_iter().map(usize::from).collect();
+            forward::run(json, quick, runs, seconds, &variants, &bursts);
             Ok(())
         }
         Cmd::Routecache { json, quick } => {
