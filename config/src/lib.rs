@@ -6,7 +6,7 @@
 //! ```toml
 //! [forwarder]
 //! cores = [0]            # one worker per core
-//! burst = 32             # packets per burst
+//! burst = 64             # packets per burst (1 to 64; default 64)
 //!
 //! [[port]]
 //! name = "p0"
@@ -45,7 +45,7 @@ pub use validate::{
     control_socket, default_socket, ip_bits, link_local, runtime_dir, Action, Config, ConfigError,
     ControlConfig, EcmpGroup, FlowCache, Forwarder, IcmpSettings, KernelRoutes, NeighbourSettings,
     NextHopConfig, PortAddress, PortConfig, RouteCache, RouteConfig, RouterSettings, SetConfig,
-    Source, Via, MAX_SETS, ROUTE_PROTOCOLS,
+    Source, Via, DEFAULT_BURST, MAX_SETS, ROUTE_PROTOCOLS,
 };
 
 use std::path::Path;

@@ -12,7 +12,7 @@ fn examples() -> std::path::PathBuf {
 fn the_example_loads() {
     let c = config::load(&examples().join("forwarder.toml")).unwrap();
     assert_eq!(c.forwarder.cores, vec![0]);
-    assert_eq!(c.forwarder.burst, 32);
+    assert_eq!(c.forwarder.burst, 64);
     assert_eq!(c.ports.len(), 2);
     assert_eq!(c.sets.len(), 2);
     let bl = &c.sets[0];
@@ -43,6 +43,26 @@ name = "gw"
 port = "p0"
 mac = "02:00:00:00:00:fe"
 "#;
+
+/// Without `burst`, with or without a `[forwarder]` table: the default,
+/// the most a burst holds.
+#[test]
+fn burst_defaults_to_the_largest() {
+    for text in [
+        BASE.to_string(),
+        format!("[forwarder]\ncores = [0]\n{BASE}"),
+    ] {
+        let c = config::parse("f.toml", &text, Path::new(".")).unwrap();
+        assert_eq!(c.forwarder.burst, config::DEFAULT_BURST);
+    }
+    assert_eq!(config::DEFAULT_BURST, 64);
+    let c = config::parse(
+        "f.toml",
+        &format!("[forwarder]\nburst = 32\n{BASE}"),
+        Path::new("."),
+    );
+    assert_eq!(c.unwrap().forwarder.burst, 32);
+}
 
 #[test]
 fn errors_name_line_column_and_value() {

@@ -383,7 +383,7 @@ fn check_reports_everything_and_opens_nothing() {
     assert!(!ok && out.contains(&format!("{name}:")), "{out}");
     // Errors in several sections: each of them, at its place.
     let many = text
-        .replacen("burst = 32", "burst = 99", 1)
+        .replacen("burst = 64", "burst = 99", 1)
         .replacen("mac = \"02:00:00:00:01:01\"", "mac = \"02:00:00:00:01\"", 1)
         + "[[set]]\nname = \"bad\"\ntype = \"ipv4_addr\"\nmatch = \"th dport\"\naction = \"drop\"\n";
     std::fs::write(&cfg, &many).unwrap();
