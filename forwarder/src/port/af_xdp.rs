@@ -29,7 +29,7 @@
 #![allow(unsafe_code)]
 
 use super::linux::{self, os_err, setsockopt, Mapping, Throttled};
-use super::{Burst, Port, PortStats};
+use super::{Burst, Port, PortStats, MAX_BURST};
 use crate::wire;
 use config::driver::{AfXdpOptions, XdpMode};
 use config::Config;
@@ -294,6 +294,9 @@ pub struct AfXdpPort {
     free_tx: Vec<u64>,
     /// Transmitted frames the kernel may still hold.
     tx_outstanding: u32,
+    /// The kernel left descriptors on the transmit ring at the last
+    /// kick: the next poll kicks again.
+    tx_pending: bool,
     umem: Mapping,
     fd: OwnedFd,
     _attached: Arc<Attachment>,
@@ -348,6 +351,7 @@ impl AfXdpPort {
             comp,
             free_tx: (half..2 * half).map(|f| f as u64 * FRAME as u64).collect(),
             tx_outstanding: 0,
+            tx_pending: false,
             umem,
             fd,
             _attached: attached,
@@ -411,9 +415,20 @@ impl AfXdpPort {
     }
 
     /// Kicks the kernel to send what the transmit ring holds (copy mode
-    /// sends only then; zero copy when it asks).
-    fn kick(&self) {
-        linux::kick(&self.fd);
+    /// sends only then; zero copy when it asks). A copy-mode send takes
+    /// at most 32 descriptors (the kernel's `TX_BATCH_SIZE`) and answers
+    /// `EAGAIN` for the rest, and a burst holds up to 64: kick until the
+    /// kernel has taken the ring, a few sends at most, and leave what it
+    /// still refuses (a full device queue) to the next poll. Kicking once
+    /// left a burst's last frames on the ring until more traffic came.
+    fn kick(&mut self) {
+        for _ in 0..=MAX_BURST.div_ceil(32) {
+            if linux::kick(&self.fd) {
+                self.tx_pending = false;
+                return;
+            }
+        }
+        self.tx_pending = true;
     }
 }
 
@@ -469,6 +484,9 @@ impl Port for AfXdpPort {
     }
 
     fn rx_burst(&mut self, burst: &mut Burst, max: usize) -> usize {
+        if self.tx_pending {
+            self.kick();
+        }
         let prod = self.rx.producer().load(Acquire);
         let mut cons = self.rx.consumer().load(Acquire);
         let fill_at = self.fill.producer().load(Acquire);
