@@ -429,6 +429,73 @@ fn af_packet_runs_without_root_with_cap_net_raw() {
     through_namespaces_as(Driver::AfPacket, true);
 }
 
+/// One transmit call of a full burst on an AF_XDP port in copy mode gets
+/// every frame out, with no later call: a copy-mode send takes at most 32
+/// descriptors (the kernel's `TX_BATCH_SIZE`), so the port must kick until
+/// its ring is taken. One kick left frames 33-64 on the ring until more
+/// traffic came.
+#[test]
+fn af_xdp_sends_a_whole_burst_in_one_call() {
+    use forwarder::port::{Burst, MAX_BURST};
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        assert!(!wanted(), "FORWARDER_NETNS_TESTS=1 but not root");
+        eprintln!("linux_port: skipped (needs root for network namespaces)");
+        return;
+    }
+    let topo = match Topology::create('b', true) {
+        Ok(t) => t,
+        Err(e) => {
+            assert!(!wanted(), "cannot build the namespaces: {e}");
+            eprintln!("linux_port: skipped ({e})");
+            return;
+        }
+    };
+    const MARK: &[u8] = b"whole-burst";
+    let (ready_tx, ready_rx) = mpsc::channel();
+    let receiver = in_netns(topo.ns(2), move || {
+        let cap = packet_socket("r0");
+        ready_tx.send(()).unwrap();
+        capture(&cap, Duration::from_secs(2), Duration::from_secs(20))
+    });
+    ready_rx.recv().unwrap();
+    let text = ports(Driver::AfXdp);
+    let sent = in_netns(topo.ns(1), move || {
+        let cfg = config::parse("burst.toml", &text, std::path::Path::new(".")).unwrap();
+        let mut port = forwarder::port::open(&cfg, 1, 0).unwrap();
+        let mut burst = Burst::new();
+        for k in 0..MAX_BURST {
+            // To r0, an experimental EtherType, a marker and the index.
+            let mut f = Vec::with_capacity(64);
+            f.extend_from_slice(&R_MAC);
+            f.extend_from_slice(&F1_MAC);
+            f.extend_from_slice(&[0x88, 0xb5]);
+            f.extend_from_slice(MARK);
+            f.push(k as u8);
+            f.resize(64, 0);
+            assert!(burst.push(&f));
+        }
+        let which: Vec<u8> = (0..MAX_BURST as u8).collect();
+        let sent = port.tx_burst(&mut burst, &which);
+        // The port stays open, untouched, while the receiver listens.
+        std::thread::sleep(Duration::from_secs(3));
+        drop(port);
+        sent
+    })
+    .join()
+    .unwrap();
+    let frames = receiver.join().unwrap();
+    let mut seen: Vec<u8> = frames
+        .iter()
+        .filter(|f| f.len() > 26 && &f[14..14 + MARK.len()] == MARK)
+        .map(|f| f[14 + MARK.len()])
+        .collect();
+    seen.sort_unstable();
+    seen.dedup();
+    assert_eq!(sent, MAX_BURST);
+    assert_eq!(seen.len(), MAX_BURST, "frames that arrived: {seen:?}");
+}
+
 fn through_namespaces(driver: Driver) {
     through_namespaces_as(driver, false);
 }
