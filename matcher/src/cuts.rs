@@ -511,33 +511,15 @@ fn points_inside(all: &[Entry]) -> Vec<Vec<u32>> {
 /// Up to [`MAX_CUTS`] distinct values among the sorted `ends`, at equal
 /// counts of ends.
 fn pick_cuts(ends: &[u32]) -> Padded {
-    let mut p = Padded {
-        cuts: [u32::MAX; MAX_CUTS],
-        len: 0,
-    };
-    let mut few = true;
-    for &e in ends {
-        if p.cuts().last() != Some(&e) {
-            if p.len == MAX_CUTS {
-                few = false;
-                break;
-            }
-            p.cuts[p.len] = e;
-            p.len += 1;
-        }
-    }
+    let mut p = Padded::empty();
+    let few = ends.iter().all(|&e| p.push_distinct(e));
     if few {
         return p;
     }
-    p.len = 0;
+    p = Padded::empty();
     for k in 1..=MAX_CUTS {
-        let v = ends[k * ends.len() / (MAX_CUTS + 1)];
-        if p.cuts().last() != Some(&v) {
-            p.cuts[p.len] = v;
-            p.len += 1;
-        }
+        p.push_distinct(ends[k * ends.len() / (MAX_CUTS + 1)]);
     }
-    p.cuts[p.len..].fill(u32::MAX);
     p
 }
 
@@ -570,14 +552,34 @@ struct Padded {
 }
 
 impl Padded {
+    /// No cuts: all padding.
+    fn empty() -> Padded {
+        Padded {
+            cuts: [u32::MAX; MAX_CUTS],
+            len: 0,
+        }
+    }
+
     #[cfg(test)]
     fn new(cuts: &[u32]) -> Padded {
-        let mut p = [u32::MAX; MAX_CUTS];
-        p[..cuts.len()].copy_from_slice(cuts);
-        Padded {
-            cuts: p,
-            len: cuts.len(),
+        let mut p = Padded::empty();
+        p.cuts[..cuts.len()].copy_from_slice(cuts);
+        p.len = cuts.len();
+        p
+    }
+
+    /// Appends `v` unless it repeats the last cut; false (nothing
+    /// appended) when `v` is new and all [`MAX_CUTS`] are taken.
+    fn push_distinct(&mut self, v: u32) -> bool {
+        if self.cuts().last() == Some(&v) {
+            return true;
         }
+        if self.len == MAX_CUTS {
+            return false;
+        }
+        self.cuts[self.len] = v;
+        self.len += 1;
+        true
     }
 
     /// The cuts themselves.
