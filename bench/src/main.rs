@@ -89,7 +89,7 @@ enum Cmd {
         variants: Vec<String>,
         /// Packets per burst (default: the example's); repeatable: every
         /// variant then runs at each size, alternating.
-        #[arg(long = "burst", value_parser = clap::value_parser!(u16).range(1..=64))]
+        #[arg(long = "burst", value_parser = clap::value_parser!(u16).range(1..=forwarder::port::MAX_BURST as i64))]
         bursts: Vec<u16>,
     },
     /// The route-hint series' table, and the FIB's own figures.

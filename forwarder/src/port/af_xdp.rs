@@ -44,6 +44,9 @@ use std::sync::{Arc, Mutex, Weak};
 
 /// Bytes per UMEM frame.
 const FRAME: usize = 2048;
+/// Descriptors a copy-mode send takes at most (the kernel's
+/// `TX_BATCH_SIZE`); it answers `EAGAIN` for the rest.
+const KERNEL_TX_BATCH: usize = 32;
 
 /// The `bpf(2)` system call on a 128-byte attribute block, for a command
 /// that returns a descriptor.
@@ -416,13 +419,13 @@ impl AfXdpPort {
 
     /// Kicks the kernel to send what the transmit ring holds (copy mode
     /// sends only then; zero copy when it asks). A copy-mode send takes
-    /// at most 32 descriptors (the kernel's `TX_BATCH_SIZE`) and answers
-    /// `EAGAIN` for the rest, and a burst holds up to 64: kick until the
-    /// kernel has taken the ring, a few sends at most, and leave what it
-    /// still refuses (a full device queue) to the next poll. Kicking once
-    /// left a burst's last frames on the ring until more traffic came.
+    /// at most [`KERNEL_TX_BATCH`] descriptors, and a burst holds up to
+    /// [`MAX_BURST`]: kick until the kernel has taken the ring, a few
+    /// sends at most, and leave what it still refuses (a full device
+    /// queue) to the next poll. Kicking once left a burst's last frames
+    /// on the ring until more traffic came.
     fn kick(&mut self) {
-        for _ in 0..=MAX_BURST.div_ceil(32) {
+        for _ in 0..=MAX_BURST.div_ceil(KERNEL_TX_BATCH) {
             if linux::kick(&self.fd) {
                 self.tx_pending = false;
                 return;
