@@ -15,6 +15,7 @@
 //! entry covers 4 KiB whatever the guest asked for: reads spread over
 //! 64 MiB then cost several times what the same lines cost packed into
 //! 1 MiB, though both fit the caches.
+use routecache::gen::Rng;
 use routecache::pages::{prefetch, Page, ENTRIES, HUGE};
 use std::time::Instant;
 
@@ -67,13 +68,10 @@ fn main() {
         let lines = (mib << 20) / step;
         let words = step / 4;
         // Random line indices, fixed by a seed so that runs compare.
-        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut rng = Rng(0xf00d);
         let at: Vec<(u32, u32)> = (0..READS)
             .map(|_| {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                let word = (x % lines as u64) as usize * words;
+                let word = rng.below(lines as u64) as usize * words;
                 ((word / ENTRIES) as u32, (word % ENTRIES) as u32)
             })
             .collect();
