@@ -437,19 +437,8 @@ fn af_packet_runs_without_root_with_cap_net_raw() {
 #[test]
 fn af_xdp_sends_a_whole_burst_in_one_call() {
     use forwarder::port::{Burst, MAX_BURST};
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
-        assert!(!wanted(), "FORWARDER_NETNS_TESTS=1 but not root");
-        eprintln!("linux_port: skipped (needs root for network namespaces)");
+    let Some(topo) = topology_or_skip('b', true) else {
         return;
-    }
-    let topo = match Topology::create('b', true) {
-        Ok(t) => t,
-        Err(e) => {
-            assert!(!wanted(), "cannot build the namespaces: {e}");
-            eprintln!("linux_port: skipped ({e})");
-            return;
-        }
     };
     const MARK: &[u8] = b"whole-burst";
     let (ready_tx, ready_rx) = mpsc::channel();
@@ -496,6 +485,26 @@ fn af_xdp_sends_a_whole_burst_in_one_call() {
     assert_eq!(seen.len(), MAX_BURST, "frames that arrived: {seen:?}");
 }
 
+/// The namespaces and veth pairs of `variant`, or None when this
+/// machine cannot make them (not root, no namespaces): the test is then
+/// skipped, unless `FORWARDER_NETNS_TESTS=1` asks for it, where that fails.
+fn topology_or_skip(variant: char, full_checksums: bool) -> Option<Topology> {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        assert!(!wanted(), "FORWARDER_NETNS_TESTS=1 but not root");
+        eprintln!("linux_port: skipped (needs root for network namespaces)");
+        return None;
+    }
+    match Topology::create(variant, full_checksums) {
+        Ok(t) => Some(t),
+        Err(e) => {
+            assert!(!wanted(), "cannot build the namespaces: {e}");
+            eprintln!("linux_port: skipped ({e})");
+            None
+        }
+    }
+}
+
 fn through_namespaces(driver: Driver) {
     through_namespaces_as(driver, false);
 }
@@ -510,19 +519,8 @@ fn through_namespaces_as(driver: Driver, unprivileged: bool) {
         Driver::AfXdp => 'x',
         Driver::Dpdk => 'd',
     };
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
-        assert!(!wanted(), "FORWARDER_NETNS_TESTS=1 but not root");
-        eprintln!("linux_port: skipped (needs root for network namespaces)");
+    let Some(topo) = topology_or_skip(variant, full_checksums) else {
         return;
-    }
-    let topo = match Topology::create(variant, full_checksums) {
-        Ok(t) => t,
-        Err(e) => {
-            assert!(!wanted(), "cannot build the namespaces: {e}");
-            eprintln!("linux_port: skipped ({e})");
-            return;
-        }
     };
     let dir = std::env::temp_dir().join(format!("fwd-linux-{}-{variant}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
