@@ -30,10 +30,10 @@ fn main() {
         .and_then(|s| s.parse().ok())
         .unwrap_or(5)
         .max(1);
-    // (span in MiB, bytes between the lines read): the first three read
-    // 16,384 distinct lines, 1 MiB of data, packed or spread one a page;
-    // the last reads every line of a 64 MiB span (a full table's first
-    // level under random destinations).
+    // (span in MiB, bytes between the lines read): the first four read
+    // 16,384 distinct lines, 1 MiB of data, packed or spread over 16 MiB
+    // to 1 GiB; the last reads every line of a 64 MiB span (a full
+    // table's first level under random destinations).
     let cases: [(usize, usize, &str); 5] = [
         (1, 64, "1 MiB, every line"),
         (
