@@ -100,35 +100,56 @@
 //!
 //! ## Modules
 //!
+//! What a user needs:
 //! - [`field`]: field types, values, ranges and prefix expansion;
 //! - [`syntax`]: the nft text forms of declarations, elements and keys;
 //! - [`mod@file`]: set files, key files and their errors with line numbers;
-//! - [`Set`] and [`Snapshot`]: the tables, updates and lookups;
+//! - [`Set`] (the working copy: updates, commits) and [`Snapshot`] (the
+//!   committed tables and their lookups);
 //! - [`mod@reference`]: a linear scan every fast path is tested against;
 //! - [`classbench`]: ClassBench rule sets and traces, as DPDK's
-//!   `dpdk-test-acl` reads them.
+//!   `dpdk-test-acl` reads them; [`selftest`]: the lookups checked
+//!   against the reference on this CPU.
+//!
+//! Inside, each module uses only those listed before it:
+//! - `table` (a field's lookup and mapping tables), `tree` (the interval
+//!   tree), `index` (the overlap index), `cpu` ([`Impl`], a prefetch);
+//! - `lookup`: the bucket-AND walk, generic over its kernel, and the
+//!   scalar kernel; `lead`: the lead field and its candidates;
+//! - `cuts`: the decision tree of cuts (`build`, `classify`); `elems`:
+//!   elements by id, in chunks snapshots share;
+//! - `simd`: the AVX2 and AVX-512 kernels beside the scalar ones, and the
+//!   choice between them for each lookup;
+//! - `snapshot`: a committed snapshot; `set`: the working copy (`tables`,
+//!   `commit`), which commits snapshots.
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
 pub mod classbench;
+mod cpu;
 mod cuts;
+mod elems;
 mod error;
 pub mod field;
 pub mod file;
 mod index;
+mod lead;
 mod lookup;
 pub mod reference;
 pub mod selftest;
 mod set;
 mod simd;
+mod snapshot;
 pub mod syntax;
 mod table;
 mod tree;
 
+pub use cpu::Impl;
 pub use error::{excerpt, ErrorKind, SetError};
 pub use field::{FieldType, Range};
-pub use lookup::{Impl, Scratch};
-pub use set::{InsertMode, MemoryUsage, Op, Set, SetConfig, Snapshot, DELTA_ID, NEVER, QUICK_MAX};
+pub use lookup::Scratch;
+pub use set::{InsertMode, Op, Set, SetConfig, QUICK_MAX};
+pub use snapshot::{MemoryUsage, Snapshot, DELTA_ID, NEVER};
 pub use syntax::{
     format_duration, parse_duration, Data, DataType, Element, Policy, SetDecl, Verdict,
 };

@@ -15,16 +15,18 @@
 //! its bucket.
 #![allow(unsafe_code)]
 
+use crate::cpu::Impl;
 use crate::cuts::{count_cuts, mask_scalar, Classifier};
-use crate::lookup::{burst_lead, lookup_lead, Impl, Lead, Scalar};
-use crate::set::Verifier;
+use crate::elems::Verifier;
+use crate::lead::{burst_lead, lookup_lead, Lead};
+use crate::lookup::{Scalar, Scratch};
 use crate::table::FieldTable;
 
 #[cfg(target_arch = "x86_64")]
 mod x86 {
     use crate::cuts::Classifier;
+    use crate::elems::Verifier;
     use crate::lookup::AndKernel;
-    use crate::set::Verifier;
     use crate::tree::{Block, Intervals};
     use std::arch::x86_64::*;
 
@@ -321,17 +323,20 @@ mod x86 {
     }
 }
 
-/// One lookup with the chosen implementation: the vector kernels where
-/// asked for and this CPU has them, the scalar one otherwise.
+/// Looks `key` up with the chosen implementation: the vector kernels
+/// where asked for and this CPU has them, the scalar one otherwise.
 #[inline]
 pub(crate) fn lookup(
     imp: Impl,
     fields: &[FieldTable],
     lead: &Lead,
     key: &[u8],
-    res: &mut [u64],
-    fill: &mut [u64],
+    scratch: &mut Scratch,
 ) -> Option<u32> {
+    if fields[0].rules() == 0 {
+        return None;
+    }
+    let (res, fill) = scratch.bitmaps();
     #[cfg(target_arch = "x86_64")]
     match imp {
         Impl::Avx2 if imp.supported() => {
@@ -346,7 +351,9 @@ pub(crate) fn lookup(
     lookup_lead::<Scalar>(fields, lead, key, res, fill)
 }
 
-/// A burst of lookups with the chosen implementation (as [`lookup`]).
+/// Looks up a burst of keys (`keys` holds them back to back, `stride`
+/// bytes apart) into `out`, one result per key, with the chosen
+/// implementation (as [`lookup`]).
 #[inline]
 pub(crate) fn lookup_burst(
     imp: Impl,
@@ -355,8 +362,12 @@ pub(crate) fn lookup_burst(
     keys: &[u8],
     stride: usize,
     out: &mut [Option<u32>],
-    scratch: &mut crate::lookup::Scratch,
+    scratch: &mut Scratch,
 ) {
+    if fields[0].rules() == 0 {
+        out.fill(None);
+        return;
+    }
     let (res, fill) = scratch.bitmaps();
     #[cfg(target_arch = "x86_64")]
     match imp {
@@ -370,22 +381,6 @@ pub(crate) fn lookup_burst(
     }
     let _ = imp;
     burst_lead::<Scalar>(fields, lead, keys, stride, out, res, fill)
-}
-
-/// Asks for the cache line at `p` ahead of its use; any address may be
-/// passed (a prefetch never faults), so callers compute it with
-/// `wrapping_add`.
-#[inline(always)]
-pub(crate) fn prefetch(p: *const u32) {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: a prefetch is a hint: it reads nothing into the program's
-    // state and does not fault, whatever the address (SSE is part of
-    // x86-64).
-    unsafe {
-        std::arch::x86_64::_mm_prefetch(p.cast::<i8>(), std::arch::x86_64::_MM_HINT_T0)
-    };
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = p;
 }
 
 /// One key through the classifier, with the chosen implementation.

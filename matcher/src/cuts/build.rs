@@ -1,0 +1,495 @@
+//! Building a tree of cuts: the cuts each node makes, the leaves' groups,
+//! and the choice between one tree and a forest of trees per anchor
+//! dimension.
+
+use super::*;
+
+struct Builder<'a> {
+    dims: &'a [Dim],
+    exact: bool,
+    all: &'a [Entry],
+    out: Cuts,
+    /// Leaf entries left before the tree stops cutting (replication
+    /// guard: wide elements are copied into every child they span).
+    budget: usize,
+}
+
+impl Builder<'_> {
+    /// Builds the subtree of `rules` (indices into `all`, in rank order)
+    /// inside `region`; returns its reference.
+    fn build(&mut self, rules: &[u32], region: &mut [(u32, u32)], depth: usize) -> u32 {
+        let mut rules = rules;
+        if self.exact {
+            // Elements after one that covers the whole region never match
+            // first here.
+            if let Some(p) = rules.iter().position(|&r| {
+                self.all[r as usize]
+                    .ranges
+                    .iter()
+                    .zip(region.iter())
+                    .all(|(&(lo, hi), &(rlo, rhi))| lo <= rlo && hi >= rhi)
+            }) {
+                if p + 1 < rules.len() {
+                    let id = self.all[rules[p] as usize].id as usize;
+                    if self.out.shadows.len() <= id / 64 {
+                        self.out.shadows.resize(id / 64 + 1, 0);
+                    }
+                    self.out.shadows[id / 64] |= 1 << (id % 64);
+                }
+                rules = &rules[..p + 1];
+            }
+        }
+        let full = self.budget < rules.len() || self.out.nodes.len() >= NODE_INDEX as usize;
+        if rules.len() > LEAF_MAX && full {
+            self.out.exhausted = true;
+        }
+        if rules.len() <= LEAF_MAX || depth >= MAX_DEPTH || full {
+            return self.leaf(rules);
+        }
+        let Some((d, padded)) = self.choose(rules, region) else {
+            return self.leaf(rules);
+        };
+        let cuts = padded.cuts();
+        let (rlo, rhi) = region[d];
+        // Each child's rules, in one array at their exact sizes (counted
+        // first): wide rules are copied into many children, and a vector
+        // for each child (or growing them) was a tenth of a build's
+        // instructions in allocations.
+        let mut span = Vec::with_capacity(rules.len());
+        let mut sizes = [0usize; LANES];
+        for &r in rules {
+            let (lo, hi) = self.all[r as usize].ranges[d];
+            let (a, b) = spans(&padded, lo.max(rlo), hi.min(rhi));
+            span.push((a, b));
+            for n in &mut sizes[a..=b] {
+                *n += 1;
+            }
+        }
+        let mut start = [0usize; LANES + 1];
+        for k in 0..=cuts.len() {
+            start[k + 1] = start[k] + sizes[k];
+        }
+        let mut children = vec![0u32; start[cuts.len() + 1]];
+        let mut at = start;
+        for (&r, &(a, b)) in rules.iter().zip(&span) {
+            for k in a..=b {
+                children[at[k]] = r;
+                at[k] += 1;
+            }
+        }
+        let n = self.out.nodes.len();
+        let mut block = Block([u32::MAX; LANES]);
+        block.0[..cuts.len()].copy_from_slice(cuts);
+        self.out.nodes.push(Node {
+            cuts: block,
+            child: [0; LANES],
+        });
+        let mut refs = [0u32; LANES];
+        for k in 0..=cuts.len() {
+            region[d] = (
+                if k == 0 { rlo } else { cuts[k - 1] },
+                if k == cuts.len() { rhi } else { cuts[k] - 1 },
+            );
+            refs[k] = self.build(&children[start[k]..start[k + 1]], region, depth + 1);
+        }
+        region[d] = (rlo, rhi);
+        // A key of `u32::MAX` counts the padding too, 16 in all, read as
+        // the last slot: the slots past the cuts are the last child.
+        for k in cuts.len() + 1..LANES {
+            refs[k] = refs[cuts.len()];
+        }
+        self.out.nodes[n].child = refs;
+        n as u32 | (d as u32) << DIM_SHIFT
+    }
+
+    /// The dimension and cuts that split `rules` best: the fewest entries
+    /// in the largest child, then the fewest copies in all; `None` when no
+    /// cut leaves every child smaller than the node.
+    fn choose(&self, rules: &[u32], region: &[(u32, u32)]) -> Option<(usize, Padded)> {
+        let mut best: Option<(usize, usize, usize, Padded)> = None;
+        let mut ends: Vec<u32> = Vec::with_capacity(2 * rules.len());
+        for (d, &(rlo, rhi)) in region.iter().enumerate() {
+            if rlo == rhi {
+                continue;
+            }
+            ends.clear();
+            for &r in rules {
+                let (lo, hi) = self.all[r as usize].ranges[d];
+                if lo > rlo {
+                    ends.push(lo);
+                }
+                if hi < rhi {
+                    ends.push(hi + 1);
+                }
+            }
+            if ends.is_empty() {
+                continue;
+            }
+            ends.sort_unstable();
+            let padded = pick_cuts(&ends);
+            let mut count = [0i64; LANES + 1];
+            let mut copies = 0usize;
+            for &r in rules {
+                let (lo, hi) = self.all[r as usize].ranges[d];
+                let (a, b) = spans(&padded, lo.max(rlo), hi.min(rhi));
+                count[a] += 1;
+                count[b + 1] -= 1;
+                copies += b - a + 1;
+            }
+            let mut run = 0;
+            let mut largest = 0;
+            for c in &count[..=padded.len] {
+                run += c;
+                largest = largest.max(run as usize);
+            }
+            if largest >= rules.len() {
+                continue;
+            }
+            if best.as_ref().is_none_or(|b| (largest, copies) < (b.1, b.2)) {
+                best = Some((d, largest, copies, padded));
+            }
+        }
+        best.map(|(d, _, _, c)| (d, c))
+    }
+
+    fn leaf(&mut self, rules: &[u32]) -> u32 {
+        let all = self.all;
+        let g = self
+            .out
+            .groups
+            .push_entries(self.dims.len(), rules.len(), |i| &all[rules[i] as usize]);
+        self.budget = self.budget.saturating_sub(rules.len());
+        self.out.entries += rules.len();
+        self.out.leaves.push(g);
+        (self.out.leaves.len() - 1) as u32 | LEAF
+    }
+}
+
+/// Points inside random elements of `all` (a trace's headers are), where
+/// the cost model looks trees up.
+fn points_inside(all: &[Entry]) -> Vec<Vec<u32>> {
+    let mut x = 0x9e37_79b9_7f4a_7c15u64;
+    let mut next = move || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    (0..512)
+        .map(|_| {
+            let e = &all[next() as usize % all.len()];
+            e.ranges
+                .iter()
+                .map(|&(lo, hi)| lo + (next() % (hi as u64 - lo as u64 + 1)) as u32)
+                .collect()
+        })
+        .collect()
+}
+
+/// Up to [`MAX_CUTS`] distinct values among the sorted `ends`, at equal
+/// counts of ends.
+pub(super) fn pick_cuts(ends: &[u32]) -> Padded {
+    let mut p = Padded::empty();
+    let few = ends.iter().all(|&e| p.push_distinct(e));
+    if few {
+        return p;
+    }
+    p = Padded::empty();
+    for k in 1..=MAX_CUTS {
+        p.push_distinct(ends[k * ends.len() / (MAX_CUTS + 1)]);
+    }
+    p
+}
+
+/// A node's cuts for the build: up to [`MAX_CUTS`] values, padded.
+#[derive(Clone, Copy)]
+pub(super) struct Padded {
+    pub(super) cuts: [u32; MAX_CUTS],
+    pub(super) len: usize,
+}
+
+impl Padded {
+    /// No cuts: all padding.
+    pub(super) fn empty() -> Padded {
+        Padded {
+            cuts: [u32::MAX; MAX_CUTS],
+            len: 0,
+        }
+    }
+
+    #[cfg(test)]
+    pub(super) fn new(cuts: &[u32]) -> Padded {
+        let mut p = Padded::empty();
+        p.cuts[..cuts.len()].copy_from_slice(cuts);
+        p.len = cuts.len();
+        p
+    }
+
+    /// Appends `v` unless it repeats the last cut; false (nothing
+    /// appended) when `v` is new and all [`MAX_CUTS`] are taken.
+    pub(super) fn push_distinct(&mut self, v: u32) -> bool {
+        if self.cuts().last() == Some(&v) {
+            return true;
+        }
+        if self.len == MAX_CUTS {
+            return false;
+        }
+        self.cuts[self.len] = v;
+        self.len += 1;
+        true
+    }
+
+    /// The cuts themselves.
+    pub(super) fn cuts(&self) -> &[u32] {
+        &self.cuts[..self.len]
+    }
+
+    /// The cuts at or below `x`: a binary search of four fixed steps
+    /// that compile to conditional moves (`partition_point`'s branches
+    /// over so few values were the build's largest cost).
+    #[inline(always)]
+    pub(super) fn rank(&self, x: u32) -> usize {
+        let mut i = 0;
+        for step in [8, 4, 2, 1] {
+            if self.cuts[i + step - 1] <= x {
+                i += step;
+            }
+        }
+        i.min(self.len)
+    }
+}
+
+/// The children `a..=b` that the range `[lo, hi]` spans under `cuts`.
+#[inline]
+fn spans(cuts: &Padded, lo: u32, hi: u32) -> (usize, usize) {
+    (cuts.rank(lo), cuts.rank(hi))
+}
+
+impl Cuts {
+    /// Builds the tree of `all` (in any order; ranks decide) over `dims`.
+    /// `exact`: every field is one dimension.
+    ///
+    /// Elements are split by their *anchor*, the dimension in which their
+    /// range is the smallest share of the dimension, and each group gets a
+    /// tree of its own, as EffiCuts separates rules by size: an element
+    /// wide in a dimension (a wildcard source) is copied into every child
+    /// of each cut of that dimension, and a tree whose elements are all
+    /// narrow in some dimension copies few. A lookup descends every tree
+    /// (a few: ACLs anchor on addresses, ports and protocols) and keeps the
+    /// first-ranked answer; the smallest groups share a tree where the
+    /// model says it pays (see [`Cuts::merge_small`]).
+    ///
+    /// Every tree costs each key a descent, so one tree is built first;
+    /// only when it copied wide elements until its budget ran out (and
+    /// left leaves uncut) is a tree per anchor built too, and the one
+    /// whose modelled cost over points inside the elements is lower kept.
+    /// (Measured on ClassBench: one tree is faster on every 1K set and on
+    /// acl1_10K, the forest on fw1_10K and ipc1_10K, whose wildcard-heavy
+    /// rules blew one tree up 20-fold.)
+    ///
+    /// `like`: build only this kind (a forest when `true`), as the last
+    /// choice for nearly the same elements was: the tree that ran out of
+    /// budget is most of a choosing build's time (fw1_10K: 22 of 25 ms),
+    /// and a few changes to thousands of elements do not turn the choice.
+    /// `plan`: a forest's anchors per tree as the last build merged them
+    /// (empty: merge anew), for the same reason: a merge's trial trees
+    /// cost as much as the forest.
+    pub(crate) fn build(
+        dims: Vec<Dim>,
+        exact: bool,
+        mut all: Vec<Entry>,
+        like: Option<bool>,
+        plan: &[u64],
+    ) -> Cuts {
+        all.sort_by_key(|e| e.rank);
+        if let Some(split) = like {
+            return Cuts::build_forest(&dims, exact, &all, split, plan);
+        }
+        let one = Cuts::build_forest(&dims, exact, &all, false, &[]);
+        if !one.exhausted {
+            return one;
+        }
+        let split = Cuts::build_forest(&dims, exact, &all, true, &[]);
+        let points = points_inside(&all);
+        if split.cost(&points) < one.cost(&points) {
+            split
+        } else {
+            one
+        }
+    }
+
+    /// What looking `points` up costs, in a model: a node visited counts
+    /// 1, a leaf group 1 plus a half per 4 lanes, a tree 6 more. (A
+    /// tree's own cost, its pass over the burst and its leaf's resolve, is
+    /// fitted to what dropping trees saved: two of fw1_10K's five, 25-30 %
+    /// of its lookup; and fw1_1K is faster in one tree, 30 against 45 ns,
+    /// than in the merged forest of four that a weight of 2 preferred.)
+    fn cost(&self, points: &[Vec<u32>]) -> f64 {
+        let mut total = 0.0;
+        for point in points {
+            let mut vals = [0u32; MAX_DIMS];
+            vals[..point.len()].copy_from_slice(point);
+            for &root in &self.roots {
+                let mut r = root;
+                total += 6.0;
+                while r & LEAF == 0 {
+                    r = self.child(r, &vals, count_cuts);
+                    total += 1.0;
+                }
+                let l = self.leaves[(r & !LEAF) as usize];
+                total += l.groups as f64 * (1.0 + l.width as f64 / 8.0);
+            }
+        }
+        total
+    }
+
+    /// The trees of `all` (sorted by rank): one, or one per anchor.
+    pub(super) fn build_forest(dims: &[Dim], exact: bool, all: &[Entry], split: bool, plan: &[u64]) -> Cuts {
+        let mut out = Cuts::empty(dims, exact, all, split);
+        let anchor = |e: &Entry| {
+            (0..dims.len())
+                .min_by(|&a, &b| {
+                    let share = |d: usize| {
+                        let (lo, hi) = e.ranges[d];
+                        (hi - lo) as f64 / dims[d].max() as f64
+                    };
+                    share(a).total_cmp(&share(b))
+                })
+                .unwrap_or(0)
+        };
+        if !split {
+            let one: Vec<u32> = (0..all.len() as u32).collect();
+            return Cuts::build_groups(dims, all, &[one], out);
+        }
+        // A tree per anchor, or per mask of anchors that the plan merged
+        // (an anchor it does not name gets a tree of its own).
+        let mut masks: Vec<u64> = plan.to_vec();
+        let mut slot = vec![usize::MAX; dims.len()];
+        for (t, &m) in masks.iter().enumerate() {
+            for (d, s) in slot.iter_mut().enumerate() {
+                if m >> d & 1 == 1 {
+                    *s = t;
+                }
+            }
+        }
+        let mut groups: Vec<Vec<u32>> = vec![Vec::new(); masks.len()];
+        for (i, e) in all.iter().enumerate() {
+            let d = anchor(e);
+            if slot[d] == usize::MAX {
+                slot[d] = masks.len();
+                masks.push(1 << d);
+                groups.push(Vec::new());
+            }
+            groups[slot[d]].push(i as u32);
+        }
+        let mut by_anchor: Vec<(u64, Vec<u32>)> = masks
+            .into_iter()
+            .zip(groups)
+            .filter(|(_, g)| !g.is_empty())
+            .collect();
+        if plan.is_empty() {
+            by_anchor = Cuts::merge_small(dims, exact, all, by_anchor);
+        }
+        out.plan = by_anchor.iter().map(|g| g.0).collect();
+        let groups: Vec<Vec<u32>> = by_anchor.into_iter().map(|g| g.1).collect();
+        Cuts::build_groups(dims, all, &groups, out)
+    }
+
+    /// A forest's anchors per tree (see [`Cuts::build`]).
+    pub(crate) fn plan(&self) -> &[u64] {
+        &self.plan
+    }
+
+    /// A tree of `all` with no nodes or leaves yet.
+    fn empty(dims: &[Dim], exact: bool, all: &[Entry], split: bool) -> Cuts {
+        let top = all.iter().map(|e| e.id as usize + 1).max().unwrap_or(0);
+        let mut rank = vec![u64::MAX; top];
+        for e in all {
+            rank[e.id as usize] = e.rank;
+        }
+        Cuts {
+            exact,
+            nodes: Vec::new(),
+            leaves: Vec::new(),
+            groups: Groups::default(),
+            roots: Vec::new(),
+            rank,
+            shadows: Vec::new(),
+            elements: all.len(),
+            entries: 0,
+            exhausted: false,
+            split,
+            plan: Vec::new(),
+            dims: dims.to_vec(),
+        }
+    }
+
+    /// Merges the smallest trees of a forest, two at a time, while the
+    /// modelled cost of the merged tree is below the two trees' (EffiCuts'
+    /// tree merging): every tree costs each key a descent and a leaf
+    /// (fw1_10K's trees of 76 and 131 port-anchored rules were a quarter
+    /// of its lookup time), and a tree of a few hundred rules absorbs
+    /// another's wide rules in a few copies. Only groups that together
+    /// hold at most an eighth of the elements are tried, so the trial
+    /// builds stay small beside the forest's.
+    fn merge_small(
+        dims: &[Dim],
+        exact: bool,
+        all: &[Entry],
+        mut groups: Vec<(u64, Vec<u32>)>,
+    ) -> Vec<(u64, Vec<u32>)> {
+        let mut points = None;
+        loop {
+            groups.sort_by_key(|g| std::cmp::Reverse(g.1.len()));
+            let n = groups.len();
+            if n < 2 || (groups[n - 1].1.len() + groups[n - 2].1.len()) * 8 > all.len() {
+                return groups;
+            }
+            let points = points.get_or_insert_with(|| points_inside(all));
+            let a = groups.pop().unwrap_or_default();
+            let b = groups.pop().unwrap_or_default();
+            let mut merged: Vec<u32> = a.1.iter().chain(&b.1).copied().collect();
+            merged.sort_unstable();
+            let tree = |g: &[u32]| {
+                Cuts::build_groups(
+                    dims,
+                    all,
+                    &[g.to_vec()],
+                    Cuts::empty(dims, exact, all, true),
+                )
+            };
+            let apart = tree(&a.1).cost(points) + tree(&b.1).cost(points);
+            let together = tree(&merged);
+            if together.exhausted || together.cost(points) >= apart {
+                groups.push(b);
+                groups.push(a);
+                return groups;
+            }
+            groups.push((a.0 | b.0, merged));
+        }
+    }
+
+    /// The trees of `groups` (indices into `all`, each in rank order),
+    /// built into `out`.
+    fn build_groups(dims: &[Dim], all: &[Entry], groups: &[Vec<u32>], out: Cuts) -> Cuts {
+        let exact = out.exact;
+        let mut b = Builder {
+            dims,
+            exact,
+            all,
+            out,
+            budget: (16 * all.len()).max(1 << 17),
+        };
+        let mut region: Vec<(u32, u32)> = dims.iter().map(|d| (0, d.max())).collect();
+        let mut roots = Vec::new();
+        for rules in groups.iter().filter(|r| !r.is_empty()) {
+            roots.push(b.build(rules, &mut region, 0));
+        }
+        if roots.is_empty() {
+            roots.push(b.leaf(&[]));
+        }
+        let mut out = b.out;
+        out.roots = roots;
+        out
+    }
+}

@@ -1,0 +1,320 @@
+//! Looking keys up in a tree of cuts: descents a burst at a time, leaf
+//! groups checked sixteen elements at once, and the changes since the
+//! tree was built (extra elements, gone ids) beside it.
+
+use super::*;
+use std::sync::Arc;
+
+/// A snapshot's classifier: the shared tree, plus what changed since it
+/// was built.
+#[derive(Clone, Debug)]
+pub(crate) struct Classifier {
+    tree: Arc<Cuts>,
+    /// Elements inserted since the tree was built, in rank order, and
+    /// their ranks.
+    extra: Groups,
+    extra_leaf: Leaf,
+    extra_rank: Vec<u64>,
+    /// Ids deleted since the tree was built (a bitset).
+    gone: Vec<u64>,
+}
+
+/// What a lookup needs besides the key: how to check an element in full
+/// (sets with wide fields), given its id.
+pub(crate) trait Verify {
+    fn holds(&self, id: u32, key: &[u8]) -> bool;
+}
+
+impl Classifier {
+    /// A classifier of `tree` and the changes since: `extra` inserted (any
+    /// order), `gone` deleted ids.
+    pub(crate) fn new(tree: Arc<Cuts>, mut extra: Vec<Entry>, gone: &[u32]) -> Classifier {
+        extra.sort_by_key(|e| e.rank);
+        let mut groups = Groups::default();
+        let leaf = groups.push_entries(tree.dims.len(), extra.len(), |i| &extra[i]);
+        let mut bits = Vec::new();
+        for &id in gone {
+            let i = id as usize;
+            if bits.len() <= i / 64 {
+                bits.resize(i / 64 + 1, 0u64);
+            }
+            bits[i / 64] |= 1 << (i % 64);
+        }
+        Classifier {
+            tree,
+            extra: groups,
+            extra_leaf: leaf,
+            extra_rank: extra.iter().map(|e| e.rank).collect(),
+            gone: bits,
+        }
+    }
+
+    pub(crate) fn tree(&self) -> &Arc<Cuts> {
+        &self.tree
+    }
+
+    /// Bytes of the tree and the changes.
+    pub(crate) fn memory_usage(&self) -> usize {
+        self.tree.memory_usage()
+            + self.extra.memory_usage()
+            + self.extra_rank.capacity() * 8
+            + self.gone.capacity() * 8
+    }
+
+    #[inline(always)]
+    fn is_gone(&self, id: u32) -> bool {
+        let i = id as usize;
+        self.gone
+            .get(i / 64)
+            .is_some_and(|w| w >> (i % 64) & 1 == 1)
+    }
+
+    /// The leaf a key's dimension values lead to.
+    #[inline(always)]
+    fn descend(
+        &self,
+        root: u32,
+        vals: &[u32; MAX_DIMS],
+        count: impl Fn(&Block, u32) -> u32,
+    ) -> u32 {
+        let mut r = root;
+        while r & LEAF == 0 {
+            r = self.tree.child(r, vals, &count);
+        }
+        r & !LEAF
+    }
+
+    /// The first element (in rank order) of leaf `l` in `words` that
+    /// holds the key, skipping gone ids; its position (group, lane) is its
+    /// rank order.
+    #[inline(always)]
+    fn first_in(
+        &self,
+        (words, l): (&[u32], Leaf),
+        skip_gone: bool,
+        vals: &[u32],
+        key: &[u8],
+        verify: &impl Verify,
+        mask: impl Fn(&[u32], usize, &[u32]) -> u32,
+    ) -> Option<(u32, usize)> {
+        let w = l.width as usize;
+        let per = w * (1 + 2 * vals.len());
+        for g in 0..l.groups as usize {
+            let at = l.start as usize + g * per;
+            let b = &words[at..at + per];
+            let mut m = mask(&b[w..], w, vals);
+            while m != 0 {
+                let lane = m.trailing_zeros() as usize;
+                m &= m - 1;
+                let id = b[lane];
+                if (skip_gone && self.is_gone(id)) || (!self.tree.exact && !verify.holds(id, key)) {
+                    continue;
+                }
+                return Some((id, g * w + lane));
+            }
+        }
+        None
+    }
+
+    /// The first-ranked element of leaf `leaf` holding `key`, with its
+    /// rank (`u64::MAX` and an unused id for none), if it ranks before
+    /// `bound` (the best answer of the trees before).
+    ///
+    /// A leaf whose first element ranks after `bound` is not read: in a
+    /// forest, a key that an earlier tree matched skips every later
+    /// leaf of lower-ranked elements.
+    #[inline(always)]
+    fn resolve(
+        &self,
+        leaf: u32,
+        bound: u64,
+        vals: &[u32],
+        key: &[u8],
+        verify: &impl Verify,
+        mask: impl Fn(&[u32], usize, &[u32]) -> u32 + Copy,
+    ) -> (u64, u32) {
+        let t = &*self.tree;
+        let l = t.leaves[leaf as usize];
+        if l.first >= bound {
+            return (u64::MAX, u32::MAX);
+        }
+        match self.first_in(
+            (t.groups.words(), l),
+            !self.gone.is_empty(),
+            vals,
+            key,
+            verify,
+            mask,
+        ) {
+            // One tree and nothing beside it: its answer needs no rank
+            // (a load of the rank table saved per key).
+            Some((id, _)) if t.roots.len() == 1 && self.extra_leaf.groups == 0 => (0, id),
+            Some((id, _)) => (t.rank[id as usize], id),
+            None => (u64::MAX, u32::MAX),
+        }
+    }
+
+    /// The answer of the trees' best `(rank, id)` and the extra elements.
+    #[inline(always)]
+    fn with_extra(
+        &self,
+        best: (u64, u32),
+        vals: &[u32],
+        key: &[u8],
+        verify: &impl Verify,
+        mask: impl Fn(&[u32], usize, &[u32]) -> u32 + Copy,
+    ) -> Option<u32> {
+        if self.extra_leaf.groups != 0 {
+            let more = self.first_in(
+                (self.extra.words(), self.extra_leaf),
+                false,
+                vals,
+                key,
+                verify,
+                mask,
+            );
+            if let Some((id, at)) = more {
+                if self.extra_rank[at] < best.0 {
+                    return Some(id);
+                }
+            }
+        }
+        (best.0 != u64::MAX).then_some(best.1)
+    }
+
+    /// The dimension values of a key.
+    #[inline(always)]
+    fn values(&self, key: &[u8], vals: &mut [u32]) {
+        let dims = &self.tree.dims[..vals.len()];
+        for (v, d) in vals.iter_mut().zip(dims) {
+            *v = d.value(key);
+        }
+    }
+
+    /// Looks one key up.
+    #[inline(always)]
+    pub(crate) fn lookup(
+        &self,
+        key: &[u8],
+        verify: &impl Verify,
+        count: impl Fn(&Block, u32) -> u32,
+        mask: impl Fn(&[u32], usize, &[u32]) -> u32 + Copy,
+    ) -> Option<u32> {
+        let nd = self.tree.dims.len();
+        let mut buf = [0u32; MAX_DIMS];
+        self.values(key, &mut buf[..nd]);
+        let vals = &buf[..nd];
+        let mut best = (u64::MAX, u32::MAX);
+        for &root in &self.tree.roots {
+            let leaf = self.descend(root, &buf, &count);
+            best = best.min(self.resolve(leaf, best.0, vals, key, verify, mask));
+        }
+        self.with_extra(best, vals, key, verify, mask)
+    }
+
+    /// Looks up to [`BURST`] keys up: every key's values, then the
+    /// descent of all keys level by level (their loads overlap), then
+    /// each key's leaf. Instantiated for each dimension count up to 6 (a
+    /// 5-tuple has five), as the bitmap lookup is for each field shape, so
+    /// that the loops over dimensions unroll.
+    #[inline(always)]
+    pub(crate) fn burst(
+        &self,
+        keys: &[u8],
+        stride: usize,
+        out: &mut [Option<u32>],
+        verify: &impl Verify,
+        count: impl Fn(&Block, u32) -> u32,
+        mask: impl Fn(&[u32], usize, &[u32]) -> u32 + Copy,
+    ) {
+        match self.tree.dims.len() {
+            1 => self.burst_n::<1>(keys, stride, out, verify, count, mask),
+            2 => self.burst_n::<2>(keys, stride, out, verify, count, mask),
+            3 => self.burst_n::<3>(keys, stride, out, verify, count, mask),
+            4 => self.burst_n::<4>(keys, stride, out, verify, count, mask),
+            5 => self.burst_n::<5>(keys, stride, out, verify, count, mask),
+            6 => self.burst_n::<6>(keys, stride, out, verify, count, mask),
+            _ => self.burst_n::<0>(keys, stride, out, verify, count, mask),
+        }
+    }
+
+    /// [`Classifier::burst`] for `ND` dimensions (0: any number).
+    #[inline(always)]
+    fn burst_n<const ND: usize>(
+        &self,
+        keys: &[u8],
+        stride: usize,
+        out: &mut [Option<u32>],
+        verify: &impl Verify,
+        count: impl Fn(&Block, u32) -> u32,
+        mask: impl Fn(&[u32], usize, &[u32]) -> u32 + Copy,
+    ) {
+        let t = &*self.tree;
+        let nd = if ND == 0 { t.dims.len() } else { ND };
+        for (c, outs) in out.chunks_mut(BURST).enumerate() {
+            let keys = &keys[c * BURST * stride..];
+            let n = outs.len();
+            let mut vals = [[0u32; BURST_DIMS]; BURST];
+            if nd > BURST_DIMS {
+                for (j, o) in outs.iter_mut().enumerate() {
+                    *o = self.lookup(&keys[j * stride..], verify, &count, mask);
+                }
+                continue;
+            }
+            for j in 0..n {
+                self.values(&keys[j * stride..], &mut vals[j][..nd]);
+            }
+            let mut best = [(u64::MAX, u32::MAX); BURST];
+            let nodes = &t.nodes[..];
+            for &root in &t.roots {
+                let mut at = [root; BURST];
+                // Every key has reached a leaf when the AND of their
+                // references has the leaf bit.
+                let mut all = root;
+                while all & LEAF == 0 {
+                    all = LEAF;
+                    for j in 0..n {
+                        let r = at[j];
+                        if r & LEAF == 0 {
+                            let next = step(nodes, r, &vals[j], &count);
+                            at[j] = next;
+                            all &= next;
+                        }
+                    }
+                }
+                // Every key's leaf is known now: ask for the first line of
+                // each (its ids and its first rows) before reading any, so
+                // that the leaves' misses overlap rather than queue behind
+                // each key's checks. One line a key paid (acl1_10K about
+                // 7 % faster); all of a leaf's lines cost more than they
+                // saved.
+                let words = t.groups.words().as_ptr();
+                for &r in &at[..n] {
+                    let l = t.leaves[(r & !LEAF) as usize];
+                    crate::cpu::prefetch(words.wrapping_add(l.start as usize));
+                }
+                for j in 0..n {
+                    let found = self.resolve(
+                        at[j] & !LEAF,
+                        best[j].0,
+                        &vals[j][..nd],
+                        &keys[j * stride..],
+                        verify,
+                        mask,
+                    );
+                    best[j] = best[j].min(found);
+                }
+            }
+            for (j, o) in outs.iter_mut().enumerate() {
+                *o = self.with_extra(best[j], &vals[j][..nd], &keys[j * stride..], verify, mask);
+            }
+        }
+    }
+}
+
+/// Keys a burst descends together.
+const BURST: usize = 32;
+
+/// Most dimensions a burst keeps on its stack for all of its keys (a
+/// power of two: see [`Cuts::child`]); sets with more go key by key.
+const BURST_DIMS: usize = 16;

@@ -1,0 +1,98 @@
+use super::build::{pick_cuts, Padded};
+use super::*;
+
+#[test]
+fn dims_project_wide_fields_onto_chunks() {
+    let dims = Dim::of_fields(&[6, 2]);
+    assert_eq!(dims.len(), 3);
+    assert_eq!((dims[0].off, dims[0].len, dims[0].shift), (0, 4, 16));
+    assert_eq!((dims[1].off, dims[1].len, dims[1].shift), (4, 2, 0));
+    assert_eq!((dims[2].off, dims[2].len), (6, 2));
+    // Same upper chunk: the lower chunk's range is exact.
+    assert_eq!(
+        dims[1].project(0x0102_0304_0010, 0x0102_0304_0020),
+        (0x10, 0x20)
+    );
+    // Upper chunks differ: the lower chunk can be anything.
+    assert_eq!(
+        dims[1].project(0x0102_0304_0010, 0x0102_0305_0020),
+        (0, 0xffff)
+    );
+    assert_eq!(
+        dims[0].project(0x0102_0304_0010, 0x0102_0305_0020),
+        (0x0102_0304, 0x0102_0305)
+    );
+}
+
+#[test]
+fn small_anchor_groups_share_a_tree() {
+    // 300 elements narrow in the first dimension, and two groups of 12
+    // narrow only in the second or only in the third.
+    let dims = Dim::of_fields(&[4, 2, 2]);
+    let any = (0, 0xffff);
+    let mut all: Vec<Entry> = (0..300u32)
+        .map(|i| (vec![(i * 1000, i * 1000 + 9), any, any], i))
+        .chain((0..12).map(|i| (vec![(0, u32::MAX), (i * 100, i * 100 + 1), any], 300 + i)))
+        .chain((0..12).map(|i| (vec![(0, u32::MAX), any, (i * 7, i * 7 + 3)], 312 + i)))
+        .map(|(ranges, id)| Entry {
+            id,
+            rank: id as u64,
+            ranges,
+        })
+        .collect();
+    let t = Cuts::build_forest(&dims, true, &all, true, &[]);
+    assert_eq!(t.roots.len(), 2);
+    assert_eq!(t.plan(), &[0b001, 0b110]);
+    // A rebuild with the plan merges the same anchors without trials,
+    // and gives an anchor the plan does not name a tree of its own.
+    assert_eq!(
+        Cuts::build_forest(&dims, true, &all, true, &[0b110])
+            .roots
+            .len(),
+        2
+    );
+    assert_eq!(
+        Cuts::build_forest(&dims, true, &all, true, &[0b011]).plan(),
+        &[0b011, 0b100]
+    );
+    // Without the small groups there is nothing to merge.
+    all.truncate(300);
+    assert_eq!(
+        Cuts::build_forest(&dims, true, &all, true, &[]).roots.len(),
+        1
+    );
+}
+
+#[test]
+fn cuts_are_distinct_and_at_most_fifteen() {
+    let ends: Vec<u32> = (0..1000).map(|i| i / 3).collect();
+    let p = pick_cuts(&ends);
+    let c = p.cuts();
+    assert!(c.len() <= MAX_CUTS && c.windows(2).all(|w| w[0] < w[1]));
+    assert!(p.cuts[p.len..].iter().all(|&x| x == u32::MAX));
+    assert_eq!(pick_cuts(&[5, 5, 9]).cuts(), [5, 9]);
+    let many: Vec<u32> = (0..16).collect();
+    assert_eq!(pick_cuts(&many).len, MAX_CUTS);
+}
+
+/// The build's fixed-step search agrees with a binary search over the
+/// cuts themselves, for every count of cuts, at and around each cut
+/// and at the ends of the value range (a cut may be `u32::MAX`).
+#[test]
+fn padded_rank_is_partition_point() {
+    for len in 0..=MAX_CUTS {
+        for top in [1000, u32::MAX] {
+            let cuts: Vec<u32> = (0..len as u32)
+                .map(|i| if i + 1 == len as u32 { top } else { 7 * i + 3 })
+                .collect();
+            let p = Padded::new(&cuts);
+            let mut xs = vec![0, 1, 999, 1000, 1001, u32::MAX - 1, u32::MAX];
+            for &c in &cuts {
+                xs.extend([c.saturating_sub(1), c, c.saturating_add(1)]);
+            }
+            for x in xs {
+                assert_eq!(p.rank(x), cuts.partition_point(|&c| c <= x), "{cuts:?} {x}");
+            }
+        }
+    }
+}
