@@ -4,8 +4,7 @@
 //! only the system can tell (does the interface exist, is DPDK built in)
 //! is the driver's to check when it opens the port.
 
-use crate::validate::Located;
-use crate::ConfigError;
+use crate::error::{ConfigError, Located};
 use std::collections::BTreeMap;
 use std::ops::RangeInclusive;
 use toml::{Spanned, Value};

@@ -30,22 +30,38 @@
 //! prefix = "0.0.0.0/0"
 //! via = "gw"             # a next hop, an ECMP group, or a gateway's address
 //! ```
+//!
+//! Inside, each module uses only those listed before it: `error`
+//! (`file:line:col` errors), `addr` (addresses, prefixes, MACs), `driver`
+//! (the drivers' options), `types` (the checked configuration), `paths`
+//! (the control socket's place), `schema` (the file's shape as serde
+//! reads it), `files` (what included files gave at their last read),
+//! `validate` (each section's checks), `loader` (loads and reloads),
+//! `diff` (element changes between two loads).
 #![forbid(unsafe_code)]
 
+mod addr;
 mod diff;
 pub mod driver;
+mod error;
+mod files;
 mod loader;
+mod paths;
 mod schema;
+mod types;
 mod validate;
 
+pub use addr::{ip_bits, link_local, PortAddress};
 pub use diff::diff_elements;
 pub use driver::Driver;
-pub use loader::{LoadStats, Loader};
-pub use validate::{
-    control_socket, default_socket, ip_bits, link_local, runtime_dir, Action, Config, ConfigError,
-    ControlConfig, EcmpGroup, FlowCache, Forwarder, IcmpSettings, KernelRoutes, NeighbourSettings,
-    NextHopConfig, PortAddress, PortConfig, RouteCache, RouteConfig, RouterSettings, SetConfig,
-    Source, Via, DEFAULT_BURST, MAX_SETS, ROUTE_PROTOCOLS,
+pub use error::ConfigError;
+pub use files::LoadStats;
+pub use loader::Loader;
+pub use paths::{control_socket, default_socket, runtime_dir};
+pub use types::{
+    Action, Config, ControlConfig, EcmpGroup, FlowCache, Forwarder, IcmpSettings, KernelRoutes,
+    NeighbourSettings, NextHopConfig, PortConfig, RouteCache, RouteConfig, RouterSettings,
+    SetConfig, Source, Via, DEFAULT_BURST, MAX_SETS, ROUTE_PROTOCOLS,
 };
 
 use std::path::Path;
@@ -61,5 +77,5 @@ pub fn load(path: &Path) -> Result<Config, ConfigError> {
 /// Parses and validates configuration text; `name` appears in errors and
 /// `dir` is where named files are looked for.
 pub fn parse(name: &str, text: &str, dir: &Path) -> Result<Config, ConfigError> {
-    validate::validate(name, text, dir, &mut Loader::new())
+    Loader::new().parse(name, text, dir)
 }

@@ -1,0 +1,419 @@
+//! The checked configuration: typed values every section's checks
+//! produce, and what the forwarder reads of them.
+
+use crate::addr::PortAddress;
+use crate::driver::Driver;
+use matcher::field::FieldType;
+use matcher::{Element, SetDecl};
+use std::net::IpAddr;
+use std::sync::Arc;
+
+/// Worker settings.
+#[derive(Clone, Debug, Eq)]
+pub struct Forwarder {
+    /// One worker per core, pinned.
+    pub cores: Vec<usize>,
+    /// Packets per burst (1 to 64).
+    pub burst: usize,
+    /// Where `cores` is (`file:line:col`), or the file's name when the
+    /// default is taken, for errors about a core the system refuses.
+    pub cores_at: String,
+}
+
+/// Settings compare by value: where they were written is not part of it.
+impl PartialEq for Forwarder {
+    fn eq(&self, other: &Self) -> bool {
+        self.cores == other.cores && self.burst == other.burst
+    }
+}
+
+/// A port.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PortConfig {
+    /// Its name, used by next hops.
+    pub name: String,
+    /// Its driver and the driver's options (`[port.options]`).
+    pub driver: Driver,
+    /// Our MAC on it: the source MAC of frames sent out of it.
+    pub mac: [u8; 6],
+    /// Where the port is declared (`file:line:col` of its name), for the
+    /// driver's errors when it opens the port.
+    pub at: String,
+    /// Our addresses on it (`address = [...]`), with the IPv6 link-local
+    /// address derived from the MAC (EUI-64) added when none is given.
+    /// Empty: the port only forwards (no ARP, ND or ICMP of its own).
+    pub addresses: Vec<PortAddress>,
+    /// The largest IP packet sent out of it (`mtu`, default 1500).
+    pub mtu: u16,
+    /// With `punt = "tap"`: the TAP interface the forwarder creates for
+    /// the port (`tap_name`, default `tap-` and the port's name), where
+    /// what is for the router and not answered by the forwarder goes.
+    pub tap: Option<String>,
+    /// The Linux interface whose kernel routes lead to this port
+    /// (`kernel_interface`), besides the port's own interface and TAP.
+    pub kernel_interface: Option<String>,
+}
+
+impl PortConfig {
+    /// The Linux interfaces a kernel route may name to mean this port:
+    /// `kernel_interface`, the interface its driver opens (af_packet,
+    /// af_xdp), its TAP.
+    pub fn kernel_names(&self) -> Vec<String> {
+        let mut v: Vec<String> = self.kernel_interface.iter().cloned().collect();
+        match &self.driver {
+            Driver::AfPacket(o) => v.push(o.interface.clone()),
+            Driver::AfXdp(o) => v.push(o.interface.clone()),
+            _ => {}
+        }
+        v.extend(self.tap.iter().cloned());
+        v
+    }
+}
+
+/// Routes mirrored from a kernel routing table (`[routes] source =
+/// "kernel"`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct KernelRoutes {
+    /// The table (`table`, default 254: main).
+    pub table: u32,
+    /// The route protocols taken (`protocols`, by name or number as in
+    /// `/etc/iproute2/rt_protos`); empty: all.
+    pub protocols: Vec<u8>,
+}
+
+/// Route protocols by name, as iproute2 names them.
+pub const ROUTE_PROTOCOLS: &[(&str, u8)] = &[
+    ("redirect", 1),
+    ("kernel", 2),
+    ("boot", 3),
+    ("static", 4),
+    ("gated", 8),
+    ("ra", 9),
+    ("mrt", 10),
+    ("zebra", 11),
+    ("bird", 12),
+    ("dnrouted", 13),
+    ("xorp", 14),
+    ("ntk", 15),
+    ("dhcp", 16),
+    ("mrouted", 17),
+    ("keepalived", 18),
+    ("babel", 42),
+    ("openr", 99),
+    ("bgp", 186),
+    ("isis", 187),
+    ("ospf", 188),
+    ("rip", 189),
+    ("eigrp", 192),
+];
+
+/// Which packet field feeds a set's field, in nft's words.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Source {
+    /// `ip saddr`
+    IpSaddr,
+    /// `ip daddr`
+    IpDaddr,
+    /// `ip6 saddr`
+    Ip6Saddr,
+    /// `ip6 daddr`
+    Ip6Daddr,
+    /// `tcp|udp|sctp|th sport`: the protocol it requires (None for `th`).
+    Sport(Option<u8>),
+    /// `tcp|udp|sctp|th dport`.
+    Dport(Option<u8>),
+    /// `meta l4proto` (also `ip protocol`, `ip6 nexthdr`).
+    L4proto,
+    /// `ether saddr`
+    EtherSaddr,
+    /// `ether daddr`
+    EtherDaddr,
+    /// `meta mark`
+    Mark,
+}
+
+impl Source {
+    pub(crate) fn parse(words: &str) -> Result<Source, String> {
+        let w: Vec<&str> = words.split_whitespace().collect();
+        let proto = |p: &str| match p {
+            "tcp" => Some(Some(6)),
+            "udp" => Some(Some(17)),
+            "sctp" => Some(Some(132)),
+            "th" => Some(None),
+            _ => None,
+        };
+        Ok(match w.as_slice() {
+            ["ip", "saddr"] => Source::IpSaddr,
+            ["ip", "daddr"] => Source::IpDaddr,
+            ["ip6", "saddr"] => Source::Ip6Saddr,
+            ["ip6", "daddr"] => Source::Ip6Daddr,
+            [p, "sport"] if proto(p).is_some() => Source::Sport(proto(p).unwrap_or(None)),
+            [p, "dport"] if proto(p).is_some() => Source::Dport(proto(p).unwrap_or(None)),
+            ["meta", "l4proto"] | ["ip", "protocol"] | ["ip6", "nexthdr"] => Source::L4proto,
+            ["ether", "saddr"] => Source::EtherSaddr,
+            ["ether", "daddr"] => Source::EtherDaddr,
+            ["meta", "mark"] => Source::Mark,
+            _ => return Err(format!("unknown packet field `{}`", w.join(" "))),
+        })
+    }
+
+    /// The set field type this source fills.
+    pub fn field_type(self) -> FieldType {
+        match self {
+            Source::IpSaddr | Source::IpDaddr => FieldType::Ipv4Addr,
+            Source::Ip6Saddr | Source::Ip6Daddr => FieldType::Ipv6Addr,
+            Source::Sport(_) | Source::Dport(_) => FieldType::InetService,
+            Source::L4proto => FieldType::InetProto,
+            Source::EtherSaddr | Source::EtherDaddr => FieldType::EtherAddr,
+            Source::Mark => FieldType::Mark,
+        }
+    }
+}
+
+/// What a match in a set does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Action {
+    /// Drop the packet.
+    Drop,
+    /// Accept it: later sets are not consulted.
+    Accept,
+    /// The matching element's verdict decides (`: verdict` maps).
+    Verdict,
+    /// Drop it and tell the sender, as nft's `reject`: a TCP reset for
+    /// TCP, ICMP port unreachable for UDP, administratively prohibited
+    /// for the rest (when the forwarder has addresses to send from).
+    Reject,
+}
+
+/// A rule set, with its elements checked (types, overlaps).
+#[derive(Clone, Debug)]
+pub struct SetConfig {
+    /// Its name.
+    pub name: String,
+    /// Its declaration.
+    pub decl: SetDecl,
+    /// Which packet field feeds each of its fields.
+    pub sources: Vec<Source>,
+    /// What a match does.
+    pub action: Action,
+    /// The elements, free of duplicates and overlaps: inline ones, then
+    /// the file's; shared by the loads of an unchanged set
+    /// ([`crate::Loader`]).
+    pub elements: Arc<Vec<Element>>,
+    /// The file its elements were read from, if any (watched for changes
+    /// by the running forwarder).
+    pub file: Option<std::path::PathBuf>,
+}
+
+/// A next hop.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NextHopConfig {
+    /// Its name, used by routes and ECMP groups.
+    pub name: String,
+    /// The egress port's index in [`Config::ports`].
+    pub port: usize,
+    /// The neighbour's MAC, when given (a static neighbour: never
+    /// resolved, never overwritten by what the network says).
+    pub mac: Option<[u8; 6]>,
+    /// The neighbour's address, when given: without a MAC, resolved by
+    /// ARP or neighbour discovery on the port.
+    pub address: Option<IpAddr>,
+}
+
+/// An ECMP group.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EcmpGroup {
+    /// Its name.
+    pub name: String,
+    /// Its members' indices in [`Config::next_hops`].
+    pub members: Vec<usize>,
+}
+
+/// Where a route leads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Via {
+    /// A next hop's index.
+    NextHop(usize),
+    /// An ECMP group's index.
+    Ecmp(usize),
+}
+
+/// A route.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RouteConfig {
+    /// IPv6 (else IPv4, in the low 32 bits).
+    pub v6: bool,
+    /// The prefix, host bits clear.
+    pub prefix: u128,
+    /// Its length.
+    pub len: u32,
+    /// Where it leads.
+    pub via: Via,
+}
+
+/// The route stage's settings (see `routecache::RouteCacheConfig`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RouteCache {
+    /// The route hint.
+    pub hint: Option<bool>,
+    /// Dst cache entries (0: off).
+    pub dst_cache_entries: Option<usize>,
+    /// `jhash`, `jhash2` or `ahash`.
+    pub hash: Option<String>,
+}
+
+/// The flow cache's settings (`[flow_cache]`; see the forwarder's
+/// `flowcache` module).
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub struct FlowCache {
+    /// Entries per core (0: off).
+    pub entries: Option<usize>,
+    /// A missed flow is stored one time in this many (1: always).
+    pub insert_one_in: Option<u32>,
+}
+
+impl FlowCache {
+    /// Rule sets whose matches a flow cache entry records (two bits each
+    /// in a 32-bit word): with more sets the cache must be off.
+    pub const MAX_SETS: usize = 16;
+}
+
+/// Rule sets a configuration may have: each worker publishes every set's
+/// match counters in an array of this size.
+pub const MAX_SETS: usize = 256;
+
+/// The control side's settings (`[control]`).
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub struct ControlConfig {
+    /// The control socket's path; `None`: [`default_socket`] of the
+    /// configuration file.
+    pub socket: Option<std::path::PathBuf>,
+    /// Where to serve Prometheus metrics over HTTP (off when `None`).
+    pub prometheus: Option<std::net::SocketAddr>,
+    /// Reload when the configuration or a set file it includes changes
+    /// (default true).
+    pub watch: bool,
+    /// A group (name or number) whose members may reach the control
+    /// socket: it is then created with mode 0660 and that group, else
+    /// 0600.
+    pub group: Option<String>,
+    /// Users (uids) other than the forwarder's own whose requests the
+    /// control socket serves (checked with `SO_PEERCRED`); root's always
+    /// are.
+    pub allow_uids: Vec<u32>,
+}
+
+/// A checked configuration.
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// Workers.
+    pub forwarder: Forwarder,
+    /// Ports, in file order.
+    pub ports: Vec<PortConfig>,
+    /// Rule sets, in evaluation order (file order).
+    pub sets: Vec<SetConfig>,
+    /// Next hops.
+    pub next_hops: Vec<NextHopConfig>,
+    /// ECMP groups.
+    pub ecmp: Vec<EcmpGroup>,
+    /// Routes given inline (`route = [...]`, `[[route]]`).
+    pub routes: Vec<RouteConfig>,
+    /// The routes of `route_file`, sorted by prefix; shared by the loads
+    /// of an unchanged file ([`crate::Loader`]).
+    pub file_routes: Arc<[RouteConfig]>,
+    /// The file routes were also read from, if any (watched by the
+    /// running forwarder).
+    pub route_file: Option<std::path::PathBuf>,
+    /// Route stage settings; `None` where not given (use the defaults).
+    pub route_cache: RouteCache,
+    /// Flow cache settings; `None` where not given (use the defaults).
+    pub flow_cache: FlowCache,
+    /// The control side's settings.
+    pub control: ControlConfig,
+    /// Neighbour resolution and ICMP settings (`[neighbour]`, `[icmp]`).
+    pub router: RouterSettings,
+    /// `[routes] source = "kernel"`: the kernel table mirrored beside
+    /// the configured routes (which win for the same prefix).
+    pub kernel: Option<KernelRoutes>,
+}
+
+/// Neighbour resolution's timers (`[neighbour]`), Linux's defaults
+/// where not given (`net.ipv4.neigh.default.*`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NeighbourSettings {
+    /// How long a confirmed neighbour stays reachable (base_reachable_time,
+    /// 30 s).
+    pub reachable_ms: u64,
+    /// Between two solicitations of one resolution (retrans_time, 1 s).
+    pub retrans_ms: u64,
+    /// A stale neighbour's wait before it is probed (delay_first_probe_time,
+    /// 5 s).
+    pub delay_ms: u64,
+    /// Solicitations before a neighbour is failed (mcast_solicit and
+    /// ucast_solicit, 3).
+    pub probes: u32,
+}
+
+/// ICMP rate limits (`[icmp]`), Linux's defaults where not given.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct IcmpSettings {
+    /// Messages a second per core (icmp_msgs_per_sec, 1000).
+    pub msgs_per_sec: u32,
+    /// The bucket's depth (icmp_msgs_burst, 50).
+    pub msgs_burst: u32,
+    /// Errors to one destination: one per this many ms after a burst of 6
+    /// (icmp_ratelimit, 1000 ms); 0: no per-destination limit.
+    pub ratelimit_ms: u64,
+}
+
+/// The router's settings.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RouterSettings {
+    /// `[neighbour]`.
+    pub neighbour: NeighbourSettings,
+    /// `[icmp]`.
+    pub icmp: IcmpSettings,
+}
+
+impl Default for RouterSettings {
+    fn default() -> Self {
+        RouterSettings {
+            neighbour: NeighbourSettings {
+                reachable_ms: 30_000,
+                retrans_ms: 1_000,
+                delay_ms: 5_000,
+                probes: 3,
+            },
+            icmp: IcmpSettings {
+                msgs_per_sec: 1000,
+                msgs_burst: 50,
+                ratelimit_ms: 1000,
+            },
+        }
+    }
+}
+
+impl Config {
+    /// Whether any port has addresses: then the forwarder is a router
+    /// (answers ARP and ND, resolves neighbours, sends ICMP).
+    pub fn is_router(&self) -> bool {
+        self.ports.iter().any(|p| !p.addresses.is_empty())
+    }
+
+    /// Every route: the inline ones, then the route file's.
+    pub fn all_routes(&self) -> impl Iterator<Item = &RouteConfig> + '_ {
+        self.routes.iter().chain(self.file_routes.iter())
+    }
+
+    /// How many routes there are, inline and from the route file.
+    pub fn route_count(&self) -> usize {
+        self.routes.len() + self.file_routes.len()
+    }
+}
+
+/// Packets per burst when the file does not say: 64, the most a burst
+/// holds. Without a flow cache answering, a burst's lookups in a full
+/// table are cache misses that overlap only within the burst, so more
+/// packets a burst forward more (`bench forward --burst 32 --burst 64`,
+/// BENCHMARKS.md).
+pub const DEFAULT_BURST: usize = 64;
