@@ -44,7 +44,7 @@ fn main() {
     let warm: u64 = args.get(4).and_then(|s| s.parse().ok()).unwrap_or(100_000);
     let mut pipe = Pipeline::with_mode(&tables, ports.len(), mode);
     if let Some(n) = neigh {
-        let r = std::sync::Arc::new(forwarder::router::RouterShared::new(1, 2));
+        let r = std::sync::Arc::new(forwarder::punt::RouterShared::new(1, 2));
         r.neigh.store(std::sync::Arc::new(n));
         pipe = pipe.with_router(r, &tables);
     }

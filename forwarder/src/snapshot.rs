@@ -270,10 +270,10 @@ pub struct Shared {
     /// Reload outcomes and the published generation.
     pub status: Status,
     /// The router's queues, pool and neighbour table.
-    pub router: Arc<crate::router::RouterShared>,
+    pub router: Arc<crate::punt::RouterShared>,
     /// The neighbour table as `forwarder neighbours` lists it (refreshed
     /// by the slow path every 10 ms).
-    pub neighbours: Mutex<Vec<crate::router::NeighView>>,
+    pub neighbours: Mutex<Vec<crate::neigh::NeighView>>,
     /// The kernel mirror's counts, as the control thread last left them
     /// (null without one).
     pub kernel: Mutex<serde_json::Value>,
@@ -283,7 +283,7 @@ impl Shared {
     /// Shared state around one table snapshot (tests, benchmarks).
     pub fn new(tables: Tables) -> Shared {
         Shared {
-            router: Arc::new(crate::router::RouterShared::new(
+            router: Arc::new(crate::punt::RouterShared::new(
                 tables.slots.len(),
                 tables.ports.len(),
             )),

@@ -6,8 +6,8 @@
 use crate::pipeline::flowcache::FlowCacheStats;
 use crate::pipeline::{Counters, DropCounts, Mode, Pipeline, SetMatches};
 use crate::port::{self, Burst, Port, PortStats};
+use crate::reason::DropReason;
 use crate::snapshot::Shared;
-use crate::wire::Drop;
 use config::Config;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
@@ -34,8 +34,8 @@ pub struct Published {
     pub rx: AtomicU64,
     /// Frames sent.
     pub tx: AtomicU64,
-    /// Drops by reason ([`Drop::index`]).
-    pub drops: Atomics<{ Drop::COUNT }>,
+    /// Drops by reason ([`DropReason::index`]).
+    pub drops: Atomics<{ DropReason::COUNT }>,
     /// Bursts processed.
     pub bursts: AtomicU64,
     /// Generation of the snapshot the worker last judged a burst by.
@@ -177,7 +177,7 @@ struct Injected {
     /// Boxed: the pool's buffers go back to it as they came (moving
     /// 2 KiB buffers by value would copy them).
     #[allow(clippy::vec_box)]
-    bufs: Vec<Box<crate::router::Buf>>,
+    bufs: Vec<Box<crate::punt::Buf>>,
 }
 
 impl Injected {
@@ -191,7 +191,7 @@ impl Injected {
 
     /// Sends what the slow path queued for worker `q` (nothing allocates:
     /// the buffers go back to the pool).
-    fn send(&mut self, r: &crate::router::RouterShared, q: usize, ports: &mut [Box<dyn Port>]) {
+    fn send(&mut self, r: &crate::punt::RouterShared, q: usize, ports: &mut [Box<dyn Port>]) {
         let Some(queue) = r.inject.get(q) else { return };
         if queue.is_empty() {
             return;

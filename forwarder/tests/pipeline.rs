@@ -3,9 +3,10 @@
 
 use forwarder::pipeline::Pipeline;
 use forwarder::port::Burst;
+use forwarder::reason::DropReason;
 use forwarder::snapshot::Tables;
 use forwarder::wire::build::{ipv4, ipv6, L4};
-use forwarder::wire::{checksum, parse, Drop};
+use forwarder::wire::{checksum, parse};
 use std::path::Path;
 
 const CONFIG: &str = r#"
@@ -99,11 +100,11 @@ fn frames_are_judged_routed_and_rewritten() {
     let c = &p.counters;
     assert_eq!(c.rx, 10);
     assert_eq!(c.tx, 3);
-    assert_eq!(c.drops[Drop::Rule.index()], 3);
-    assert_eq!(c.drops[Drop::NoRoute.index()], 1);
-    assert_eq!(c.drops[Drop::TtlExpired.index()], 1);
-    assert_eq!(c.drops[Drop::Truncated.index()], 1);
-    assert_eq!(c.drops[Drop::Arp.index()], 1);
+    assert_eq!(c.drops[DropReason::Rule.index()], 3);
+    assert_eq!(c.drops[DropReason::NoRoute.index()], 1);
+    assert_eq!(c.drops[DropReason::TtlExpired.index()], 1);
+    assert_eq!(c.drops[DropReason::Truncated.index()], 1);
+    assert_eq!(c.drops[DropReason::Arp.index()], 1);
     // The verdict map: one element accepts, one drops.
     assert_eq!(c.matches, vec![[2, 0, 0], [1, 1, 0]]);
 }
@@ -162,7 +163,7 @@ fn mac_mode_sets_macs_and_nothing_else() {
     assert_eq!(&b.frame(1)[12..], &[7, 7]);
     assert_eq!(b.frame(2), &[7u8; 13]);
     assert_eq!(p.counters.tx, 2);
-    assert_eq!(p.counters.drops[Drop::Truncated.index()], 1);
+    assert_eq!(p.counters.drops[DropReason::Truncated.index()], 1);
     assert_eq!(Mode::parse("mac"), Some(Mode::Mac));
     assert_eq!(Mode::Mac.name(), "mac");
     // A pipeline without the hop's port (one egress port, the hop on the
@@ -173,7 +174,7 @@ fn mac_mode_sets_macs_and_nothing_else() {
     p.process(&t, &mut b);
     assert!(p.out[0].is_empty());
     assert_eq!(p.counters.tx, 0);
-    assert_eq!(p.counters.drops[Drop::UnknownNextHop.index()], 1);
+    assert_eq!(p.counters.drops[DropReason::UnknownNextHop.index()], 1);
 }
 
 /// `--mode rewrite`: every frame that parses is rewritten towards the
@@ -208,15 +209,15 @@ fn rewrite_mode_rewrites_every_parsed_frame_towards_the_first_hop() {
     assert_eq!(checksum(&b.frame(1)[14..34]), 0);
     assert_eq!(parse(b.frame(3)).unwrap().ttl, 8);
     assert_eq!(p.counters.tx, 3);
-    assert_eq!(p.counters.drops[Drop::TtlExpired.index()], 1);
-    assert_eq!(p.counters.drops[Drop::Truncated.index()], 1);
+    assert_eq!(p.counters.drops[DropReason::TtlExpired.index()], 1);
+    assert_eq!(p.counters.drops[DropReason::Truncated.index()], 1);
     let mut p = Pipeline::with_mode(&t, 1, Mode::Rewrite);
     let mut b = Burst::new();
     b.push(&frames[1]);
     p.process(&t, &mut b);
     assert!(p.out[0].is_empty());
     assert_eq!(p.counters.tx, 0);
-    assert_eq!(p.counters.drops[Drop::UnknownNextHop.index()], 1);
+    assert_eq!(p.counters.drops[DropReason::UnknownNextHop.index()], 1);
 }
 
 /// A new snapshot whose next hops have other MACs and ports: the next

@@ -6,8 +6,9 @@
 use forwarder::control::Control;
 use forwarder::pipeline::Mode;
 use forwarder::port::{Burst, Port, PortStats};
+use forwarder::reason::DropReason;
 use forwarder::snapshot::Tables;
-use forwarder::wire::{self, build, build::L4, Drop};
+use forwarder::wire::{self, build, build::L4};
 use forwarder::worker;
 use routecache::gen::Rng;
 use std::path::{Path, PathBuf};
@@ -195,8 +196,8 @@ fn two_hundred_reloads_under_load_judge_every_burst_wholly() {
     let mut other = 0;
     for (_, h) in workers {
         let r = h.join().unwrap();
-        rule += r.counters.drops[Drop::Rule.index()];
-        other += r.counters.drops.iter().sum::<u64>() - r.counters.drops[Drop::Rule.index()];
+        rule += r.counters.drops[DropReason::Rule.index()];
+        other += r.counters.drops.iter().sum::<u64>() - r.counters.drops[DropReason::Rule.index()];
     }
     let bad = seen.bad.lock().unwrap();
     assert!(

@@ -2,10 +2,11 @@
 //! frames (reads back what was built; a rewrite keeps IPv4 checksums
 //! valid).
 
+use forwarder::reason::DropReason;
 use forwarder::wire::build::{ipv4, ipv6, L4};
 use forwarder::wire::{
     checksum, finish_partial_checksum, l4_checksum_ok, parse, parse_reference, rewrite,
-    set_l4_checksum, Drop, L3,
+    set_l4_checksum, L3,
 };
 use proptest::prelude::*;
 
@@ -100,7 +101,7 @@ proptest! {
                 prop_assert_eq!(checksum(&f[14..34]), 0);
                 prop_assert_eq!(f[22], ttl - 1);
             }
-            Err(e) => prop_assert!(ttl <= 1 && e == Drop::TtlExpired),
+            Err(e) => prop_assert!(ttl <= 1 && e == DropReason::TtlExpired),
         }
     }
 

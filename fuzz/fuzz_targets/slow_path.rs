@@ -4,8 +4,12 @@
 //! make of a frame they accept checks (valid checksums).
 #![no_main]
 
-use forwarder::router::packets::{self, Arp, Nd};
-use forwarder::router::{Buf, Reason, RouterShared, SlowPath};
+use forwarder::wire::arp::Arp;
+use forwarder::wire::nd::Nd;
+use forwarder::wire::{icmp, ip, tcp};
+use forwarder::reason::DropReason;
+use forwarder::punt::{Buf, RouterShared};
+use forwarder::router::SlowPath;
 use forwarder::snapshot::Tables;
 use forwarder::wire::l4_checksum_ok;
 use libfuzzer_sys::fuzz_target;
@@ -35,19 +39,19 @@ fuzz_target!(|data: &[u8]| {
     };
     let _ = Arp::parse(frame);
     let _ = Nd::parse(frame);
-    if let Some(r) = packets::echo_reply(frame) {
+    if let Some(r) = icmp::echo_reply(frame) {
         let v6 = r[0] >> 4 == 6;
         let et = if v6 { 0x86dd } else { 0x0800 };
         assert_eq!(
-            l4_checksum_ok(&packets::ether([2; 6], [4; 6], et, &r)),
+            l4_checksum_ok(&ip::ether([2; 6], [4; 6], et, &r)),
             Some(true)
         );
     }
-    if let Some(r) = packets::tcp_reset(frame) {
+    if let Some(r) = tcp::tcp_reset(frame) {
         let v6 = r[0] >> 4 == 6;
         let et = if v6 { 0x86dd } else { 0x0800 };
         assert_eq!(
-            l4_checksum_ok(&packets::ether([2; 6], [4; 6], et, &r)),
+            l4_checksum_ok(&ip::ether([2; 6], [4; 6], et, &r)),
             Some(true)
         );
     }
@@ -55,7 +59,7 @@ fuzz_target!(|data: &[u8]| {
     let shared = Arc::new(RouterShared::new(2, 2));
     let mut sp = SlowPath::new(shared.clone());
     sp.adopt(t, 0);
-    let reason = Reason::ALL[(head & 7) as usize % Reason::ALL.len()];
+    let reason = DropReason::ALL[(head & 15) as usize % DropReason::ALL.len()];
     let port = ((head >> 3) & 1) as u16;
     let hop = (head >> 4) as u32 % (t.hop_kinds.len() as u32 + 1);
     // Twice: the second finds what the first left (an entry, a bucket).

@@ -6,7 +6,7 @@ use crate::control::server::{self, Server};
 use crate::control::stats::Source;
 use crate::control::Control;
 use crate::pipeline::{DropCounts, Mode, Outcome};
-use crate::wire::Drop;
+use crate::reason::DropReason;
 use crate::worker::Report;
 use crate::worker::{self, Published, Running};
 use config::Config;
@@ -160,7 +160,7 @@ fn print_rates(
     duration: Option<Duration>,
     out: &mut dyn Write,
 ) -> Result<(), String> {
-    let mut last: Vec<Tick> = vec![(0, 0, [0; Drop::COUNT]); workers.len()];
+    let mut last: Vec<Tick> = vec![(0, 0, [0; DropReason::COUNT]); workers.len()];
     let mut last_t = start;
     let deadline = duration.map(|d| start + d);
     loop {
@@ -173,12 +173,13 @@ fn print_rates(
         let dt = now.duration_since(last_t).as_secs_f64();
         last_t = now;
         let per_s = |a: u64, b: u64| (a - b) as f64 / dt / 1e6;
-        let mut total = (0.0, 0.0, [0.0; Drop::COUNT]);
+        let mut total = (0.0, 0.0, [0.0; DropReason::COUNT]);
         let mut lines = String::new();
         for (i, (p, _)) in workers.iter().enumerate() {
             let cur = tick(p);
             let (rx, tx) = (per_s(cur.0, last[i].0), per_s(cur.1, last[i].1));
-            let drops: [f64; Drop::COUNT] = std::array::from_fn(|k| per_s(cur.2[k], last[i].2[k]));
+            let drops: [f64; DropReason::COUNT] =
+                std::array::from_fn(|k| per_s(cur.2[k], last[i].2[k]));
             total.0 += rx;
             total.1 += tx;
             for (t, d) in total.2.iter_mut().zip(drops) {
@@ -202,10 +203,10 @@ fn print_rates(
 
 /// `rx .. Mpps  tx .. Mpps  drops REASON RATE ...` (reasons with none
 /// left out).
-fn rates(rx: f64, tx: f64, drops: &[f64; Drop::COUNT]) -> String {
+fn rates(rx: f64, tx: f64, drops: &[f64; DropReason::COUNT]) -> String {
     let mut s = format!("rx {rx:7.2} Mpps  tx {tx:7.2} Mpps  drops");
     let before = s.len();
-    for d in Drop::ALL.iter().filter(|d| drops[d.index()] > 0.0) {
+    for d in DropReason::ALL.iter().filter(|d| drops[d.index()] > 0.0) {
         s.push_str(&format!(" {} {:.2}", d.name(), drops[d.index()]));
     }
     if s.len() == before {
@@ -254,7 +255,7 @@ fn set_line(name: &str, m: &[u64; 3]) -> String {
 fn summary(reports: &[Report], elapsed: f64) -> String {
     let mut s = String::from("summary:\n");
     let (mut rx, mut tx) = (0u64, 0u64);
-    let mut drops = [0u64; Drop::COUNT];
+    let mut drops = [0u64; DropReason::COUNT];
     for r in reports {
         rx += r.counters.rx;
         tx += r.counters.tx;
@@ -285,7 +286,7 @@ fn summary(reports: &[Report], elapsed: f64) -> String {
         "  total: rx {rx} tx {tx} in {elapsed:.1} s: {:.2} Mpps forwarded; drops:",
         tx as f64 / elapsed / 1e6
     ));
-    for d in Drop::ALL.iter().filter(|d| drops[d.index()] > 0) {
+    for d in DropReason::ALL.iter().filter(|d| drops[d.index()] > 0) {
         s.push_str(&format!(" {} {}", d.name(), drops[d.index()]));
     }
     s.push('\n');

@@ -6,7 +6,7 @@ use super::stats::{Read, Source};
 use crate::pipeline::flowcache::FlowCacheStats;
 use crate::pipeline::Outcome;
 use crate::port::PortStats;
-use crate::wire::Drop;
+use crate::reason::DropReason;
 use routecache::CacheStats;
 use std::fmt::Write as _;
 use std::io::{Read as _, Write as _};
@@ -71,7 +71,7 @@ const PER_CORE: [(&str, &str, PerCore); 7] = [
         "drops_total",
         "Frames dropped, per core and reason.",
         |_, r| {
-            let names: Vec<&str> = Drop::ALL.iter().map(|d| d.name()).collect();
+            let names: Vec<&str> = DropReason::ALL.iter().map(|d| d.name()).collect();
             labelled("reason", &names, &r.counters.drops)
         },
     ),

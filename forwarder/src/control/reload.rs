@@ -122,7 +122,7 @@ impl Control {
                 tables: ArcSwap::from_pointee(Tables::empty()),
                 stop: AtomicBool::new(false),
                 status: Status::default(),
-                router: Arc::new(crate::router::RouterShared::new(workers, ports)),
+                router: Arc::new(crate::punt::RouterShared::new(workers, ports)),
                 neighbours: std::sync::Mutex::new(Vec::new()),
                 kernel: std::sync::Mutex::new(serde_json::Value::Null),
             }),

@@ -10,8 +10,8 @@
 use crate::pipeline::flowcache::FlowCacheStats;
 use crate::pipeline::{DropCounts, Outcome, SetMatches};
 use crate::port::PortStats;
+use crate::reason::DropReason;
 use crate::snapshot::Shared;
-use crate::wire::Drop;
 use crate::worker::{Published, Reading};
 use routecache::CacheStats;
 use serde_json::{json, Map, Value};
@@ -48,7 +48,7 @@ pub(crate) fn object(names: &[&str], values: &[u64]) -> Map<String, Value> {
 }
 
 fn drops(d: &DropCounts) -> Map<String, Value> {
-    Drop::ALL
+    DropReason::ALL
         .iter()
         .map(|r| (r.name().to_string(), json!(d[r.index()])))
         .collect()
@@ -106,7 +106,7 @@ impl Source {
         let st = &self.shared.status;
         let reads = self.read();
         let (mut rx, mut tx, mut bursts) = (0, 0, 0);
-        let mut total_drops = [0; Drop::COUNT];
+        let mut total_drops = [0; DropReason::COUNT];
         let mut cache = [0; 4];
         let mut flow_cache = [0; 4];
         let mut ports = vec![[0; 8]; self.ports.len()];
@@ -182,7 +182,7 @@ impl Source {
     }
 
     /// The neighbour table as the router thread last listed it.
-    fn neighbour_list(&self) -> Vec<crate::router::NeighView> {
+    fn neighbour_list(&self) -> Vec<crate::neigh::NeighView> {
         self.shared
             .neighbours
             .lock()
@@ -193,7 +193,7 @@ impl Source {
     /// How many neighbours are in each state.
     pub(crate) fn neighbour_states(&self) -> Vec<(&'static str, u64)> {
         let list = self.neighbour_list();
-        crate::router::State::ALL
+        crate::neigh::State::ALL
             .iter()
             .map(|s| {
                 (

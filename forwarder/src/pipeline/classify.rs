@@ -5,9 +5,10 @@
 use super::flowcache::MAX_SETS;
 use super::{Fate, Outcome, Pipeline};
 use crate::port::Burst;
+use crate::reason::DropReason;
 use crate::snapshot::Tables;
 use crate::wire::proto::{SCTP, TCP, UDP};
-use crate::wire::{Drop, Parsed, L3};
+use crate::wire::{Parsed, L3};
 use config::{Action, Source};
 use matcher::{Data, Verdict};
 
@@ -46,11 +47,11 @@ impl Pipeline {
                 }
                 let i = self.which[j] as usize;
                 let fate = match set.action {
-                    Action::Drop => Fate::Dropped(Drop::Rule),
-                    Action::Reject => Fate::Dropped(Drop::Reject),
+                    Action::Drop => Fate::Dropped(DropReason::Rule),
+                    Action::Reject => Fate::Dropped(DropReason::Reject),
                     Action::Accept => Fate::Accepted,
                     Action::Verdict => match set.snap.element(id).and_then(|e| e.data.as_ref()) {
-                        Some(Data::Verdict(Verdict::Drop)) => Fate::Dropped(Drop::Rule),
+                        Some(Data::Verdict(Verdict::Drop)) => Fate::Dropped(DropReason::Rule),
                         Some(Data::Verdict(Verdict::Accept)) => Fate::Accepted,
                         // continue, return, jump and goto: no chains here,
                         // the packet goes on to the next set.

@@ -31,7 +31,8 @@
 //! and when too few lookups hit the cache stands aside for a while
 //! ([`FlowCache::take_burst`]): `bench forward` measured where it pays.
 
-use crate::wire::{Drop, Parsed};
+use crate::reason::DropReason;
+use crate::wire::Parsed;
 use routecache::pages::prefetch_ptr;
 
 /// Ways per bucket.
@@ -92,7 +93,7 @@ pub struct Decision {
     /// Matches per set: 2 bits for set `i` at bit `2 i`: 0 no match, else
     /// 1 + the index of the verdict counter (`[drop, accept, continue]`).
     pub matches: u32,
-    /// [`Decision::DROP`] + a [`Drop`]'s index (by a rule, for want of a
+    /// [`Decision::DROP`] + a [`DropReason`]'s index (by a rule, for want of a
     /// route or of a next hop), or the index of the next hop.
     pub outcome: u32,
 }
@@ -109,8 +110,8 @@ impl Decision {
         }
     }
 
-    /// Drop for `why`.
-    pub fn drop(matches: u32, why: Drop) -> Decision {
+    /// DropReason for `why`.
+    pub fn drop(matches: u32, why: DropReason) -> Decision {
         Decision {
             matches,
             outcome: Decision::DROP | why.index() as u32,
@@ -119,12 +120,12 @@ impl Decision {
 
     /// The next hop's index, or the reason to drop.
     #[inline(always)]
-    pub fn hop(&self) -> Result<u32, Drop> {
+    pub fn hop(&self) -> Result<u32, DropReason> {
         if self.outcome & Decision::DROP == 0 {
             return Ok(self.outcome);
         }
         let i = (self.outcome & !Decision::DROP) as usize;
-        Err(Drop::ALL.get(i).copied().unwrap_or(Drop::Rule))
+        Err(DropReason::ALL.get(i).copied().unwrap_or(DropReason::Rule))
     }
 }
 
@@ -654,7 +655,7 @@ mod tests {
     #[test]
     fn decisions_round_trip() {
         assert_eq!(Decision::forward(5, 7).hop(), Ok(7));
-        for d in Drop::ALL {
+        for d in DropReason::ALL {
             assert_eq!(Decision::drop(0, d).hop(), Err(d));
         }
     }

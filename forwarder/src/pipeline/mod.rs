@@ -6,11 +6,13 @@ pub mod classify;
 pub mod flowcache;
 mod route;
 
+use crate::neigh::NeighTable;
 use crate::port::{Burst, MAX_BURST};
-use crate::router::{NeighTable, Reason, RouterShared};
+use crate::punt::RouterShared;
+use crate::reason::DropReason;
 use crate::snapshot::RuleSet;
 use crate::snapshot::{HopKind, Tables};
-use crate::wire::{self, Drop, Parsed};
+use crate::wire::{self, Parsed};
 use flowcache::{Decision, FlowCache, FlowCacheConfig, FlowCacheStats, FlowId, Loc};
 use matcher::Scratch;
 use routecache::{FibSnapshot, Router, TargetId};
@@ -52,8 +54,8 @@ impl Outcome {
 /// One rule set's matches, by [`Outcome`].
 pub type SetMatches = [u64; Outcome::ALL.len()];
 
-/// Per-reason drop counts, by [`Drop::index`].
-pub type DropCounts = [u64; Drop::COUNT];
+/// Per-reason drop counts, by [`DropReason::index`].
+pub type DropCounts = [u64; DropReason::COUNT];
 
 /// A worker's counters. Written only by the worker; read by the stats
 /// printer through [`crate::worker::Published`].
@@ -121,7 +123,7 @@ enum Fate {
     /// Accepted by a set: skips the remaining sets, still routed.
     Accepted,
     /// Dropped, and why.
-    Dropped(Drop),
+    Dropped(DropReason),
     /// Decided by the flow cache: see the burst's `decisions`.
     Cached,
 }
@@ -210,7 +212,7 @@ impl Prepared {
             .map(|(i, h)| match kinds.get(i) {
                 None | Some(HopKind::Static) => READY,
                 Some(&HopKind::Gateway { addr, v6 }) => {
-                    gateways.push((i as u32, h.port, crate::router::nkey(v6, addr)));
+                    gateways.push((i as u32, h.port, crate::neigh::nkey(v6, addr)));
                     UNRESOLVED
                 }
                 Some(HopKind::Connected) => CONNECTED,
@@ -523,7 +525,7 @@ impl Pipeline {
     /// Hands frame `i` to the slow path.
     #[cold]
     #[inline(never)]
-    fn punt(&self, burst: &Burst, i: usize, reason: Reason, hop: u32) {
+    fn punt(&self, burst: &Burst, i: usize, reason: DropReason, hop: u32) {
         if let Some(r) = &self.router {
             r.punt(
                 burst.frame(i),
@@ -547,29 +549,30 @@ impl Pipeline {
         let too_big = matches!(kind, READY | CONNECTED)
             && self.punting
             && len > self.mtus.get(e.port as usize).copied().unwrap_or(u16::MAX) as usize;
-        let (drop, reason) = match kind {
-            _ if too_big => (Drop::TooBig, Some(Reason::TooBig)),
+        // Why it is dropped here, and whether the slow path takes it.
+        let (drop, punt) = match kind {
+            _ if too_big => (DropReason::TooBig, true),
             READY => return Some(e),
-            LOCAL => (Drop::Local, Some(Reason::Local)),
-            UNRESOLVED => (Drop::Unresolved, Some(Reason::Unresolved)),
+            LOCAL => (DropReason::Local, true),
+            UNRESOLVED => (DropReason::Unresolved, true),
             CONNECTED => {
                 let p = &self.parsed[i];
-                let key = crate::router::nkey(p.l3 == wire::L3::V6, p.dst);
+                let key = crate::neigh::nkey(p.l3 == wire::L3::V6, p.dst);
                 match self.neigh.get(e.port, key) {
                     Some(Some(mac)) => {
                         let mut e = e;
                         e.macs[..6].copy_from_slice(&mac);
                         return Some(e);
                     }
-                    Some(None) => (Drop::Unresolved, None),
-                    None => (Drop::Unresolved, Some(Reason::Unresolved)),
+                    Some(None) => (DropReason::Unresolved, false),
+                    None => (DropReason::Unresolved, true),
                 }
             }
-            _ => (Drop::Unresolved, None),
+            _ => (DropReason::Unresolved, false),
         };
         self.counters.drops[drop.index()] += 1;
-        if let (Some(r), true) = (reason, self.punting) {
-            self.punt(burst, i, r, hop);
+        if punt && self.punting {
+            self.punt(burst, i, drop, hop);
         }
         None
     }
@@ -680,7 +683,7 @@ impl Pipeline {
         };
         let Some(out) = self.out.get_mut(port as usize) else {
             // A hop on a port this pipeline lacks: as `send` counts it.
-            self.counters.drops[Drop::UnknownNextHop.index()] += n as u64;
+            self.counters.drops[DropReason::UnknownNextHop.index()] += n as u64;
             return;
         };
         for i in 0..n {
@@ -689,7 +692,7 @@ impl Pipeline {
                 f[..12].copy_from_slice(&macs);
                 out.push(i as u8);
             } else {
-                self.counters.drops[Drop::Truncated.index()] += 1;
+                self.counters.drops[DropReason::Truncated.index()] += 1;
             }
         }
         self.counters.tx += out.len() as u64;
@@ -703,7 +706,7 @@ impl Pipeline {
         };
         let Some(out) = self.out.get_mut(e.port as usize) else {
             // As in `rewrite_macs`.
-            self.counters.drops[Drop::UnknownNextHop.index()] += n as u64;
+            self.counters.drops[DropReason::UnknownNextHop.index()] += n as u64;
             return;
         };
         for i in 0..n {
@@ -784,14 +787,14 @@ impl Pipeline {
     // register saves and restores) cost 17 instructions a packet where
     // nothing is pending (the flow cache off, or standing aside).
     #[inline(always)]
-    fn decided(&mut self, burst: &Burst, i: usize, hop: Result<u32, Drop>) {
+    fn decided(&mut self, burst: &Burst, i: usize, hop: Result<u32, DropReason>) {
         if self.pending[i] {
             self.store_decision(burst, i, hop);
         }
     }
 
     #[inline(never)]
-    fn store_decision(&mut self, burst: &Burst, i: usize, hop: Result<u32, Drop>) {
+    fn store_decision(&mut self, burst: &Burst, i: usize, hop: Result<u32, DropReason>) {
         if let Some(f) = self.flows.as_mut() {
             let m = self.match_bits[i];
             let d = match hop {
@@ -858,7 +861,7 @@ impl Pipeline {
     /// dropped: one check of the hop and its port for fresh and cached
     /// decisions alike (a hop on a port we lack is unknown to us).
     #[inline(always)]
-    fn send(&mut self, burst: &mut Burst, i: usize, hop: Result<u32, Drop>) {
+    fn send(&mut self, burst: &mut Burst, i: usize, hop: Result<u32, DropReason>) {
         // The hop copied and its list taken before the frame is written:
         // otherwise the write, which might alias them for all the
         // compiler knows, made it load and check both again.
@@ -875,7 +878,7 @@ impl Pipeline {
                     Ok(()) => return,
                     Err(d) => d,
                 },
-                None => Drop::UnknownNextHop,
+                None => DropReason::UnknownNextHop,
             },
             Err(d) => d,
         };
@@ -885,11 +888,11 @@ impl Pipeline {
     /// Rewrites frame `i` with `e`'s MACs and lists it on `e`'s port
     /// (counted as sent by `count_sent`, once per burst).
     #[inline(always)]
-    fn rewrite_to(&mut self, burst: &mut Burst, i: usize, e: &Egress) -> Result<(), Drop> {
+    fn rewrite_to(&mut self, burst: &mut Burst, i: usize, e: &Egress) -> Result<(), DropReason> {
         let out = self
             .out
             .get_mut(e.port as usize)
-            .ok_or(Drop::UnknownNextHop)?;
+            .ok_or(DropReason::UnknownNextHop)?;
         wire::rewrite_with(burst.frame_mut(i), &self.parsed[i], &e.macs)?;
         out.push(i as u8);
         Ok(())
@@ -898,7 +901,7 @@ impl Pipeline {
     /// Counts a drop, and hands the frame to the slow path if the router
     /// answers it.
     #[inline(always)]
-    fn dropped(&mut self, burst: &Burst, i: usize, d: Drop) {
+    fn dropped(&mut self, burst: &Burst, i: usize, d: DropReason) {
         self.counters.drops[d.index()] += 1;
         if self.punting {
             self.answer(burst, i, d);
@@ -921,15 +924,13 @@ impl Pipeline {
     /// expired TTL, no route, `reject`) to the slow path.
     #[cold]
     #[inline(never)]
-    fn answer(&self, burst: &Burst, i: usize, d: Drop) {
-        let reason = match d {
-            Drop::Arp => Reason::Arp,
-            Drop::TtlExpired => Reason::TtlExpired,
-            Drop::NoRoute => Reason::NoRoute,
-            Drop::Reject => Reason::Reject,
-            _ => return,
-        };
-        self.punt(burst, i, reason, 0);
+    fn answer(&self, burst: &Burst, i: usize, d: DropReason) {
+        if matches!(
+            d,
+            DropReason::Arp | DropReason::TtlExpired | DropReason::NoRoute | DropReason::Reject
+        ) {
+            self.punt(burst, i, d, 0);
+        }
     }
 }
 

@@ -2,8 +2,9 @@
 //! per-core route hint and dst cache, then the ECMP member by flow hash.
 
 use super::{Fate, Pipeline, MAX_BURST};
+use crate::reason::DropReason;
 use crate::snapshot::Tables;
-use crate::wire::{Drop, L3};
+use crate::wire::L3;
 use routecache::{FlowKey, Targets};
 
 impl Pipeline {
@@ -60,9 +61,9 @@ impl Pipeline {
     /// group's member picked by the flow hash), as an index in the FIB's
     /// hops, or why it has none.
     #[inline]
-    pub(super) fn next_hop(&self, tables: &Tables, i: usize) -> Result<u32, Drop> {
+    pub(super) fn next_hop(&self, tables: &Tables, i: usize) -> Result<u32, DropReason> {
         let p = &self.parsed[i];
-        let t = self.targets[i].ok_or(Drop::NoRoute)?;
+        let t = self.targets[i].ok_or(DropReason::NoRoute)?;
         // The flow's hash only picks an ECMP member: a route to one next
         // hop (every route of a typical full table) does without it.
         let hash = if Targets::is_ecmp(t) {
@@ -81,6 +82,6 @@ impl Pipeline {
             .fib
             .targets()
             .resolve_index(t, hash)
-            .ok_or(Drop::UnknownNextHop)
+            .ok_or(DropReason::UnknownNextHop)
     }
 }

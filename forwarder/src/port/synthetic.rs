@@ -46,7 +46,7 @@ pub fn full_table(cfg: &mut Config, v4: usize, v6: usize) {
 /// port and no MAC. Returns the neighbour table the slow path would have
 /// published: what `bench forward`'s `+resolved` variants and
 /// `examples/turns` (with `TURNS_RESOLVED=1`) give the workers.
-pub fn gateways_resolved(cfg: &mut Config) -> crate::router::NeighTable {
+pub fn gateways_resolved(cfg: &mut Config) -> crate::neigh::NeighTable {
     let net = |p: usize| 0x2001_0db8_ffffu128 << 80 | (p as u128) << 64;
     for (i, p) in cfg.ports.iter_mut().enumerate() {
         p.addresses = vec![config::PortAddress {
@@ -54,12 +54,12 @@ pub fn gateways_resolved(cfg: &mut Config) -> crate::router::NeighTable {
             len: 64,
         }];
     }
-    let mut t = crate::router::NeighTable::default();
+    let mut t = crate::neigh::NeighTable::default();
     for (j, h) in cfg.next_hops.iter_mut().enumerate() {
         let addr = net(h.port) | (0x100 + j as u128);
         if let Some(mac) = h.mac.take() {
             t.map
-                .insert((h.port as u16, crate::router::nkey(true, addr)), Some(mac));
+                .insert((h.port as u16, crate::neigh::nkey(true, addr)), Some(mac));
         }
         h.address = Some(std::net::IpAddr::V6(std::net::Ipv6Addr::from(addr)));
     }

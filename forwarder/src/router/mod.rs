@@ -5,549 +5,256 @@
 //! replies, time exceeded, unreachable, packet too big) and `reject`'s
 //! TCP resets.
 //!
-//! It runs on one thread of its own, beside the control thread, never on
-//! a worker. Workers talk to it through bounded lock-free queues
-//! (crossbeam's `ArrayQueue`) of preallocated frame buffers:
-//! - a worker *punts* a frame it will not forward itself (ARP, a packet
-//!   for the router, one whose neighbour is unresolved, one that earns an
-//!   ICMP error), copying it into a buffer taken from the shared pool;
-//!   pool empty or queue full, the frame is dropped and counted;
-//! - the slow path hands frames to send to a worker through that
-//!   worker's *inject* queue, which the worker drains every turn of its
-//!   loop and sends on its own port queues.
-//!
-//! Resolved neighbours reach the workers as an immutable [`NeighTable`]
-//! published with arc-swap: a new MAC is in the fast path as soon as the
+//! It runs on one thread of its own ([`spawn`]), beside the control
+//! thread, never on a worker. Workers hand it frames through the queues
+//! of [`crate::punt`] and it sends through them; resolved neighbours
+//! reach the workers as an immutable [`crate::neigh::NeighTable`]
+//! published with arc-swap: a new MAC is in the fast path as soon as a
 //! worker's next burst loads it, without a reload.
+//!
+//! - this file: the slow path's state, what it takes up of a snapshot,
+//!   and the dispatch of a punted frame by its reason;
+//! - `neighbours`: the neighbour table's state machine, ARP and ND, the
+//!   frames held while a neighbour resolves;
+//! - `icmp`: ICMP errors and echo replies with their rate limits,
+//!   `reject`'s answers, and routing the router's own packets;
+//! - `host`: the host's side of a port (its TAP);
+//! - `thread`: the thread that runs it all.
 
-pub mod packets;
-mod slow;
-
-pub use slow::{nkey, spawn, SlowPath};
-
-use crossbeam_queue::ArrayQueue;
-use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
-
-/// Why a frame was punted.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[repr(u8)]
-pub enum Reason {
-    /// ARP.
-    Arp,
-    /// For one of the router's addresses, or a group it listens to.
-    Local,
-    /// Its next hop (or connected destination) has no MAC yet: the slow
-    /// path resolves it and sends the frame once it has one.
-    Unresolved,
-    /// Its TTL or hop limit ran out: time exceeded.
-    TtlExpired,
-    /// No route: destination unreachable.
-    NoRoute,
-    /// A `reject` set matched: a TCP reset or port / admin unreachable.
-    Reject,
-    /// Larger than the egress port's MTU: packet too big.
-    TooBig,
-}
-
-impl Reason {
-    /// Every reason.
-    pub const ALL: [Reason; 7] = [
-        Reason::Arp,
-        Reason::Local,
-        Reason::Unresolved,
-        Reason::TtlExpired,
-        Reason::NoRoute,
-        Reason::Reject,
-        Reason::TooBig,
-    ];
-}
-
-/// Bytes a frame buffer holds.
-pub const BUF_CAP: usize = crate::port::FRAME_CAP;
-
-/// A frame on its way between a worker and the slow path.
-pub struct Buf {
-    /// Bytes used of `data`.
-    pub len: u16,
-    /// The port it came in on (punted) or goes out of (injected).
-    pub port: u16,
-    /// The worker that punted it (whose inject queue gets the answer).
-    pub worker: u16,
-    /// Why it was punted.
-    pub reason: Reason,
-    /// For [`Reason::Unresolved`] and [`Reason::TooBig`]: the FIB next
-    /// hop's index the frame was to leave by.
-    pub hop: u32,
-    /// The frame.
-    pub data: [u8; BUF_CAP],
-}
-
-impl Buf {
-    fn new() -> Box<Buf> {
-        Box::new(Buf {
-            len: 0,
-            port: 0,
-            worker: 0,
-            reason: Reason::Local,
-            hop: 0,
-            data: [0; BUF_CAP],
-        })
-    }
-
-    /// A buffer holding `frame`, punted by `worker` from `port` for
-    /// `reason` (tests, the fuzz target: workers take theirs from the
-    /// pool).
-    pub fn holding(frame: &[u8], port: u16, worker: u16, reason: Reason, hop: u32) -> Box<Buf> {
-        let mut b = Buf::new();
-        b.set(frame);
-        b.port = port;
-        b.worker = worker;
-        b.reason = reason;
-        b.hop = hop;
-        b
-    }
-
-    /// The frame it holds.
-    pub fn frame(&self) -> &[u8] {
-        &self.data[..self.len as usize]
-    }
-
-    /// Holds `frame` (cut to the buffer's size).
-    pub fn set(&mut self, frame: &[u8]) {
-        let n = frame.len().min(BUF_CAP);
-        self.data[..n].copy_from_slice(&frame[..n]);
-        self.len = n as u16;
-    }
-}
-
-/// Whether a frame belongs to a control protocol whose loss costs the
-/// router its neighbours or sessions: ARP, neighbour discovery (ICMPv6
-/// 133-137), BGP (TCP port 179 either way), BFD (UDP 3784, 3785, 4784),
-/// OSPF (IP protocol 89). Read from fixed offsets (no VLAN tags, no
-/// IPv6 extension headers): what it misses is served as any other
-/// frame.
-pub fn is_control(f: &[u8]) -> bool {
-    let b = |i: usize| f.get(i).copied().unwrap_or(0);
-    let port = |i: usize| u16::from_be_bytes([b(i), b(i + 1)]);
-    let l4 = |proto: u8, at: usize| match proto {
-        89 => true,
-        6 => port(at) == 179 || port(at + 2) == 179,
-        17 => matches!(port(at + 2), 3784 | 3785 | 4784),
-        _ => false,
-    };
-    match port(12) {
-        0x0806 => true,
-        0x0800 => {
-            let at = 14 + (b(14) & 0xf) as usize * 4;
-            // A later fragment has no ports.
-            port(20) & 0x1fff == 0 && l4(b(23), at)
-        }
-        0x86dd => match b(20) {
-            58 => (133..=137).contains(&b(54)),
-            p => l4(p, 54),
-        },
-        _ => false,
-    }
-}
-
-/// Buffers in the shared pool.
-pub const POOL: usize = 2048;
-/// Frames each port's punt queue holds.
-pub const PUNT_QUEUE: usize = 512;
-/// Frames the control-protocol punt queue holds (ARP, neighbour
-/// discovery, BGP, BFD, OSPF: served first).
-pub const CONTROL_QUEUE: usize = 256;
-/// Frames each worker's inject queue holds.
-pub const INJECT_QUEUE: usize = 512;
-
-/// The slow path's counters (the `stats` JSON's `router` object and the
-/// Prometheus `forwarder_router_total` series).
-#[derive(Default)]
-pub struct Counters {
-    values: [AtomicU64; Counter::ALL.len()],
-}
-
-/// One of the slow path's counters.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Counter {
-    /// ARP requests received for our addresses.
-    ArpRequestsIn,
-    /// ARP replies received.
-    ArpRepliesIn,
-    /// ARP requests sent (resolution and probes).
-    ArpRequestsOut,
-    /// ARP replies sent.
-    ArpRepliesOut,
-    /// Neighbour solicitations received for our addresses.
-    NsIn,
-    /// Neighbour advertisements received.
-    NaIn,
-    /// Neighbour solicitations sent.
-    NsOut,
-    /// Neighbour advertisements sent.
-    NaOut,
-    /// ARP and ND messages ignored: malformed, for others' addresses,
-    /// unsolicited for a neighbour we do not know, or trying to change a
-    /// static one.
-    NeighIgnored,
-    /// Frames held while their neighbour resolved.
-    Held,
-    /// Frames dropped unresolved: the hold queue full (the oldest goes)
-    /// or the resolution failed.
-    UnresolvedDropped,
-    /// Resolutions that failed (no answer after every probe).
-    ResolutionsFailed,
-    /// Echo replies sent.
-    IcmpEchoReply,
-    /// Time exceeded sent.
-    IcmpTimeExceeded,
-    /// Destination unreachable sent (no route, port, prohibited).
-    IcmpUnreachable,
-    /// Packet too big / fragmentation needed sent.
-    IcmpTooBig,
-    /// TCP resets sent for `reject`.
-    TcpResets,
-    /// ICMP messages not sent: over the rate limit.
-    IcmpRateLimited,
-    /// ICMP errors not sent: the packet may not have one (an ICMP error,
-    /// a broadcast or multicast, a later fragment, a bad source).
-    IcmpSuppressed,
-    /// Frames punted by workers.
-    Punted,
-    /// Frames a worker could not punt (pool empty or queue full).
-    PuntDropped,
-    /// Frames for the router it does not serve (other protocols to its
-    /// addresses, groups it does not handle).
-    LocalIgnored,
-    /// Frames the slow path could not hand to a worker (pool empty,
-    /// inject queue full) or route.
-    InjectDropped,
-    /// Frames given to a port's TAP (for the host's stack).
-    ToHost,
-    /// Frames the TAP did not take (its queue full).
-    ToHostDropped,
-    /// Frames the host sent through a TAP, out of its port.
-    FromHost,
-}
-
-impl Counter {
-    /// Every counter, in [`Counters::values`] order.
-    pub const ALL: [Counter; 26] = [
-        Counter::ArpRequestsIn,
-        Counter::ArpRepliesIn,
-        Counter::ArpRequestsOut,
-        Counter::ArpRepliesOut,
-        Counter::NsIn,
-        Counter::NaIn,
-        Counter::NsOut,
-        Counter::NaOut,
-        Counter::NeighIgnored,
-        Counter::Held,
-        Counter::UnresolvedDropped,
-        Counter::ResolutionsFailed,
-        Counter::IcmpEchoReply,
-        Counter::IcmpTimeExceeded,
-        Counter::IcmpUnreachable,
-        Counter::IcmpTooBig,
-        Counter::TcpResets,
-        Counter::IcmpRateLimited,
-        Counter::IcmpSuppressed,
-        Counter::Punted,
-        Counter::PuntDropped,
-        Counter::LocalIgnored,
-        Counter::InjectDropped,
-        Counter::ToHost,
-        Counter::ToHostDropped,
-        Counter::FromHost,
-    ];
-
-    /// Its name in statistics.
-    pub fn name(self) -> &'static str {
-        match self {
-            Counter::ArpRequestsIn => "arp_requests_in",
-            Counter::ArpRepliesIn => "arp_replies_in",
-            Counter::ArpRequestsOut => "arp_requests_out",
-            Counter::ArpRepliesOut => "arp_replies_out",
-            Counter::NsIn => "nd_solicitations_in",
-            Counter::NaIn => "nd_advertisements_in",
-            Counter::NsOut => "nd_solicitations_out",
-            Counter::NaOut => "nd_advertisements_out",
-            Counter::NeighIgnored => "neighbour_messages_ignored",
-            Counter::Held => "held",
-            Counter::UnresolvedDropped => "unresolved_dropped",
-            Counter::ResolutionsFailed => "resolutions_failed",
-            Counter::IcmpEchoReply => "icmp_echo_reply",
-            Counter::IcmpTimeExceeded => "icmp_time_exceeded",
-            Counter::IcmpUnreachable => "icmp_unreachable",
-            Counter::IcmpTooBig => "icmp_too_big",
-            Counter::TcpResets => "tcp_resets",
-            Counter::IcmpRateLimited => "icmp_rate_limited",
-            Counter::IcmpSuppressed => "icmp_suppressed",
-            Counter::Punted => "punted",
-            Counter::PuntDropped => "punt_dropped",
-            Counter::LocalIgnored => "local_ignored",
-            Counter::InjectDropped => "inject_dropped",
-            Counter::ToHost => "to_host",
-            Counter::ToHostDropped => "to_host_dropped",
-            Counter::FromHost => "from_host",
-        }
-    }
-}
-
-impl Counters {
-    /// Adds one.
-    pub fn inc(&self, c: Counter) {
-        self.values[c as usize].fetch_add(1, Relaxed);
-    }
-
-    /// Every counter, in [`Counter::ALL`] order.
-    pub fn values(&self) -> Vec<(&'static str, u64)> {
-        Counter::ALL
-            .iter()
-            .map(|&c| (c.name(), self.values[c as usize].load(Relaxed)))
-            .collect()
-    }
-
-    /// One counter.
-    pub fn get(&self, c: Counter) -> u64 {
-        self.values[c as usize].load(Relaxed)
-    }
-}
-
-/// A neighbour's state, as Linux names them (`ip neigh`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum State {
-    /// Being resolved: solicitations sent, no answer yet.
-    Incomplete,
-    /// Confirmed within the reachable time.
-    Reachable,
-    /// Its MAC is used, unconfirmed since the reachable time ran out;
-    /// probed after `delay_ms` (Linux waits in a state of its own, DELAY,
-    /// once traffic uses a stale entry: the workers do not report use, so
-    /// every stale entry waits and is probed).
-    Stale,
-    /// Being confirmed by unicast solicitations.
-    Probe,
-    /// No answer to any solicitation.
-    Failed,
-}
-
-impl State {
-    /// Its name, lower case.
-    pub fn name(self) -> &'static str {
-        match self {
-            State::Incomplete => "incomplete",
-            State::Reachable => "reachable",
-            State::Stale => "stale",
-            State::Probe => "probe",
-            State::Failed => "failed",
-        }
-    }
-
-    /// Every state.
-    pub const ALL: [State; 5] = [
-        State::Incomplete,
-        State::Reachable,
-        State::Stale,
-        State::Probe,
-        State::Failed,
-    ];
-}
-
-/// A neighbour as `forwarder neighbours` lists it.
-#[derive(Clone, Debug)]
-pub struct NeighView {
-    /// The port's index.
-    pub port: u16,
-    /// Its address.
-    pub addr: std::net::IpAddr,
-    /// Its MAC, once known.
-    pub mac: Option<[u8; 6]>,
-    /// Its state.
-    pub state: State,
-    /// Milliseconds since its state last changed.
-    pub age_ms: u64,
-    /// Solicitations sent in the current resolution or probe.
-    pub probes: u32,
-}
-
-/// The neighbours as the workers see them: (port, address) to the MAC
-/// to send to, `None` while resolving or failed (the worker drops the
-/// packet, counted, instead of punting every one). Immutable once
-/// published.
-#[derive(Default)]
-pub struct NeighTable {
-    /// The lookup table.
-    pub map: HashMap<(u16, u128), Option<[u8; 6]>, ahash::RandomState>,
-}
-
-impl NeighTable {
-    /// The MAC to send to `addr` on `port`: `Some(None)` while it
-    /// resolves, `None` when the slow path has not heard of it.
-    #[inline]
-    pub fn get(&self, port: u16, addr: u128) -> Option<Option<[u8; 6]>> {
-        self.map.get(&(port, addr)).copied()
-    }
-}
-
-/// What the workers and the slow path share.
-pub struct RouterShared {
-    /// Free buffers.
-    pub free: ArrayQueue<Box<Buf>>,
-    /// Frames punted by workers, per port: a flood on one port leaves
-    /// the others their share.
-    pub punt: Vec<ArrayQueue<Box<Buf>>>,
-    /// Frames of the control protocols ([`is_control`]), from any port:
-    /// served before the rest, so that a flood to the router's address
-    /// does not starve its neighbours and sessions.
-    pub control: ArrayQueue<Box<Buf>>,
-    /// Per worker, frames to send.
-    pub inject: Vec<ArrayQueue<Box<Buf>>>,
-    /// The neighbours, for the workers.
-    pub neigh: arc_swap::ArcSwap<NeighTable>,
-    /// Counters.
-    pub counters: Counters,
-}
-
-impl RouterShared {
-    /// Queues and a pool for `workers` workers and `ports` ports.
-    pub fn new(workers: usize, ports: usize) -> RouterShared {
-        let free = ArrayQueue::new(POOL);
-        for _ in 0..POOL {
-            let _ = free.push(Buf::new());
-        }
-        RouterShared {
-            free,
-            punt: (0..ports.max(1))
-                .map(|_| ArrayQueue::new(PUNT_QUEUE))
-                .collect(),
-            control: ArrayQueue::new(CONTROL_QUEUE),
-            inject: (0..workers.max(1))
-                .map(|_| ArrayQueue::new(INJECT_QUEUE))
-                .collect(),
-            neigh: arc_swap::ArcSwap::from_pointee(NeighTable::default()),
-            counters: Counters::default(),
-        }
-    }
-
-    /// Punts `frame` (worker side): false if it could not (counted).
-    #[inline]
-    pub fn punt(&self, frame: &[u8], port: u16, worker: u16, reason: Reason, hop: u32) -> bool {
-        let Some(mut b) = self.free.pop() else {
-            self.counters.inc(Counter::PuntDropped);
-            return false;
-        };
-        b.set(frame);
-        b.port = port;
-        b.worker = worker;
-        b.reason = reason;
-        b.hop = hop;
-        let q = if is_control(frame) {
-            &self.control
-        } else {
-            &self.punt[(port as usize).min(self.punt.len() - 1)]
-        };
-        match q.push(b) {
-            Ok(()) => true,
-            Err(b) => {
-                let _ = self.free.push(b);
-                self.counters.inc(Counter::PuntDropped);
-                false
-            }
-        }
-    }
-
-    /// The next punted frame to serve (slow path side): control
-    /// protocols first, then the ports in turn from `*next`.
-    pub fn next_punt(&self, next: &mut usize) -> Option<Box<Buf>> {
-        if let Some(b) = self.control.pop() {
-            return Some(b);
-        }
-        let n = self.punt.len();
-        for k in 0..n {
-            let i = (*next + k) % n;
-            if let Some(b) = self.punt[i].pop() {
-                *next = i + 1;
-                return Some(b);
-            }
-        }
-        None
-    }
-
-    /// Hands `frame` to worker `worker` to send on `port` (slow path
-    /// side): false if it could not (counted).
-    pub fn inject(&self, worker: usize, port: u16, frame: &[u8]) -> bool {
-        let q = &self.inject[worker.min(self.inject.len() - 1)];
-        let Some(mut b) = self.free.pop() else {
-            self.counters.inc(Counter::InjectDropped);
-            return false;
-        };
-        b.set(frame);
-        b.port = port;
-        match q.push(b) {
-            Ok(()) => true,
-            Err(b) => {
-                let _ = self.free.push(b);
-                self.counters.inc(Counter::InjectDropped);
-                false
-            }
-        }
-    }
-}
-
+mod host;
+mod icmp;
+mod neighbours;
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::wire::build::{ipv4, ipv6, L4};
+mod tests;
+mod thread;
 
-    #[test]
-    fn control_protocols_are_told_apart_and_served_first() {
-        let (a, b) = (0xc000_0201, 0xc000_0202);
-        let (a6, b6) = (0x2001_0db8u128 << 96 | 1, 0x2001_0db8u128 << 96 | 2);
-        let mut ospf = ipv4(a, b, 1, L4::Udp(1, 2), 20);
-        ospf[23] = 89;
-        let mut arp = ipv4(a, b, 1, L4::Udp(1, 2), 20);
-        arp[12..14].copy_from_slice(&0x0806u16.to_be_bytes());
-        let mut later_fragment = ipv4(a, b, 64, L4::Tcp(179, 40000), 0);
-        later_fragment[20] = 0x01;
-        for (f, want) in [
-            (ipv4(a, b, 64, L4::Tcp(40000, 179), 0), true),
-            (ipv4(a, b, 64, L4::Tcp(179, 40000), 0), true),
-            (ipv4(a, b, 255, L4::Udp(49152, 3784), 0), true),
-            (ospf, true),
-            (arp, true),
-            (ipv6(a6, b6, 255, L4::Icmp(135, 0), 24), true),
-            (ipv6(a6, b6, 64, L4::Tcp(40000, 179), 0), true),
-            (ipv4(a, b, 64, L4::Udp(40000, 53), 0), false),
-            (ipv4(a, b, 64, L4::Tcp(40000, 22), 0), false),
-            (ipv4(a, b, 64, L4::Icmp(8, 0), 8), false),
-            (ipv6(a6, b6, 64, L4::Icmp(128, 0), 8), false),
-            (later_fragment, false),
-            (vec![0; 10], false),
-        ] {
-            assert_eq!(is_control(&f), want, "{:02x?}", &f[..f.len().min(60)]);
+pub use host::Host;
+pub use neighbours::{HOLD, LOCKTIME_MS};
+pub use thread::spawn;
+
+use crate::neigh::{ip_of, NeighTable};
+use crate::punt::{Buf, Counter, RouterShared};
+use crate::reason::DropReason;
+use crate::snapshot::Tables;
+use crate::wire::arp::{Arp, BROADCAST};
+use crate::wire::{self, ip, nd, proto};
+use config::RouterSettings;
+use icmp::{Bucket, IcmpError};
+use neighbours::Entry;
+use routecache::Family;
+use std::collections::HashMap;
+use std::net::IpAddr;
+use std::sync::Arc;
+
+/// The slow path's state: owned by its thread (or a test).
+pub struct SlowPath {
+    shared: Arc<RouterShared>,
+    neigh: HashMap<(u16, u128), Entry>,
+    dirty: bool,
+    /// Published tables a worker may still hold: freed here, never on a
+    /// worker, once only this list holds them.
+    retired: Vec<Arc<NeighTable>>,
+    workers: Vec<Bucket>,
+    per_dst: HashMap<u128, Bucket>,
+    /// Addresses announced (gratuitous ARP, unsolicited NA).
+    announced: Vec<(u16, IpAddr)>,
+    /// The generation whose static neighbours were taken up.
+    generation: u64,
+    settings: RouterSettings,
+    /// Per port, the host's side (its TAP), where what is for the router
+    /// and not answered here goes.
+    hosts: Vec<Option<Box<dyn Host>>>,
+    /// Which worker sends the host's next frame (in turn).
+    next_worker: usize,
+    /// The time of the frame or tick being served (milliseconds on the
+    /// slow path's clock).
+    now: u64,
+}
+
+pub(super) fn family(v6: bool) -> Family {
+    if v6 {
+        Family::V6
+    } else {
+        Family::V4
+    }
+}
+
+pub(super) fn is_link_local(ip: IpAddr) -> bool {
+    matches!(ip, IpAddr::V6(v) if v.segments()[0] & 0xffc0 == 0xfe80)
+}
+
+impl SlowPath {
+    /// A slow path over `shared`'s queues.
+    pub fn new(shared: Arc<RouterShared>) -> SlowPath {
+        SlowPath {
+            workers: vec![Bucket::FULL; shared.inject.len()],
+            shared,
+            neigh: HashMap::new(),
+            dirty: false,
+            retired: Vec::new(),
+            per_dst: HashMap::new(),
+            announced: Vec::new(),
+            generation: u64::MAX,
+            settings: RouterSettings::default(),
+            hosts: Vec::new(),
+            next_worker: 0,
+            now: 0,
         }
-        // A full port's queue drops its own frames only; control frames
-        // and the other port's go on, control first, then port by port.
-        let r = RouterShared::new(1, 2);
-        let udp = ipv4(a, b, 64, L4::Udp(40000, 53), 0);
-        let bgp = ipv4(a, b, 64, L4::Tcp(40000, 179), 0);
-        let mut taken = 0;
-        while r.punt(&udp, 0, 0, Reason::Local, 0) {
-            taken += 1;
+    }
+
+    /// The hosts' sides of the ports, by port index.
+    pub fn with_hosts(mut self, hosts: Vec<Option<Box<dyn Host>>>) -> SlowPath {
+        self.hosts = hosts;
+        self
+    }
+
+    /// Takes up a new snapshot: its settings, its static neighbours, and
+    /// announces addresses it has not announced yet.
+    pub fn adopt(&mut self, t: &Tables, now: u64) {
+        self.now = now;
+        if t.generation == self.generation {
+            return;
         }
-        assert_eq!(taken, PUNT_QUEUE);
-        assert!(r.punt(&udp, 1, 0, Reason::Local, 0));
-        assert!(r.punt(&bgp, 0, 0, Reason::Local, 0));
-        let mut next = 0;
-        assert_eq!(
-            r.next_punt(&mut next).map(|b| b.frame().to_vec()),
-            Some(bgp)
-        );
-        let ports: Vec<u16> = (0..3)
-            .filter_map(|_| r.next_punt(&mut next).map(|b| b.port))
-            .collect();
-        assert_eq!(ports, [0, 1, 0]);
+        self.generation = t.generation;
+        self.settings = t.router_settings;
+        self.configure_neighbours(t);
+        // Neighbours on ports that no longer have addresses go.
+        self.neigh.retain(|&(p, _), _| {
+            t.ports
+                .get(p as usize)
+                .is_some_and(|p| !p.addresses.is_empty())
+        });
+        self.dirty = true;
+        for (i, p) in t.ports.iter().enumerate() {
+            for a in &p.addresses {
+                let key = (i as u16, a.ip);
+                if self.announced.contains(&key) {
+                    continue;
+                }
+                self.announced.push(key);
+                let f = match a.ip {
+                    IpAddr::V4(v4) => Arp {
+                        op: Arp::REQUEST,
+                        sha: p.mac,
+                        spa: v4.into(),
+                        tha: [0; 6],
+                        tpa: v4.into(),
+                    }
+                    .frame(BROADCAST),
+                    IpAddr::V6(v6) => {
+                        let all = 0xff02_0000_0000_0000_0000_0000_0000_0001u128;
+                        nd::na(
+                            v6.into(),
+                            all,
+                            v6.into(),
+                            p.mac,
+                            nd::multicast_mac(all),
+                            false,
+                        )
+                    }
+                };
+                self.out(0, i as u16, &f);
+                self.shared.counters.inc(if a.v6() {
+                    Counter::NaOut
+                } else {
+                    Counter::ArpRequestsOut
+                });
+            }
+        }
+    }
+
+    pub(super) fn out(&self, worker: usize, port: u16, frame: &[u8]) {
+        self.shared.inject(worker, port, frame);
+    }
+
+    /// Serves one punted frame, at `now` (milliseconds on the slow path's
+    /// clock).
+    pub fn handle(&mut self, t: &Tables, b: &Buf, now: u64) {
+        self.now = now;
+        self.shared.counters.inc(Counter::Punted);
+        let f = b.frame();
+        let w = b.worker;
+        match b.reason {
+            DropReason::Arp => self.arp(t, b.port, f),
+            DropReason::Local => self.local(t, b.port, w, f),
+            DropReason::Unresolved => self.unresolved(t, b, w),
+            DropReason::TtlExpired => self.error(t, b.port, w, f, IcmpError::TIME_EXCEEDED, [0; 4]),
+            DropReason::NoRoute => self.error(t, b.port, w, f, IcmpError::NET_UNREACH, [0; 4]),
+            DropReason::Reject => self.reject(t, b.port, w, f),
+            DropReason::TooBig => self.too_big(t, b, w),
+            // Workers punt no frame for the other reasons.
+            _ => {}
+        }
+    }
+
+    /// The address we send from on `port` in family `v6`: one whose
+    /// network holds `toward`, else the first global one, else (IPv6)
+    /// the link-local one.
+    pub(super) fn source(t: &Tables, port: u16, v6: bool, toward: u128) -> Option<u128> {
+        let p = t.ports.get(port as usize)?;
+        let fam = p.addresses.iter().filter(|a| a.v6() == v6);
+        let toward = ip_of(v6, toward);
+        fam.clone()
+            .find(|a| a.covers(toward) && !is_link_local(a.ip))
+            .or_else(|| fam.clone().find(|a| !is_link_local(a.ip)))
+            .or_else(|| fam.clone().next())
+            .map(|a| a.bits())
+    }
+
+    /// Whether `addr` is one of our addresses (any port's: the weak host
+    /// model, as Linux).
+    pub(super) fn ours(t: &Tables, v6: bool, addr: u128) -> bool {
+        t.ports
+            .iter()
+            .any(|p| p.addresses.iter().any(|a| a.v6() == v6 && a.bits() == addr))
+    }
+
+    pub(super) fn ours_on(t: &Tables, port: u16, v6: bool, addr: u128) -> bool {
+        t.ports
+            .get(port as usize)
+            .is_some_and(|p| p.addresses.iter().any(|a| a.v6() == v6 && a.bits() == addr))
+    }
+
+    /// A frame for the router: neighbour discovery, an echo request to
+    /// one of its addresses, or what the host's side of the port takes.
+    pub(super) fn local(&mut self, t: &Tables, port: u16, w: u16, f: &[u8]) {
+        if let Some(m) = nd::Nd::parse(f) {
+            self.nd(t, port, w, f, m);
+            return;
+        }
+        let c = &self.shared.clone().counters;
+        let (v6, src, dst, l4) = if let Some((s, d, p, ..)) = ip::ipv4_parts(f) {
+            (false, s as u128, d as u128, p)
+        } else if let Some((s, d, n, ..)) = ip::ipv6_parts(f) {
+            (true, s, d, n)
+        } else {
+            c.inc(Counter::LocalIgnored);
+            return;
+        };
+        if !Self::ours(t, v6, dst) {
+            // Groups (ff02::1, OSPFv3's, ...): the host's, if it has a
+            // side on this port.
+            if !self.give_host(port, f) {
+                c.inc(Counter::LocalIgnored);
+            }
+            return;
+        }
+        if let Some(reply) = wire::icmp::echo_reply(f) {
+            if self.allow(w, src, false) {
+                self.route_out(t, w, v6, src, reply, Counter::IcmpEchoReply);
+            }
+            return;
+        }
+        // The rest (BGP, SSH, BFD, ICMP errors and replies for the host's
+        // own sessions) is the host's, if the port has a TAP.
+        if self.give_host(port, f) {
+            return;
+        }
+        // A host's answers to what it does not serve: a reset for TCP,
+        // port unreachable for UDP.
+        match l4 {
+            proto::TCP | proto::UDP => self.reject(t, port, w, f),
+            _ => c.inc(Counter::LocalIgnored),
+        }
     }
 }

@@ -37,45 +37,30 @@ fn l4_bytes(l4: L4, v6: bool) -> (u8, Vec<u8>) {
     }
 }
 
+/// The MACs every built frame carries (destination, source).
+const MACS: ([u8; 6], [u8; 6]) = ([2, 0, 0, 0, 0, 1], [2, 0, 0, 0, 0, 2]);
+
 /// An Ethernet + IPv4 frame with valid header and transport checksums,
 /// padded with `payload` zero bytes.
 pub fn ipv4(src: u32, dst: u32, ttl: u8, l4: L4, payload: usize) -> Vec<u8> {
-    let (proto, t) = l4_bytes(l4, false);
-    let total = 20 + t.len() + payload;
-    let mut f = vec![0u8; 14 + total];
-    f[0..6].copy_from_slice(&[2, 0, 0, 0, 0, 1]);
-    f[6..12].copy_from_slice(&[2, 0, 0, 0, 0, 2]);
-    f[12..14].copy_from_slice(&ethertype::IPV4.to_be_bytes());
-    let h = &mut f[14..34];
-    h[0] = 0x45;
-    h[2..4].copy_from_slice(&(total as u16).to_be_bytes());
-    h[8] = ttl;
-    h[9] = proto;
-    h[12..16].copy_from_slice(&src.to_be_bytes());
-    h[16..20].copy_from_slice(&dst.to_be_bytes());
-    let c = checksum(h);
-    h[10..12].copy_from_slice(&c.to_be_bytes());
-    f[34..34 + t.len()].copy_from_slice(&t);
+    let (proto, mut t) = l4_bytes(l4, false);
+    t.resize(t.len() + payload, 0);
+    let mut f = ip::frame(
+        MACS.0,
+        MACS.1,
+        ethertype::IPV4,
+        &ip::ipv4(src, dst, proto, ttl, &t),
+    );
     set_l4_checksum(&mut f);
     f
 }
 
 /// An Ethernet + IPv6 frame with a valid transport checksum.
 pub fn ipv6(src: u128, dst: u128, hop_limit: u8, l4: L4, payload: usize) -> Vec<u8> {
-    let (proto, t) = l4_bytes(l4, true);
-    let plen = t.len() + payload;
-    let mut f = vec![0u8; 14 + 40 + plen];
-    f[0..6].copy_from_slice(&[2, 0, 0, 0, 0, 1]);
-    f[6..12].copy_from_slice(&[2, 0, 0, 0, 0, 2]);
-    f[12..14].copy_from_slice(&ethertype::IPV6.to_be_bytes());
-    let h = &mut f[14..54];
-    h[0] = 0x60;
-    h[4..6].copy_from_slice(&(plen as u16).to_be_bytes());
-    h[6] = proto;
-    h[7] = hop_limit;
-    h[8..24].copy_from_slice(&src.to_be_bytes());
-    h[24..40].copy_from_slice(&dst.to_be_bytes());
-    f[54..54 + t.len()].copy_from_slice(&t);
+    let (proto, mut t) = l4_bytes(l4, true);
+    t.resize(t.len() + payload, 0);
+    let p = ip::ipv6(src, dst, proto, hop_limit, &t);
+    let mut f = ip::frame(MACS.0, MACS.1, ethertype::IPV6, &p);
     set_l4_checksum(&mut f);
     f
 }

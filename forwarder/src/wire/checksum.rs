@@ -2,7 +2,8 @@
 //! rewrite makes (RFC 1624), and full sums for frames a port finishes or
 //! a test checks.
 
-use super::{be16, parse, proto, Parsed, L3};
+use super::ip::be16;
+use super::{parse, proto, Parsed, L3};
 
 /// Updates a 16-bit one's complement checksum for one 16-bit field that
 /// changed from `old` to `new` (RFC 1624, eqn. 3: HC' = ~(~HC + ~m + m')).
@@ -153,4 +154,17 @@ pub fn l4_checksum_ok(frame: &[u8]) -> Option<bool> {
         return Some(true);
     }
     Some(fold(sum16(&frame[start..end], pseudo)) == 0xffff)
+}
+
+/// The transport checksum of `seg` (its checksum field zero) with the
+/// IPv6 pseudo-header.
+pub fn sum6(src: u128, dst: u128, next: u8, seg: &[u8]) -> u16 {
+    let s = sum16(&dst.to_be_bytes(), sum16(&src.to_be_bytes(), 0));
+    !fold(sum16(seg, s + seg.len() as u64 + next as u64))
+}
+
+/// The transport checksum of `seg` with the IPv4 pseudo-header.
+pub fn sum4(src: u32, dst: u32, proto: u8, seg: &[u8]) -> u16 {
+    let s = sum16(&dst.to_be_bytes(), sum16(&src.to_be_bytes(), 0));
+    !fold(sum16(seg, s + seg.len() as u64 + proto as u64))
 }

@@ -2,7 +2,8 @@
 //! limit decremented, the IPv4 checksum updated incrementally.
 
 use super::checksum::checksum_ttl_decrement_ne;
-use super::{Drop, Parsed, L3};
+use super::{Parsed, L3};
+use crate::reason::DropReason;
 
 /// Rewrites a parsed frame for forwarding: destination and source MAC of
 /// the next hop, TTL or hop limit decremented, the IPv4 header checksum
@@ -13,7 +14,7 @@ pub fn rewrite(
     p: &Parsed,
     dst_mac: [u8; 6],
     src_mac: [u8; 6],
-) -> Result<(), Drop> {
+) -> Result<(), DropReason> {
     rewrite_with(frame, p, &macs(dst_mac, src_mac))
 }
 
@@ -30,13 +31,13 @@ pub fn macs(dst_mac: [u8; 6], src_mac: [u8; 6]) -> [u8; 12] {
 /// then source): one 12-byte copy, an 8-byte and a 4-byte move, where two
 /// 6-byte ones took four moves each way and the shifts between them.
 #[inline]
-pub fn rewrite_with(frame: &mut [u8], p: &Parsed, macs: &[u8; 12]) -> Result<(), Drop> {
+pub fn rewrite_with(frame: &mut [u8], p: &Parsed, macs: &[u8; 12]) -> Result<(), DropReason> {
     if p.ttl <= 1 {
-        return Err(Drop::TtlExpired);
+        return Err(DropReason::TtlExpired);
     }
     let l3 = p.l3_off as usize;
     let (Some(_), Some(_)) = (frame.get(..12), frame.get(l3..l3 + 12)) else {
-        return Err(Drop::Truncated);
+        return Err(DropReason::Truncated);
     };
     frame[..12].copy_from_slice(macs);
     match p.l3 {

@@ -1,0 +1,60 @@
+//! The slow path's thread.
+
+use super::{Host, SlowPath};
+use crate::snapshot::Shared;
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Starts the slow path's thread: it serves punted frames as they come
+/// (polling every 200 µs when idle), moves the neighbour timers every
+/// 10 ms and publishes the table when it changed. It ends when `shared`
+/// says stop.
+pub fn spawn(
+    shared: Arc<Shared>,
+    taps: Vec<Option<crate::kernel::tap::Tap>>,
+) -> Result<std::thread::JoinHandle<()>, String> {
+    std::thread::Builder::new()
+        .name("router".into())
+        .spawn(move || {
+            let r = shared.router.clone();
+            let hosts = taps
+                .into_iter()
+                .map(|t| t.map(|t| Box::new(t) as Box<dyn Host>))
+                .collect();
+            let mut sp = SlowPath::new(r.clone()).with_hosts(hosts);
+            let start = Instant::now();
+            let mut last_tick = 0;
+            let mut next_port = 0;
+            while !shared.stop.load(Relaxed) {
+                let now = start.elapsed().as_millis() as u64;
+                let t = shared.tables.load_full();
+                if !t.routing {
+                    std::thread::sleep(Duration::from_millis(10));
+                    continue;
+                }
+                sp.adopt(&t, now);
+                let mut n = 0;
+                while let Some(b) = r.next_punt(&mut next_port) {
+                    sp.handle(&t, &b, now);
+                    let _ = r.free.push(b);
+                    n += 1;
+                    if n >= 256 {
+                        break;
+                    }
+                }
+                n += sp.from_hosts();
+                sp.publish();
+                if now >= last_tick + 10 {
+                    sp.tick(&t, now);
+                    last_tick = now;
+                    *shared.neighbours.lock().unwrap_or_else(|e| e.into_inner()) = sp.view(now);
+                }
+                drop(t);
+                if n == 0 {
+                    std::thread::sleep(Duration::from_micros(200));
+                }
+            }
+        })
+        .map_err(|e| format!("cannot start the router thread: {e}"))
+}
