@@ -14,10 +14,11 @@
 
 use crate::stats::median;
 use config::Config;
-use forwarder::pipeline::flowcache::FlowCacheConfig;
+use forwarder::control::build;
 use forwarder::pipeline::Mode;
-use forwarder::snapshot::Shared;
-use forwarder::snapshot::Tables;
+use forwarder::pipeline::Snapshot;
+use forwarder::shared::Shared;
+use forwarder::tables::FlowCacheConfig;
 use forwarder::worker;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
@@ -65,8 +66,8 @@ type Variant<'a> = (
     String,
     Mode,
     &'a Config,
-    &'a Arc<Tables>,
-    Option<&'a Arc<forwarder::router::NeighTable>>,
+    &'a Arc<Snapshot>,
+    Option<&'a Arc<forwarder::neigh::NeighTable>>,
 );
 
 /// The burst sizes a run measures (`--burst`), or the configuration's.
@@ -82,8 +83,8 @@ fn burst_sizes(asked: &[usize], cfg: &Config) -> Vec<usize> {
 /// steady state, from the workers' published counters.
 fn measure(
     cfg: &Config,
-    tables: &Arc<Tables>,
-    neigh: Option<&Arc<forwarder::router::NeighTable>>,
+    tables: &Arc<Snapshot>,
+    neigh: Option<&Arc<forwarder::neigh::NeighTable>>,
     mode: Mode,
     cores: &[usize],
     burst: usize,
@@ -92,11 +93,11 @@ fn measure(
     let mut cfg = cfg.clone();
     cfg.forwarder.cores = cores.to_vec();
     cfg.forwarder.burst = burst;
-    let shared = Arc::new(Shared::new(Tables::empty()));
+    let shared = Arc::new(Shared::new(Snapshot::empty(), 0, 0));
     if let Some(n) = neigh {
         shared.router.neigh.store(n.clone());
     }
-    shared.tables.store(tables.clone());
+    shared.snapshot.store(tables.clone());
     let workers = worker::spawn(&cfg, shared.clone(), mode).expect("workers start");
     let sent = || -> u64 { workers.iter().map(|(p, _)| p.tx.load(Relaxed)).sum() };
     std::thread::sleep(WARM_UP);
@@ -129,24 +130,24 @@ pub fn run(
     let full = with_full_table(small.clone(), v4, v6);
     let mut cached = full.clone();
     cached.route_cache.dst_cache_entries = Some(512);
-    let t_small = Arc::new(Tables::build(&small, 1).expect("tables"));
+    let t_small = Arc::new(build::snapshot(&small, 1).expect("tables"));
     let t0 = Instant::now();
-    let t_full = Arc::new(Tables::build(&full, 1).expect("tables"));
+    let t_full = Arc::new(build::snapshot(&full, 1).expect("tables"));
     let build_s = t0.elapsed().as_secs_f64();
-    let t_cached = Arc::new(Tables::build(&cached, 1).expect("tables"));
+    let t_cached = Arc::new(build::snapshot(&cached, 1).expect("tables"));
     let no_flow_cache = with_flow_cache(full.clone(), 0);
     let fc = FlowCacheConfig::default();
-    let t_nfc = Arc::new(Tables::build(&no_flow_cache, 1).expect("tables"));
+    let t_nfc = Arc::new(build::snapshot(&no_flow_cache, 1).expect("tables"));
     let flow_cached = with_flow_cache(full.clone(), fc.entries);
-    let t_fc = Arc::new(Tables::build(&flow_cached, 1).expect("tables"));
+    let t_fc = Arc::new(build::snapshot(&flow_cached, 1).expect("tables"));
     // The same two with every next hop a gateway by address, resolved
     // (the slow path's table given to the workers): what a router's
     // forwarding costs beside static MACs.
     let mut resolved = no_flow_cache.clone();
     let neigh = Arc::new(forwarder::port::synthetic::gateways_resolved(&mut resolved));
-    let t_res = Arc::new(Tables::build(&resolved, 1).expect("tables"));
+    let t_res = Arc::new(build::snapshot(&resolved, 1).expect("tables"));
     let resolved_fc = with_flow_cache(resolved.clone(), fc.entries);
-    let t_res_fc = Arc::new(Tables::build(&resolved_fc, 1).expect("tables"));
+    let t_res_fc = Arc::new(build::snapshot(&resolved_fc, 1).expect("tables"));
     // The example's flow mix, then fewer and more flows per port (the
     // ports' configurations differ; the tables are the same).
     let sweep: Vec<(String, Config, Config, Config)> = FLOWS

@@ -160,7 +160,7 @@ fn change_to_serving(
                 let gen = shared.status.generation.load(Relaxed);
                 let t = Instant::now();
                 replace(&set, &text);
-                while shared.tables.load().generation == gen {
+                while shared.snapshot.load().generation == gen {
                     assert!(
                         t.elapsed() < Duration::from_secs(120),
                         "no reload: {}",

@@ -4,8 +4,9 @@
 //! the tag check and the probe of `full+flowcache` for flows it holds).
 //! `STAGES_FLOWS` sets the number of distinct flows (default 5,120, the
 //! example's per core).
-use forwarder::pipeline::flowcache::{Decision, FlowCache, FlowCacheConfig, FlowId, Loc};
+use forwarder::pipeline::flowcache::{Decision, FlowCache, FlowId, Loc};
 use forwarder::port::Burst;
+use forwarder::tables::FlowCacheConfig;
 use forwarder::wire::build::{ipv4, ipv6, L4};
 use forwarder::wire::{parse_into, rewrite, Parsed};
 use std::time::Instant;

@@ -13,9 +13,10 @@
 //! `TURNS_ROUTES=V4,V6` replaces the config's routes with that many
 //! generated IPv4 and IPv6 routes over its next hops, as `bench forward`'s
 //! full table does (its flows then go to those routes).
+use forwarder::control::build;
+use forwarder::pipeline::Snapshot;
 use forwarder::pipeline::{Mode, Pipeline};
 use forwarder::port::{Burst, Port};
-use forwarder::snapshot::Tables;
 use std::time::Instant;
 
 fn main() {
@@ -39,7 +40,7 @@ fn main() {
     // resolved (see `gateways_resolved`).
     let neigh = (std::env::var("TURNS_RESOLVED").as_deref() == Ok("1"))
         .then(|| forwarder::port::synthetic::gateways_resolved(&mut cfg));
-    let tables = Tables::build(&cfg, 1).unwrap_or_else(|e| panic!("{e}"));
+    let tables = build::snapshot(&cfg, 1).unwrap_or_else(|e| panic!("{e}"));
     let mut ports = forwarder::port::open_all(&cfg, 0).unwrap_or_else(|e| panic!("{e}"));
     let warm: u64 = args.get(4).and_then(|s| s.parse().ok()).unwrap_or(100_000);
     let mut pipe = Pipeline::with_mode(&tables, ports.len(), mode);
@@ -75,7 +76,7 @@ fn main() {
 
 #[inline(never)]
 fn measured(
-    tables: &Tables,
+    tables: &Snapshot,
     pipe: &mut Pipeline,
     ports: &mut [Box<dyn Port>],
     burst: &mut Burst,
@@ -89,7 +90,7 @@ fn measured(
 
 #[inline(always)]
 fn turn(
-    tables: &Tables,
+    tables: &Snapshot,
     pipe: &mut Pipeline,
     ports: &mut [Box<dyn Port>],
     burst: &mut Burst,

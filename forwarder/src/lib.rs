@@ -38,6 +38,7 @@ pub mod port;
 pub mod punt;
 pub mod reason;
 pub mod router;
-pub mod snapshot;
+pub mod shared;
+pub mod tables;
 pub mod wire;
 pub mod worker;

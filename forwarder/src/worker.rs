@@ -7,7 +7,7 @@ use crate::pipeline::flowcache::FlowCacheStats;
 use crate::pipeline::{Counters, DropCounts, Mode, Pipeline, SetMatches};
 use crate::port::{self, Burst, Port, PortStats};
 use crate::reason::DropReason;
-use crate::snapshot::Shared;
+use crate::shared::Shared;
 use config::Config;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
@@ -269,7 +269,7 @@ pub fn spawn_with(
                         &format!("worker for core {core} could not be pinned; it runs unpinned"),
                     );
                 }
-                let first = shared.tables.load_full();
+                let first = shared.snapshot.load_full();
                 let mut pipe = Pipeline::with_mode(&first, ports.len(), mode)
                     .for_worker(q)
                     .with_router(shared.router.clone(), &first);
@@ -283,7 +283,7 @@ pub fn spawn_with(
                     // by one generation; the guard is released before the
                     // next load, so a replaced snapshot is freed as soon
                     // as the worker's current turn ends.
-                    let tables = shared.tables.load();
+                    let tables = shared.snapshot.load();
                     for rx in 0..ports.len() {
                         burst.clear();
                         if ports[rx].rx_burst(&mut burst, burst_size) == 0 {

@@ -3,9 +3,10 @@
 //! changing tables, send the same frames, rewritten alike, to the same
 //! ports, and count the same drops and matches.
 
+use forwarder::control::build;
 use forwarder::pipeline::Pipeline;
+use forwarder::pipeline::Snapshot;
 use forwarder::port::Burst;
-use forwarder::snapshot::Tables;
 use forwarder::wire::build::{ipv4, ipv6, L4};
 use proptest::prelude::*;
 use std::path::Path;
@@ -82,7 +83,7 @@ name = "both"
 members = ["gw1", "gw2"]
 "#;
 
-fn tables(version: u8, entries: usize, one_in: u32, generation: u64) -> Tables {
+fn tables(version: u8, entries: usize, one_in: u32, generation: u64) -> Snapshot {
     let v = version.to_string();
     let text = CONFIG
         .replace("{V}", &v)
@@ -92,7 +93,7 @@ fn tables(version: u8, entries: usize, one_in: u32, generation: u64) -> Tables {
         .replace("{VERDICT}", if version == 0 { "drop" } else { "accept" })
         .replace("{SPORT}", if version == 0 { "1111" } else { "2222" });
     let cfg = config::parse("t.toml", &text, Path::new(".")).unwrap();
-    Tables::build(&cfg, generation).unwrap()
+    build::snapshot(&cfg, generation).unwrap()
 }
 
 /// A packet of one of a few dozen flows, possibly with an odd TTL, a
@@ -230,7 +231,7 @@ fn repeated_flows_hit_and_a_reload_makes_them_stale() {
             })
         })
         .collect();
-    let run = |p: &mut Pipeline, t: &Tables| {
+    let run = |p: &mut Pipeline, t: &Snapshot| {
         let mut b = Burst::new();
         for f in &pkts {
             b.push(f);

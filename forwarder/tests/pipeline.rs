@@ -1,10 +1,11 @@
 //! The per-burst pipeline on hand-made frames: classification, routing,
 //! rewriting and every drop reason, checked frame by frame.
 
+use forwarder::control::build;
 use forwarder::pipeline::Pipeline;
+use forwarder::pipeline::Snapshot;
 use forwarder::port::Burst;
 use forwarder::reason::DropReason;
-use forwarder::snapshot::Tables;
 use forwarder::wire::build::{ipv4, ipv6, L4};
 use forwarder::wire::{checksum, parse};
 use std::path::Path;
@@ -52,9 +53,9 @@ name = "both"
 members = ["gw1", "gw2"]
 "#;
 
-fn setup() -> (Tables, Pipeline) {
+fn setup() -> (Snapshot, Pipeline) {
     let cfg = config::parse("t.toml", CONFIG, Path::new(".")).unwrap();
-    let t = Tables::build(&cfg, 1).unwrap();
+    let t = build::snapshot(&cfg, 1).unwrap();
     let p = Pipeline::new(&t, 2);
     (t, p)
 }
@@ -236,7 +237,7 @@ fn a_new_snapshot_brings_its_next_hops_macs_and_ports() {
         let cache = format!("[flow_cache]\nentries = {entries}\ninsert_one_in = 1\n");
         let build = |text: &str, generation| {
             let cfg = config::parse("t.toml", &format!("{text}{cache}"), Path::new(".")).unwrap();
-            Tables::build(&cfg, generation).unwrap()
+            build::snapshot(&cfg, generation).unwrap()
         };
         let (t1, t2) = (build(CONFIG, 1), build(&moved, 2));
         let mut p = Pipeline::new(&t1, 2);

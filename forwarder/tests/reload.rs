@@ -3,11 +3,12 @@
 //! nothing and says where it is broken; old snapshots are freed; the
 //! incremental path gives the tables a rebuild gives.
 
+use forwarder::control::build as tables_build;
 use forwarder::control::Control;
 use forwarder::pipeline::Mode;
+use forwarder::pipeline::Snapshot;
 use forwarder::port::{Burst, Port, PortStats};
 use forwarder::reason::DropReason;
-use forwarder::snapshot::Tables;
 use forwarder::wire::{self, build, build::L4};
 use forwarder::worker;
 use routecache::gen::Rng;
@@ -172,7 +173,7 @@ fn two_hundred_reloads_under_load_judge_every_burst_wholly() {
     let shared = control.shared();
     let mut weak = Vec::new();
     for i in 0..200 {
-        weak.push(Arc::downgrade(&shared.tables.load_full()));
+        weak.push(Arc::downgrade(&shared.snapshot.load_full()));
         std::fs::write(&path, ab(if i % 2 == 0 { 'B' } else { 'A' })).unwrap();
         let r = control.reload().unwrap();
         assert_eq!(r.generation, i + 2);
@@ -243,7 +244,7 @@ fn a_broken_file_changes_nothing_and_says_where() {
     std::fs::write(&path, GOOD).unwrap();
     let mut control = Control::start(&path).unwrap();
     let shared = control.shared();
-    let before = shared.tables.load_full();
+    let before = shared.snapshot.load_full();
     let name = path.display().to_string();
     let cases = [
         (
@@ -283,7 +284,7 @@ fn a_broken_file_changes_nothing_and_says_where() {
             err.starts_with(&name) && err.contains(want),
             "{err}\nwanted {want}"
         );
-        let now = shared.tables.load_full();
+        let now = shared.snapshot.load_full();
         assert!(Arc::ptr_eq(&before, &now), "the published snapshot changed");
         assert_eq!(shared.status.last_reload(), err);
         assert_eq!(shared.status.generation.load(Relaxed), 1);
@@ -294,7 +295,7 @@ fn a_broken_file_changes_nothing_and_says_where() {
     let r = control.reload().unwrap();
     assert_eq!((r.elements_added, r.elements_removed), (0, 1));
     assert_eq!(shared.status.last_reload(), "ok");
-    assert_eq!(shared.tables.load().sets[0].snap.len(), 2);
+    assert_eq!(shared.snapshot.load().sets[0].snap.len(), 2);
     assert_eq!(shared.status.failed.load(Relaxed), 5);
     std::fs::remove_dir_all(d).ok();
 }
@@ -428,7 +429,7 @@ fn random_config(rng: &mut Rng, set_file: &Path) -> String {
 
 /// Looks a key up in every set of two snapshots and every address up in
 /// both FIBs: they must agree.
-fn same_answers(a: &Tables, b: &Tables, rng: &mut Rng) {
+fn same_answers(a: &Snapshot, b: &Snapshot, rng: &mut Rng) {
     assert_eq!(a.sets.len(), b.sets.len());
     for (x, y) in a.sets.iter().zip(&b.sets) {
         assert_eq!(
@@ -461,7 +462,7 @@ fn same_answers(a: &Tables, b: &Tables, rng: &mut Rng) {
         let d = rng.next_u64() as u32;
         let f = routecache::Family::V4;
         let (ta, tb) = (a.fib.lookup(f, d as u128), b.fib.lookup(f, d as u128));
-        let hop = |t: &Tables, id: Option<routecache::TargetId>| {
+        let hop = |t: &Snapshot, id: Option<routecache::TargetId>| {
             id.and_then(|id| t.fib.targets().resolve(id, 0))
                 .map(|h| h.dst_mac)
         };
@@ -486,8 +487,8 @@ fn incremental_reloads_give_what_a_rebuild_gives() {
             .unwrap_or_else(|e| panic!("round {round}: {e}"));
         incremental += usize::from(r.elements_added + r.elements_removed > 0);
         let cfg = config::load(&path).unwrap();
-        let fresh = Tables::build(&cfg, 0).unwrap();
-        same_answers(&shared.tables.load(), &fresh, &mut rng);
+        let fresh = tables_build::snapshot(&cfg, 0).unwrap();
+        same_answers(&shared.snapshot.load(), &fresh, &mut rng);
     }
     assert!(
         incremental > 30,
@@ -503,11 +504,11 @@ fn three_thousand_reloads_leak_nothing() {
     let (d, path, mut control, workers, seen) = start_ab("leak");
     let shared = control.shared();
     let mut weak = Vec::new();
-    let first_set = Arc::downgrade(&shared.tables.load().sets[0].snap);
-    let first_fib = Arc::downgrade(&shared.tables.load().fib);
+    let first_set = Arc::downgrade(&shared.snapshot.load().sets[0].snap);
+    let first_fib = Arc::downgrade(&shared.snapshot.load().fib);
     for i in 0..3000u64 {
         if i % 100 == 0 {
-            weak.push(Arc::downgrade(&shared.tables.load_full()));
+            weak.push(Arc::downgrade(&shared.snapshot.load_full()));
         }
         std::fs::write(&path, ab(if i % 2 == 0 { 'B' } else { 'A' })).unwrap();
         control.reload().unwrap();
@@ -557,7 +558,7 @@ fn run_time_changes_go_quick_then_compact() {
     std::fs::write(&cfg, &conf).unwrap();
     let mut c = Control::start(&cfg).unwrap();
     let shared = c.shared();
-    let snap = || shared.tables.load().sets[0].snap.clone();
+    let snap = || shared.snapshot.load().sets[0].snap.clone();
     let hits = |s: &matcher::Snapshot, key: &str| {
         let k = s.decl().parse_key(key).unwrap();
         s.lookup(&k, &mut s.scratch())
@@ -624,7 +625,7 @@ fn run_time_elements_expire_at_their_deadline() {
     let mut c = Control::start(&cfg).unwrap();
     let shared = c.shared();
     let frame = build::ipv4(0xc000_0201, 0xc633_6402, 64, L4::Udp(1000, 8000), 8);
-    let forwarded = |t: &Tables, pipe: &mut Pipeline| {
+    let forwarded = |t: &Snapshot, pipe: &mut Pipeline| {
         let mut b = Burst::new();
         for _ in 0..4 {
             b.push(&frame);
@@ -639,7 +640,7 @@ fn run_time_elements_expire_at_their_deadline() {
             .into_iter()
             .find(|e| e.starts_with(what))
     };
-    let t = shared.tables.load_full();
+    let t = shared.snapshot.load_full();
     assert_eq!(t.next_expiry, matcher::NEVER);
     let mut pipe = Pipeline::new(&t, 1);
     assert_eq!(forwarded(&t, &mut pipe), 4);
@@ -650,7 +651,7 @@ fn run_time_elements_expire_at_their_deadline() {
         &["198.51.100.0/24 . 8000 timeout 300ms".into()],
     )
     .unwrap();
-    let t = shared.tables.load_full();
+    let t = shared.snapshot.load_full();
     assert_ne!(t.next_expiry, matcher::NEVER);
     for _ in 0..4 {
         assert_eq!(forwarded(&t, &mut pipe), 0, "dropped while it lives");
@@ -681,7 +682,7 @@ fn run_time_elements_expire_at_their_deadline() {
     assert_eq!(listed(&c, "198.51.100.0/24 . 8000"), None);
     assert_eq!(c.expire(), 1);
     assert_eq!(shared.status.expired.load(Relaxed), 1);
-    let t2 = shared.tables.load_full();
+    let t2 = shared.snapshot.load_full();
     assert!(t2.generation > t.generation);
     assert_eq!(t2.sets[0].snap.len(), 2);
     assert_eq!(forwarded(&t2, &mut pipe), 4);

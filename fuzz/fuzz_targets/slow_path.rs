@@ -10,13 +10,14 @@ use forwarder::wire::{icmp, ip, tcp};
 use forwarder::reason::DropReason;
 use forwarder::punt::{Buf, RouterShared};
 use forwarder::router::SlowPath;
-use forwarder::snapshot::Tables;
+use forwarder::control::build;
+use forwarder::pipeline::Snapshot;
 use forwarder::wire::l4_checksum_ok;
 use libfuzzer_sys::fuzz_target;
 use std::sync::{Arc, OnceLock};
 
-fn tables() -> &'static Tables {
-    static T: OnceLock<Tables> = OnceLock::new();
+fn tables() -> &'static Snapshot {
+    static T: OnceLock<Snapshot> = OnceLock::new();
     T.get_or_init(|| {
         let text = r#"
 route = [{ prefix = "203.0.113.0/24", via = "198.51.100.254" }, { prefix = "2001:db8:3::/48", via = "2001:db8:2::fe" }]
@@ -29,7 +30,7 @@ address = ["198.51.100.1/24", "2001:db8:2::1/64"]
 mtu = 1280
 "#;
         let cfg = config::parse("fuzz.toml", text, std::path::Path::new(".")).unwrap();
-        Tables::build(&cfg, 1).unwrap()
+        build::snapshot(&cfg, 1).unwrap()
     })
 }
 

@@ -8,7 +8,7 @@
 //! has that one error; routes naming next hops are checked only once the
 //! next hops are good; within a set, its first bad element).
 
-use crate::snapshot::Working;
+use crate::control::build::Working;
 use config::{Config, Driver};
 use serde_json::{json, Value};
 use std::io::Write;

@@ -29,7 +29,7 @@
 use super::reload::Control;
 use crate::kernel::{self, Action, Event, Requests, Route, RouteKey, Routes};
 use crate::log::{log, Level};
-use crate::snapshot::HopKind;
+use crate::tables::HopKind;
 use config::Config;
 use routecache::{Family, NextHop, TargetId};
 use serde_json::{json, Value};
@@ -321,7 +321,7 @@ impl Control {
         }
         if evs.is_empty() {
             if std::mem::take(&mut m.unprepared) {
-                self.shared.tables.load().fib.prepare();
+                self.shared.snapshot.load().fib.prepare();
             }
             return;
         }
@@ -652,7 +652,7 @@ address = "198.51.100.2"
 
     /// The hop kinds a destination's route leads to (every ECMP member).
     fn lookup(c: &Control, v6: bool, dst: u128) -> Option<Vec<HopKind>> {
-        let t = c.shared().tables.load_full();
+        let t = c.shared().snapshot.load_full();
         let f = if v6 { Family::V6 } else { Family::V4 };
         let target = t.fib.lookup(f, dst)?;
         let ids: Vec<u32> = match t.fib.targets().group(target) {

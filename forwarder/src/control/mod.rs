@@ -20,6 +20,7 @@
 //! ports and `[forwarder]` need a restart.
 
 mod access;
+pub mod build;
 pub mod elements;
 pub mod mirror;
 pub mod prometheus;
@@ -28,6 +29,6 @@ pub mod server;
 pub mod stats;
 mod watch;
 
-pub use crate::snapshot::Status;
+pub use crate::shared::Status;
 pub use elements::{ElementOp, Listing};
 pub use reload::{Control, Reload, COMPACT_MAX_AGE, COMPACT_QUIET};

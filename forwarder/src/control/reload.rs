@@ -1,16 +1,17 @@
 //! The reload engine: it owns the working copies of every table (one
 //! pipapo [`Set`] per rule set, the [`Fib`]), applies a new configuration
-//! to them incrementally, and publishes the result as one new [`Tables`]
+//! to them incrementally, and publishes the result as one new [`Snapshot`]
 //! snapshot with a single atomic swap.
 
-use crate::snapshot::{self, Shared, Status, Tables, Working};
-use arc_swap::ArcSwap;
+use super::build::{self, Working};
+use crate::pipeline::Snapshot;
+use crate::shared::Shared;
 use config::{Config, Loader, RouteConfig, Via};
 use matcher::{Element, InsertMode, Set};
 use routecache::Fib;
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -60,7 +61,7 @@ pub struct Control {
     /// Replaced snapshots, kept until no worker holds them, so that the
     /// last reference (and the freeing of their tables: milliseconds for
     /// large sets) is dropped here, never on a worker's core.
-    retired: Vec<Arc<Tables>>,
+    retired: Vec<Arc<Snapshot>>,
     /// The kernel table's mirror, with `[routes] source = "kernel"`.
     pub(super) mirror: Option<super::mirror::Mirror>,
     /// The prefixes the last staged route change touched.
@@ -118,14 +119,7 @@ impl Control {
             retired: Vec::new(),
             mirror: None,
             staged_keys: Vec::new(),
-            shared: Arc::new(Shared {
-                tables: ArcSwap::from_pointee(Tables::empty()),
-                stop: AtomicBool::new(false),
-                status: Status::default(),
-                router: Arc::new(crate::punt::RouterShared::new(workers, ports)),
-                neighbours: std::sync::Mutex::new(Vec::new()),
-                kernel: std::sync::Mutex::new(serde_json::Value::Null),
-            }),
+            shared: Arc::new(Shared::new(Snapshot::empty(), workers, ports)),
         };
         let fib = c.w.fib.publish();
         let t = c.assemble(1, fib, false);
@@ -165,14 +159,14 @@ impl Control {
         generation: u64,
         fib: Arc<routecache::FibSnapshot>,
         quick: bool,
-    ) -> Tables {
+    ) -> Snapshot {
         if quick {
             let now = Instant::now();
             self.quick_since = Some((self.quick_since.map_or(now, |q| q.0), now));
         } else {
             self.quick_since = None;
         }
-        Tables::assemble(
+        build::assemble(
             &self.cfg,
             &mut self.w,
             fib,
@@ -184,10 +178,10 @@ impl Control {
 
     /// Swaps `t` in for the workers; returns its FIB, to be prepared
     /// ([`routecache::FibSnapshot::prepare`]) once the swap is done.
-    fn publish(&mut self, t: Tables) -> Arc<routecache::FibSnapshot> {
+    fn publish(&mut self, t: Snapshot) -> Arc<routecache::FibSnapshot> {
         self.shared.status.generation.store(t.generation, Relaxed);
         let fib = t.fib.clone();
-        let old = self.shared.tables.swap(Arc::new(t));
+        let old = self.shared.snapshot.swap(Arc::new(t));
         self.retired.push(old);
         fib
     }
@@ -325,8 +319,8 @@ impl Control {
         if same_order
             && !fib_changed
             && rep.elements_added + rep.elements_removed == 0
-            && snapshot::route_cache(&new) == snapshot::route_cache(&self.cfg)
-            && snapshot::flow_cache(&new) == snapshot::flow_cache(&self.cfg)
+            && build::route_cache(&new) == build::route_cache(&self.cfg)
+            && build::flow_cache(&new) == build::flow_cache(&self.cfg)
         {
             self.cfg = files;
             rep.generation = self.shared.status.generation.load(Relaxed);
@@ -437,7 +431,7 @@ impl Control {
                     && os.action == ns.action
             });
             let Some(j) = kept else {
-                fresh.push(Some(snapshot::build_set(ns)?));
+                fresh.push(Some(build::build_set(ns)?));
                 plan.push(None);
                 rep.sets_rebuilt += 1;
                 continue;
@@ -471,7 +465,7 @@ impl Control {
                     }
             };
             if !in_order || removed + added > REBUILD_ABOVE.max(ns.elements.len() / 8) {
-                fresh.push(Some(snapshot::build_set(ns)?));
+                fresh.push(Some(build::build_set(ns)?));
                 plan.push(None);
                 rep.sets_rebuilt += 1;
                 continue;
@@ -504,7 +498,7 @@ impl Control {
                 .map(|p| (p.mac, &p.addresses)));
         if !targets_kept {
             let mut fib = Fib::succeeding(&self.w.fib);
-            let t = snapshot::fill_fib(new, &mut fib)?;
+            let t = build::fill_fib(new, &mut fib)?;
             self.w.fib = fib;
             self.w.hops = t.hops;
             self.w.groups = t.groups;
@@ -528,7 +522,7 @@ impl Control {
         let mut result = Ok(());
         for r in self.cfg.all_routes() {
             if !now.contains_key(&route_key(r)) {
-                let f = snapshot::family(r);
+                let f = build::family(r);
                 if let Err(e) = self.w.fib.remove(f, r.prefix, r.len) {
                     result = Err(format!("route {:#x}/{}: {e}", r.prefix, r.len));
                     break;
@@ -541,8 +535,8 @@ impl Control {
                 if old.get(&route_key(r)) == Some(&r.via) {
                     continue;
                 }
-                let t = snapshot::route_target(r, &self.w.hops, &self.w.groups);
-                if let Err(e) = snapshot::insert_route(&mut self.w.fib, r, t) {
+                let t = build::route_target(r, &self.w.hops, &self.w.groups);
+                if let Err(e) = build::insert_route(&mut self.w.fib, r, t) {
                     result = Err(e);
                     break;
                 }
@@ -555,11 +549,11 @@ impl Control {
                 match before {
                     Some(via) => {
                         let r = RouteConfig { via, ..r };
-                        let t = snapshot::route_target(&r, &self.w.hops, &self.w.groups);
-                        let _ = snapshot::insert_route(&mut self.w.fib, &r, t);
+                        let t = build::route_target(&r, &self.w.hops, &self.w.groups);
+                        let _ = build::insert_route(&mut self.w.fib, &r, t);
                     }
                     None => {
-                        let _ = self.w.fib.remove(snapshot::family(&r), r.prefix, r.len);
+                        let _ = self.w.fib.remove(build::family(&r), r.prefix, r.len);
                     }
                 }
             }

@@ -11,7 +11,7 @@ use crate::pipeline::flowcache::FlowCacheStats;
 use crate::pipeline::{DropCounts, Outcome, SetMatches};
 use crate::port::PortStats;
 use crate::reason::DropReason;
-use crate::snapshot::Shared;
+use crate::shared::Shared;
 use crate::worker::{Published, Reading};
 use routecache::CacheStats;
 use serde_json::{json, Map, Value};
@@ -62,7 +62,7 @@ fn add<const N: usize>(to: &mut [u64; N], from: &[u64; N]) {
 
 impl Source {
     pub(crate) fn read(&self) -> Vec<Read> {
-        let tables = self.shared.tables.load();
+        let tables = self.shared.snapshot.load();
         self.workers
             .iter()
             .map(|(core, p)| {

@@ -6,9 +6,8 @@ use super::flowcache::MAX_SETS;
 use super::{Fate, Outcome, Pipeline};
 use crate::port::Burst;
 use crate::reason::DropReason;
-use crate::snapshot::Tables;
-use crate::wire::proto::{SCTP, TCP, UDP};
-use crate::wire::{Parsed, L3};
+use crate::tables::Tables;
+use crate::wire::Parsed;
 use config::{Action, Source};
 use matcher::{Data, Verdict};
 
@@ -77,58 +76,6 @@ impl Pipeline {
     }
 }
 
-/// What a packet must carry for a set's sources to make its key, from
-/// the sources once, so that a burst tests each packet with a few
-/// compares instead of going through the sources.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Need {
-    /// No packet can have it all (IPv4 and IPv6 fields, or ports of two
-    /// different protocols).
-    never: bool,
-    /// The address family the address fields need.
-    l3: Option<L3>,
-    /// Ports: a complete TCP, UDP or SCTP header.
-    ports: bool,
-    /// The protocol a `tcp`/`udp`/`sctp` port field names.
-    proto: Option<u8>,
-}
-
-impl Need {
-    /// What `sources` need.
-    pub fn of(sources: &[Source]) -> Need {
-        let mut n = Need::default();
-        for s in sources {
-            let family = match s {
-                Source::IpSaddr | Source::IpDaddr => Some(L3::V4),
-                Source::Ip6Saddr | Source::Ip6Daddr => Some(L3::V6),
-                _ => None,
-            };
-            if let Some(f) = family {
-                n.never |= n.l3.is_some_and(|l| l != f);
-                n.l3 = Some(f);
-            }
-            if let Source::Sport(p) | Source::Dport(p) = *s {
-                n.ports = true;
-                if let Some(p) = p {
-                    n.never |= n.proto.is_some_and(|q| q != p);
-                    n.proto = Some(p);
-                }
-            }
-        }
-        n
-    }
-
-    /// Whether packet `p` has every field.
-    #[inline]
-    pub fn applies(&self, p: &Parsed) -> bool {
-        !self.never
-            && self.l3.is_none_or(|l| l == p.l3)
-            && (!self.ports
-                || (p.l4_ok
-                    && matches!(p.proto, TCP | UDP | SCTP)
-                    && self.proto.is_none_or(|x| x == p.proto)))
-    }
-}
 /// Writes the keys of the packets `which` (each has every field the
 /// sources need: see [`Need`]) into `keys`, `klen` bytes
 /// apart: source after source, each across all the packets, so that
@@ -203,7 +150,9 @@ fn write_keys(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tables::Need;
     use crate::wire;
+    use crate::wire::L3;
 
     /// The reference: one packet's key, source by source; false when the
     /// packet lacks one of the fields (an IPv4 field of an IPv6 packet, a TCP

@@ -32,6 +32,7 @@
 //! ([`FlowCache::take_burst`]): `bench forward` measured where it pays.
 
 use crate::reason::DropReason;
+use crate::tables::FlowCacheConfig;
 use crate::wire::Parsed;
 use routecache::pages::prefetch_ptr;
 
@@ -254,30 +255,6 @@ impl Loc {
     #[inline(always)]
     fn slot(&self, c: usize) -> usize {
         self.bucket(c) * WAYS + c % WAYS
-    }
-}
-
-/// How a worker's flow cache is set up (`[flow_cache]`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct FlowCacheConfig {
-    /// Entries per core; 0 turns the cache off.
-    pub entries: usize,
-    /// A missed flow is stored with probability 1 / `insert_one_in` (as
-    /// Open vSwitch's `emc-insert-inv-prob`): with more flows than
-    /// entries, storing every miss evicts entries before their next
-    /// packet (a round-robin flow mix then never hits) and pays for a
-    /// store per packet; storing a sample keeps a stable subset cached.
-    /// A hot flow is stored after about this many packets. 1: always.
-    pub insert_one_in: u32,
-}
-
-impl Default for FlowCacheConfig {
-    /// What `bench forward` supports (BENCHMARKS.md).
-    fn default() -> Self {
-        FlowCacheConfig {
-            entries: 16384,
-            insert_one_in: 32,
-        }
     }
 }
 

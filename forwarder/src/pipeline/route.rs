@@ -2,8 +2,9 @@
 //! per-core route hint and dst cache, then the ECMP member by flow hash.
 
 use super::{Fate, Pipeline, MAX_BURST};
+use crate::port::Burst;
 use crate::reason::DropReason;
-use crate::snapshot::Tables;
+use crate::tables::Tables;
 use crate::wire::L3;
 use routecache::{FlowKey, Targets};
 
@@ -83,5 +84,27 @@ impl Pipeline {
             .targets()
             .resolve_index(t, hash)
             .ok_or(DropReason::UnknownNextHop)
+    }
+
+    /// Routes the burst's packets that the flow cache did not decide,
+    /// rewrites them (those it decided too) and lists them by egress port.
+    pub(super) fn route(&mut self, tables: &Tables, burst: &mut Burst, n: usize) {
+        self.lookup_routes(tables, n);
+        for i in 0..n {
+            let hop = match self.fate[i] {
+                Fate::Cached => self.decisions[i].hop(),
+                Fate::Dropped(d) => Err(d),
+                Fate::Go | Fate::Accepted => {
+                    let h = self.next_hop(tables, i);
+                    self.decided(burst, i, h);
+                    h
+                }
+            };
+            if let Fate::Dropped(d) = self.fate[i] {
+                self.decided(burst, i, Err(d));
+            }
+            self.send(burst, i, hop);
+        }
+        self.count_sent();
     }
 }

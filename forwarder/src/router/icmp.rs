@@ -8,7 +8,7 @@ use super::neighbours::Held;
 use super::SlowPath;
 use crate::neigh::nkey;
 use crate::punt::{Buf, Counter};
-use crate::snapshot::{HopKind, Tables};
+use crate::tables::{HopKind, Tables};
 use crate::wire::icmp::{self as messages, v4, v6};
 use crate::wire::{self, ethertype, ip, proto, tcp};
 

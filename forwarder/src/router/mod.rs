@@ -35,7 +35,7 @@ pub use thread::spawn;
 use crate::neigh::{ip_of, NeighTable};
 use crate::punt::{Buf, Counter, RouterShared};
 use crate::reason::DropReason;
-use crate::snapshot::Tables;
+use crate::tables::Tables;
 use crate::wire::arp::{Arp, BROADCAST};
 use crate::wire::{self, ip, nd, proto};
 use config::RouterSettings;

@@ -1,7 +1,9 @@
 use super::*;
+use crate::control::build;
 use crate::neigh::{nkey, State};
+use crate::pipeline::Snapshot;
 use crate::reason::DropReason;
-use crate::snapshot::HopKind;
+use crate::tables::HopKind;
 use crate::wire::arp::{Arp, BROADCAST};
 use crate::wire::build::{ipv4, ipv6, L4};
 use crate::wire::nd;
@@ -11,7 +13,7 @@ const P0: [u8; 6] = [2, 0, 0, 0, 0, 1];
 const HOST: [u8; 6] = [2, 0, 0, 0, 0xaa, 1];
 const GW: [u8; 6] = [2, 0, 0, 0, 0xbb, 2];
 
-fn tables() -> Tables {
+fn tables() -> Snapshot {
     let text = r#"
 route = [{ prefix = "203.0.113.0/24", via = "198.51.100.254" }]
 [[port]]
@@ -34,10 +36,10 @@ reachable_ms = 1000
 delay_ms = 100
 "#;
     let cfg = config::parse("r.toml", text, std::path::Path::new(".")).unwrap();
-    Tables::build(&cfg, 1).unwrap()
+    build::snapshot(&cfg, 1).unwrap()
 }
 
-fn setup() -> (SlowPath, Arc<RouterShared>, Tables) {
+fn setup() -> (SlowPath, Arc<RouterShared>, Snapshot) {
     let r = Arc::new(RouterShared::new(2, 2));
     let mut sp = SlowPath::new(r.clone());
     let t = tables();
@@ -60,7 +62,7 @@ fn drain(r: &RouterShared) -> Vec<(u16, Vec<u8>)> {
 
 fn punt(
     sp: &mut SlowPath,
-    t: &Tables,
+    t: &Snapshot,
     f: &[u8],
     port: u16,
     reason: DropReason,

@@ -1,7 +1,7 @@
 //! The slow path's thread.
 
 use super::{Host, SlowPath};
-use crate::snapshot::Shared;
+use crate::shared::Shared;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -28,7 +28,7 @@ pub fn spawn(
             let mut next_port = 0;
             while !shared.stop.load(Relaxed) {
                 let now = start.elapsed().as_millis() as u64;
-                let t = shared.tables.load_full();
+                let t = shared.snapshot.load_full();
                 if !t.routing {
                     std::thread::sleep(Duration::from_millis(10));
                     continue;

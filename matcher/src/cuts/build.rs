@@ -344,7 +344,13 @@ impl Cuts {
     }
 
     /// The trees of `all` (sorted by rank): one, or one per anchor.
-    pub(super) fn build_forest(dims: &[Dim], exact: bool, all: &[Entry], split: bool, plan: &[u64]) -> Cuts {
+    pub(super) fn build_forest(
+        dims: &[Dim],
+        exact: bool,
+        all: &[Entry],
+        split: bool,
+        plan: &[u64],
+    ) -> Cuts {
         let mut out = Cuts::empty(dims, exact, all, split);
         let anchor = |e: &Entry| {
             (0..dims.len())

@@ -1,0 +1,202 @@
+//! The egress stage: a packet rewritten towards its next hop and listed
+//! on the hop's port, or counted as dropped; what leaves the fast path
+//! (a hop not ready, a frame over the MTU, what the router answers)
+//! handed to the slow path; the gateways' MACs taken from the slow
+//! path's neighbour table.
+
+use super::prepared::{ready_limit, Egress, CONNECTED, LOCAL, PENDING, READY, UNRESOLVED};
+use super::Pipeline;
+use crate::port::Burst;
+use crate::reason::DropReason;
+use crate::wire;
+use std::sync::Arc;
+
+impl Pipeline {
+    /// Adds the frames [`Pipeline::send`] listed to the sent count (one
+    /// addition per burst: a count kept per frame is a load and a store
+    /// per packet, the pushes in between keeping it out of a register).
+    #[inline]
+    pub(super) fn count_sent(&mut self) {
+        self.counters.tx += self.out.iter().map(|o| o.len() as u64).sum::<u64>();
+    }
+
+    /// Rewrites frame `i` of `burst` towards its next hop (an index in
+    /// the FIB's hops) and lists it on the hop's port, or counts why it is
+    /// dropped: one check of the hop and its port for fresh and cached
+    /// decisions alike (a hop on a port we lack is unknown to us).
+    #[inline(always)]
+    pub(super) fn send(&mut self, burst: &mut Burst, i: usize, hop: Result<u32, DropReason>) {
+        // The hop copied and its list taken before the frame is written:
+        // otherwise the write, which might alias them for all the
+        // compiler knows, made it load and check both again.
+        let d = match hop {
+            Ok(h) => match self.egress.get(h as usize).copied() {
+                // A frame over the hop's limit goes its own way, out of
+                // line: merging the two ways' entries back into one cost
+                // five instructions a packet (the entry copied).
+                Some(e) if burst.frame_len(i) > e.limit as usize => {
+                    self.send_past_limit(burst, i, h, e);
+                    return;
+                }
+                Some(e) => match self.rewrite_to(burst, i, &e) {
+                    Ok(()) => return,
+                    Err(d) => d,
+                },
+                None => DropReason::UnknownNextHop,
+            },
+            Err(d) => d,
+        };
+        self.dropped(burst, i, d);
+    }
+
+    /// Rewrites frame `i` with `e`'s MACs and lists it on `e`'s port
+    /// (counted as sent by `count_sent`, once per burst).
+    #[inline(always)]
+    pub(super) fn rewrite_to(
+        &mut self,
+        burst: &mut Burst,
+        i: usize,
+        e: &Egress,
+    ) -> Result<(), DropReason> {
+        let out = self
+            .out
+            .get_mut(e.port as usize)
+            .ok_or(DropReason::UnknownNextHop)?;
+        wire::rewrite_with(burst.frame_mut(i), &self.parsed[i], &e.macs)?;
+        out.push(i as u8);
+        Ok(())
+    }
+
+    /// Counts a drop, and hands the frame to the slow path if the router
+    /// answers it.
+    #[inline(always)]
+    pub(super) fn dropped(&mut self, burst: &Burst, i: usize, d: DropReason) {
+        self.counters.drops[d.index()] += 1;
+        if self.punting {
+            self.answer(burst, i, d);
+        }
+    }
+
+    /// [`Pipeline::send`] for a frame over its hop's limit (see
+    /// [`Egress::limit`]).
+    #[cold]
+    #[inline(never)]
+    pub(super) fn send_past_limit(&mut self, burst: &mut Burst, i: usize, h: u32, e: Egress) {
+        if let Some(e) = self.not_ready(burst, i, h, e) {
+            if let Err(d) = self.rewrite_to(burst, i, &e) {
+                self.dropped(burst, i, d);
+            }
+        }
+    }
+
+    /// Hands a dropped frame the router answers (ARP; ICMP for an
+    /// expired TTL, no route, `reject`) to the slow path.
+    #[cold]
+    #[inline(never)]
+    pub(super) fn answer(&self, burst: &Burst, i: usize, d: DropReason) {
+        if matches!(
+            d,
+            DropReason::Arp | DropReason::TtlExpired | DropReason::NoRoute | DropReason::Reject
+        ) {
+            self.punt(burst, i, d, 0);
+        }
+    }
+
+    /// Sets the gateways' egress entries from the slow path's latest
+    /// neighbour table, if it changed (or the snapshot did).
+    #[inline]
+    pub(super) fn sync_neighbours(&mut self) {
+        let Some(r) = &self.router else { return };
+        let cur = r.neigh.load();
+        if !self.neigh_stale && Arc::ptr_eq(&cur, &self.neigh) {
+            return;
+        }
+        // The replaced table is only released here: the slow path keeps
+        // every table it published until no worker holds it, and frees
+        // it itself.
+        self.neigh = arc_swap::Guard::into_inner(cur);
+        self.neigh_stale = false;
+        for &(hop, port, key) in &self.gateways {
+            let (Some(e), Some(k)) = (
+                self.egress.get_mut(hop as usize),
+                self.kinds.get_mut(hop as usize),
+            ) else {
+                continue;
+            };
+            *k = match self.neigh.get(port, key) {
+                Some(Some(mac)) => {
+                    e.macs[..6].copy_from_slice(&mac);
+                    READY
+                }
+                Some(None) => PENDING,
+                None => UNRESOLVED,
+            };
+            e.limit = if *k == READY {
+                ready_limit(true, self.mtus.get(port as usize).copied().unwrap_or(1500))
+            } else {
+                0
+            };
+        }
+    }
+
+    /// Hands frame `i` to the slow path.
+    #[cold]
+    #[inline(never)]
+    pub(super) fn punt(&self, burst: &Burst, i: usize, reason: DropReason, hop: u32) {
+        if let Some(r) = &self.router {
+            r.punt(
+                burst.frame(i),
+                self.rx_port,
+                self.worker as u16,
+                reason,
+                hop,
+            );
+        }
+    }
+
+    /// A frame longer than its hop's [`Egress::limit`]: the egress entry
+    /// to rewrite it with (its hop ready after all, or a connected
+    /// destination's MAC found), or `None` when it is dropped here
+    /// (counted) or handed to the slow path.
+    #[cold]
+    #[inline(never)]
+    pub(super) fn not_ready(
+        &mut self,
+        burst: &Burst,
+        i: usize,
+        hop: u32,
+        e: Egress,
+    ) -> Option<Egress> {
+        let kind = self.kinds.get(hop as usize).copied().unwrap_or(READY);
+        let len = burst.frame(i).len() - self.parsed[i].l3_off as usize;
+        let too_big = matches!(kind, READY | CONNECTED)
+            && self.punting
+            && len > self.mtus.get(e.port as usize).copied().unwrap_or(u16::MAX) as usize;
+        // Why it is dropped here, and whether the slow path takes it.
+        let (drop, punt) = match kind {
+            _ if too_big => (DropReason::TooBig, true),
+            READY => return Some(e),
+            LOCAL => (DropReason::Local, true),
+            UNRESOLVED => (DropReason::Unresolved, true),
+            CONNECTED => {
+                let p = &self.parsed[i];
+                let key = crate::neigh::nkey(p.l3 == wire::L3::V6, p.dst);
+                match self.neigh.get(e.port, key) {
+                    Some(Some(mac)) => {
+                        let mut e = e;
+                        e.macs[..6].copy_from_slice(&mac);
+                        return Some(e);
+                    }
+                    Some(None) => (DropReason::Unresolved, false),
+                    None => (DropReason::Unresolved, true),
+                }
+            }
+            _ => (DropReason::Unresolved, false),
+        };
+        self.counters.drops[drop.index()] += 1;
+        if punt && self.punting {
+            self.punt(burst, i, drop, hop);
+        }
+        None
+    }
+}

@@ -1,0 +1,185 @@
+//! What a burst is judged by: the rule sets, the FIB and its next hops,
+//! the ports, and the settings of the route and flow caches, as one
+//! immutable value. The control side builds it from a checked
+//! configuration ([`crate::control::build`]) and publishes it, with the
+//! workers' pipeline state prepared for it
+//! ([`crate::pipeline::Snapshot`]), through [`crate::shared::Shared`];
+//! the pipeline and the slow path read it.
+
+use crate::wire::proto::{SCTP, TCP, UDP};
+use crate::wire::{Parsed, L3};
+use config::{Action, PortConfig, RouterSettings, Source};
+use routecache::{Fib, FibSnapshot, RouteCacheConfig};
+use std::sync::Arc;
+
+/// A rule set as the pipeline uses it.
+pub struct RuleSet {
+    /// Its name.
+    pub name: String,
+    /// The committed set.
+    pub snap: Arc<matcher::Snapshot>,
+    /// The packet field feeding each of its fields.
+    pub sources: Vec<Source>,
+    /// What a match does.
+    pub action: Action,
+    /// Bytes of a key.
+    pub key_len: usize,
+    /// What a packet must have for the sources to make its key.
+    pub need: Need,
+}
+
+/// Everything a burst is judged by. Immutable once published.
+pub struct Tables {
+    /// Increases with every published snapshot.
+    pub generation: u64,
+    /// The earliest deadline of any set's elements (on [`crate::clock`]),
+    /// [`matcher::NEVER`] when none expires: before it, a worker
+    /// checks no match's deadline.
+    pub next_expiry: u64,
+    /// Rule sets, in evaluation order.
+    pub sets: Vec<RuleSet>,
+    /// Routes, next hops, ECMP groups.
+    pub fib: Arc<FibSnapshot>,
+    /// Names of the ports, by index.
+    pub port_names: Vec<String>,
+    /// The route stage's settings.
+    pub route_cache: RouteCacheConfig,
+    /// Seed of the ECMP flow hash.
+    pub flow_seed: u32,
+    /// Each core's flow cache.
+    pub flow_cache: FlowCacheConfig,
+    /// What each of the FIB's next hops is, in its order.
+    pub hop_kinds: Arc<[HopKind]>,
+    /// The ports' configuration (addresses, MACs, MTUs), by index.
+    pub ports: Arc<[PortConfig]>,
+    /// Whether any port has addresses: the router's slow path is on.
+    pub routing: bool,
+    /// Neighbour and ICMP settings.
+    pub router_settings: RouterSettings,
+    /// Configured neighbours (next hops with both `mac` and `address`):
+    /// port, IPv6, address, MAC.
+    pub static_neighbours: Arc<[StaticNeighbour]>,
+}
+
+/// A configured neighbour: port, IPv6, address, MAC.
+pub type StaticNeighbour = (u16, bool, u128, [u8; 6]);
+
+/// What a FIB next hop is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HopKind {
+    /// Its MAC is configured.
+    Static,
+    /// A gateway by address: its MAC is resolved on its port.
+    Gateway {
+        /// The gateway's address (IPv4 in the low 32 bits).
+        addr: u128,
+        /// Whether it is IPv6.
+        v6: bool,
+    },
+    /// A port's connected networks: the packet's destination is the
+    /// neighbour to resolve.
+    Connected,
+    /// The router itself: the packet goes to the slow path.
+    Local,
+}
+
+/// What a packet must carry for a set's sources to make its key, from
+/// the sources once, so that a burst tests each packet with a few
+/// compares instead of going through the sources.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Need {
+    /// No packet can have it all (IPv4 and IPv6 fields, or ports of two
+    /// different protocols).
+    never: bool,
+    /// The address family the address fields need.
+    l3: Option<L3>,
+    /// Ports: a complete TCP, UDP or SCTP header.
+    ports: bool,
+    /// The protocol a `tcp`/`udp`/`sctp` port field names.
+    proto: Option<u8>,
+}
+
+impl Need {
+    /// What `sources` need.
+    pub fn of(sources: &[Source]) -> Need {
+        let mut n = Need::default();
+        for s in sources {
+            let family = match s {
+                Source::IpSaddr | Source::IpDaddr => Some(L3::V4),
+                Source::Ip6Saddr | Source::Ip6Daddr => Some(L3::V6),
+                _ => None,
+            };
+            if let Some(f) = family {
+                n.never |= n.l3.is_some_and(|l| l != f);
+                n.l3 = Some(f);
+            }
+            if let Source::Sport(p) | Source::Dport(p) = *s {
+                n.ports = true;
+                if let Some(p) = p {
+                    n.never |= n.proto.is_some_and(|q| q != p);
+                    n.proto = Some(p);
+                }
+            }
+        }
+        n
+    }
+
+    /// Whether packet `p` has every field.
+    #[inline]
+    pub fn applies(&self, p: &Parsed) -> bool {
+        !self.never
+            && self.l3.is_none_or(|l| l == p.l3)
+            && (!self.ports
+                || (p.l4_ok
+                    && matches!(p.proto, TCP | UDP | SCTP)
+                    && self.proto.is_none_or(|x| x == p.proto)))
+    }
+}
+
+/// How a worker's flow cache is set up (`[flow_cache]`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FlowCacheConfig {
+    /// Entries per core; 0 turns the cache off.
+    pub entries: usize,
+    /// A missed flow is stored with probability 1 / `insert_one_in` (as
+    /// Open vSwitch's `emc-insert-inv-prob`): with more flows than
+    /// entries, storing every miss evicts entries before their next
+    /// packet (a round-robin flow mix then never hits) and pays for a
+    /// store per packet; storing a sample keeps a stable subset cached.
+    /// A hot flow is stored after about this many packets. 1: always.
+    pub insert_one_in: u32,
+}
+
+impl Default for FlowCacheConfig {
+    /// What `bench forward` supports (BENCHMARKS.md).
+    fn default() -> Self {
+        FlowCacheConfig {
+            entries: 16384,
+            insert_one_in: 32,
+        }
+    }
+}
+
+impl Tables {
+    /// No sets, no routes: a placeholder before the first publication.
+    pub fn empty() -> Tables {
+        Tables {
+            generation: 0,
+            next_expiry: matcher::NEVER,
+            sets: Vec::new(),
+            fib: Fib::new().publish(),
+            port_names: Vec::new(),
+            route_cache: RouteCacheConfig::default(),
+            flow_seed: 0,
+            flow_cache: FlowCacheConfig {
+                entries: 0,
+                insert_one_in: 1,
+            },
+            hop_kinds: Arc::from(Vec::new()),
+            ports: Arc::from(Vec::new()),
+            routing: false,
+            router_settings: RouterSettings::default(),
+            static_neighbours: Arc::from(Vec::new()),
+        }
+    }
+}
