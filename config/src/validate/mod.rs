@@ -9,6 +9,7 @@
 //! - `sets`: `[[set]]`, their elements and set files;
 //! - `routes`: next hops, ECMP groups, routes, the route file, `[routes]`.
 
+mod names;
 mod ports;
 mod routes;
 mod sets;
@@ -18,27 +19,10 @@ use crate::error::{ConfigError, Located};
 use crate::files::Files;
 use crate::schema;
 use crate::types::{Config, NextHopConfig};
+use names::index;
 use routes::{all_routes, ecmp_groups, kernel_routes, next_hops, Targets};
-use std::collections::HashMap;
 use std::path::Path;
-use toml::Spanned;
 
-/// Names to indices, refusing duplicates.
-pub(super) fn index<'a, T>(
-    loc: &Located,
-    items: &'a [T],
-    name: impl Fn(&'a T) -> &'a Spanned<String>,
-    what: &str,
-) -> Result<HashMap<&'a str, usize>, ConfigError> {
-    let mut m = HashMap::new();
-    for (i, it) in items.iter().enumerate() {
-        let n = name(it);
-        if m.insert(n.get_ref().as_str(), i).is_some() {
-            return Err(loc.of(n, format!("duplicate {what} name `{}`", n.get_ref())));
-        }
-    }
-    Ok(m)
-}
 
 pub(crate) fn validate(
     file: &str,

@@ -1,7 +1,7 @@
 //! `[[set]]`: declarations, the packet fields feeding them, actions,
 //! inline elements and set files, checked for duplicates and overlaps.
 
-use super::index;
+use super::names::index;
 use crate::error::{ConfigError, Located};
 use crate::files::{Files, Gave, Got};
 use crate::schema;

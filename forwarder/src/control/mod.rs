@@ -22,9 +22,11 @@
 mod access;
 pub mod build;
 pub mod elements;
+mod follow;
 pub mod mirror;
 pub mod prometheus;
 mod reload;
+mod runtime;
 pub mod server;
 pub mod stats;
 mod watch;

@@ -2,8 +2,9 @@
 //! packets it applies to, one burst lookup a set, and decides their fate
 //! (dropped, accepted, or on to the next set).
 
+use super::counters::Outcome;
 use super::flowcache::MAX_SETS;
-use super::{Fate, Outcome, Pipeline};
+use super::{Fate, Pipeline};
 use crate::port::Burst;
 use crate::reason::DropReason;
 use crate::tables::Tables;

@@ -2,7 +2,7 @@
 //! prepared off the fast path for each worker, and the published
 //! snapshot that carries it to the workers.
 
-use super::SetMatches;
+use super::counters::SetMatches;
 use crate::port::MAX_BURST;
 use crate::tables::{HopKind, RuleSet, Tables};
 use crate::wire;

@@ -1,8 +1,8 @@
 //! The route stage: one batched FIB lookup per family through the
 //! per-core route hint and dst cache, then the ECMP member by flow hash.
 
-use super::{Fate, Pipeline, MAX_BURST};
-use crate::port::Burst;
+use super::{Fate, Pipeline};
+use crate::port::{Burst, MAX_BURST};
 use crate::reason::DropReason;
 use crate::tables::Tables;
 use crate::wire::L3;

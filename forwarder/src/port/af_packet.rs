@@ -32,8 +32,9 @@
 //! true), `fanout` (`hash`, `lb` or `cpu`; default `hash`).
 #![allow(unsafe_code)]
 
+use super::burst::Burst;
 use super::linux::{self, setsockopt, Mapping, Throttled};
-use super::{Burst, Port, PortStats};
+use super::queue::{Port, PortStats};
 use crate::wire;
 use config::driver::{AfPacketOptions, Fanout};
 use config::Config;

@@ -28,8 +28,9 @@
 //! default: the kernel decides; `false` forces copy mode).
 #![allow(unsafe_code)]
 
+use super::burst::{Burst, MAX_BURST};
 use super::linux::{self, os_err, setsockopt, Mapping, Throttled};
-use super::{Burst, Port, PortStats, MAX_BURST};
+use super::queue::{Port, PortStats};
 use crate::wire;
 use config::driver::{AfXdpOptions, XdpMode};
 use config::Config;

@@ -27,7 +27,8 @@
 //! (pool size, default 8191 per queue), `promiscuous` (default true).
 #![allow(unsafe_code)]
 
-use super::{Burst, Port, PortStats, MAX_BURST};
+use super::burst::{Burst, MAX_BURST};
+use super::queue::{Port, PortStats};
 use config::{Config, Driver};
 use dpdk_sys as sys;
 use std::cell::Cell;

@@ -4,7 +4,8 @@
 //! counts what comes out and checks it (TTL decremented once, source MAC
 //! the egress port's own).
 
-use super::{Burst, Port, PortStats, MAX_BURST};
+use super::burst::{Burst, MAX_BURST};
+use super::queue::{Port, PortStats};
 use crate::wire::build::{ipv4, ipv6, L4};
 use config::driver::SyntheticOptions;
 use config::{Config, Source};

@@ -2,16 +2,8 @@
 //! not answered by the slow path goes (BGP, OSPF, SSH: the routing
 //! daemon's own traffic), and what the host sends out of the port.
 
-use super::SlowPath;
+use super::slow::{Host, SlowPath};
 use crate::punt::Counter;
-
-/// The host's side of a port: a TAP in the forwarder, a list in tests.
-pub trait Host: Send {
-    /// Gives the host a frame; false if it was not taken.
-    fn write(&mut self, frame: &[u8]) -> bool;
-    /// A frame the host sent, if any (its length in `buf`).
-    fn read(&mut self, buf: &mut [u8]) -> Option<usize>;
-}
 
 impl Host for crate::kernel::tap::Tap {
     fn write(&mut self, frame: &[u8]) -> bool {

@@ -3,41 +3,12 @@
 //! one per destination for errors); `reject`'s TCP resets and
 //! unreachables; and routing the router's own packets out.
 
-use super::family;
-use super::neighbours::Held;
-use super::SlowPath;
+use super::slow::{family, Bucket, Held, SlowPath};
 use crate::neigh::nkey;
 use crate::punt::{Buf, Counter};
 use crate::tables::{HopKind, Tables};
 use crate::wire::icmp::{self as messages, v4, v6};
 use crate::wire::{self, ethertype, ip, proto, tcp};
-
-/// A token bucket.
-#[derive(Clone, Copy)]
-pub(super) struct Bucket {
-    tokens: f64,
-    at: u64,
-}
-
-impl Bucket {
-    /// A bucket that never runs dry before its first refill (the
-    /// settings' depth caps it then).
-    pub(super) const FULL: Bucket = Bucket {
-        tokens: f64::MAX,
-        at: 0,
-    };
-
-    fn take(&mut self, now: u64, per_ms: f64, depth: f64) -> bool {
-        self.tokens = (self.tokens + (now.saturating_sub(self.at)) as f64 * per_ms).min(depth);
-        self.at = now;
-        if self.tokens >= 1.0 {
-            self.tokens -= 1.0;
-            true
-        } else {
-            false
-        }
-    }
-}
 
 /// Per-destination error buckets hold this many messages (Linux's
 /// XRLIM_BURST_FACTOR).

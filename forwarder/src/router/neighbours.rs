@@ -4,7 +4,7 @@
 //! MAC, with Linux's lock time; and the frames held while a neighbour
 //! resolves.
 
-use super::SlowPath;
+use super::slow::{Entry, Held, SlowPath};
 use crate::neigh::nkey;
 use crate::neigh::{key_ip, unkey, NeighTable, NeighView, State};
 use crate::punt::Buf;
@@ -20,30 +20,6 @@ use std::sync::Arc;
 /// Frames held per unresolved neighbour, as Linux's `unres_qlen`
 /// default of 3 packets (older ones are dropped first).
 pub const HOLD: usize = 3;
-
-/// A frame waiting for its neighbour's MAC.
-pub(super) struct Held {
-    /// A forwarded frame (still to be rewritten: MACs, TTL) or, for a
-    /// packet of our own, the IP packet with its ethertype.
-    pub(super) bytes: Vec<u8>,
-    pub(super) ethertype: Option<u16>,
-    pub(super) worker: u16,
-}
-
-pub(super) struct Entry {
-    mac: Option<[u8; 6]>,
-    state: State,
-    /// When the state last changed, and when the last solicitation went.
-    since: u64,
-    /// When the MAC was last set (see [`LOCKTIME_MS`]).
-    updated: u64,
-    sent: u64,
-    probes: u32,
-    held: VecDeque<Held>,
-    /// Configured (a next hop with both `mac` and `address`): never
-    /// changed by what the network says.
-    fixed: bool,
-}
 
 /// A known MAC is replaced by another only once it is this old, unless
 /// the neighbour announces the new one (gratuitous ARP, an unsolicited

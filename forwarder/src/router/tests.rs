@@ -2,12 +2,14 @@ use super::*;
 use crate::control::build;
 use crate::neigh::{nkey, State};
 use crate::pipeline::Snapshot;
+use crate::punt::RouterShared;
 use crate::reason::DropReason;
 use crate::tables::HopKind;
 use crate::wire::arp::{Arp, BROADCAST};
 use crate::wire::build::{ipv4, ipv6, L4};
 use crate::wire::nd;
 use std::net::{IpAddr, Ipv6Addr};
+use std::sync::Arc;
 
 const P0: [u8; 6] = [2, 0, 0, 0, 0, 1];
 const HOST: [u8; 6] = [2, 0, 0, 0, 0xaa, 1];

@@ -1,6 +1,6 @@
 //! The slow path's thread.
 
-use super::{Host, SlowPath};
+use super::slow::{Host, SlowPath};
 use crate::shared::Shared;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;

@@ -2,8 +2,9 @@
 //! Builders return whole frames or packets; parsers take whole frames,
 //! never panic and answer `None` for anything malformed.
 
+use super::be16;
 use super::ethertype;
-use super::ip::{be16, ether};
+use super::ip::ether;
 
 /// The Ethernet broadcast address.
 pub const BROADCAST: [u8; 6] = [0xff; 6];

@@ -2,8 +2,7 @@
 //! rewrite makes (RFC 1624), and full sums for frames a port finishes or
 //! a test checks.
 
-use super::ip::be16;
-use super::{parse, proto, Parsed, L3};
+use super::{be16, parse, proto, Parsed, L3};
 
 /// Updates a 16-bit one's complement checksum for one 16-bit field that
 /// changed from `old` to `new` (RFC 1624, eqn. 3: HC' = ~(~HC + ~m + m')).

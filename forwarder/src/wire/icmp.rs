@@ -4,7 +4,8 @@
 //! Builders return whole frames or packets; parsers take whole frames,
 //! never panic and answer `None` for anything malformed.
 
-use super::ip::{be16, ipv4, ipv4_parts, ipv6, ipv6_parts};
+use super::be16;
+use super::ip::{ipv4, ipv4_parts, ipv6, ipv6_parts};
 use super::{checksum, proto, sum6};
 
 /// An IPv4 packet of an ICMP error quotes at most this much in all

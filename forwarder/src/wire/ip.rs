@@ -5,14 +5,10 @@
 //! Builders return whole frames or packets; parsers take whole frames,
 //! never panic and answer `None` for anything malformed.
 
-use super::{checksum, ethertype};
+use super::{be16, checksum, ethertype};
 
 /// Smallest Ethernet frame without its FCS: shorter ones are padded.
 const MIN_FRAME: usize = 60;
-
-pub(super) fn be16(b: &[u8], at: usize) -> Option<u16> {
-    Some(u16::from_be_bytes([*b.get(at)?, *b.get(at + 1)?]))
-}
 
 /// An Ethernet frame around `payload`, padded to the minimum size (what
 /// the router sends).

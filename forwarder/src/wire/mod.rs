@@ -129,3 +129,9 @@ pub fn addressed_to(frame: &[u8], mac: [u8; 6]) -> bool {
 pub fn addressed_to_router(frame: &[u8], mac: [u8; 6]) -> bool {
     addressed_to(frame, mac) || frame.len() >= 14 && frame[..2] == [0x33, 0x33]
 }
+
+/// The big-endian 16-bit word at `at`, if the bytes are there.
+#[inline(always)]
+pub(crate) fn be16(b: &[u8], at: usize) -> Option<u16> {
+    Some(u16::from_be_bytes([*b.get(at)?, *b.get(at + 1)?]))
+}

@@ -2,13 +2,8 @@
 //! nearly all traffic is made of, a general walk (VLAN tags, IPv4
 //! options, IPv6 extension headers) for the rest.
 
-use super::{ethertype, proto, Parsed, L3};
+use super::{be16, ethertype, proto, Parsed, L3};
 use crate::reason::DropReason;
-
-#[inline(always)]
-fn be16(b: &[u8], at: usize) -> Option<u16> {
-    Some(u16::from_be_bytes([*b.get(at)?, *b.get(at + 1)?]))
-}
 
 /// Parses a frame. Never panics; bad frames give their [`DropReason`] reason.
 pub fn parse(frame: &[u8]) -> Result<Parsed, DropReason> {
