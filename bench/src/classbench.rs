@@ -5,9 +5,10 @@
 //! repetitions), build time, one-rule update time, memory; and a check
 //! that every column gives the answers of `*_trace.dpdk_acl_match`.
 
-use crate::stats::median;
+use crate::stats::{median, round, row};
 use flate2::read::GzDecoder;
 use matcher::{classbench, Impl, InsertMode, Set, Snapshot};
+use serde_json::json;
 use std::hint::black_box;
 use std::io::Read;
 use std::path::Path;
@@ -244,18 +245,17 @@ pub fn run(o: Options) -> Result<(), String> {
     }
     if o.json {
         for r in &rows {
-            println!(
-                "{{\"set\":\"{}\",\"rules\":{},\"column\":\"{}\",\"ns_per_lookup\":{:.2},\"best_ns\":{:.2},\"build_ms\":{:.2},\"add_us\":{:.1},\"delete_us\":{:.1},\"memory_bytes\":{}}}",
-                r.set,
-                r.rules,
-                r.column,
-                r.median_ns,
-                r.best_ns,
-                r.build_ms,
-                r.add_us,
-                r.delete_us,
-                r.memory_bytes.map_or("null".to_string(), |m| m.to_string())
-            );
+            row(json!({
+                "set": r.set,
+                "rules": r.rules,
+                "column": r.column,
+                "ns_per_lookup": round(r.median_ns, 2),
+                "best_ns": round(r.best_ns, 2),
+                "build_ms": round(r.build_ms, 2),
+                "add_us": round(r.add_us, 1),
+                "delete_us": round(r.delete_us, 1),
+                "memory_bytes": r.memory_bytes,
+            }));
         }
     } else {
         println!("| set | rules | column | ns/lookup (median) | best | build ms | add µs | delete µs | memory |");

@@ -19,8 +19,9 @@
 //! Needs root (huge pages) and the forwarder built with the feature:
 //! `cargo build --release -p forwarder --features dpdk`.
 
-use crate::stats::median;
+use crate::stats::{median, round, row};
 use forwarder::port::synthetic::SyntheticPort;
+use serde_json::json;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
@@ -406,18 +407,18 @@ pub fn run(json: bool, quick: bool, mbufs: usize, rounds: Option<usize>) -> Resu
     if json {
         for &(v, _, _, base) in VARIANTS {
             for h in [false, true] {
-                let all: Vec<String> = get(v, h).iter().map(|x| format!("{x:.2}")).collect();
+                let all: Vec<_> = get(v, h).iter().map(|&x| round(x, 2)).collect();
+                let mut line = json!({
+                    "variant": v,
+                    "hugepages": h,
+                    "mpps": round(mid(v, h), 2),
+                    "rounds": all,
+                });
                 let r = ratio(v, base, h);
-                let vs = if r.is_nan() {
-                    String::new()
-                } else {
-                    format!(",\"vs_testpmd\":{r:.3}")
-                };
-                println!(
-                    "{{\"variant\":\"{v}\",\"hugepages\":{h},\"mpps\":{:.2},\"rounds\":[{}]{vs}}}",
-                    mid(v, h),
-                    all.join(",")
-                );
+                if !r.is_nan() {
+                    line["vs_testpmd"] = round(r, 3);
+                }
+                row(line);
             }
         }
         return Ok(());

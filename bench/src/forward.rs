@@ -12,7 +12,7 @@
 //! Each run counts what the workers forward after a warm-up, from their
 //! published counters: steady state, not thread start or cold caches.
 
-use crate::stats::median;
+use crate::stats::{median, round, row};
 use config::Config;
 use forwarder::control::build;
 use forwarder::pipeline::Mode;
@@ -20,6 +20,7 @@ use forwarder::pipeline::Snapshot;
 use forwarder::shared::Shared;
 use forwarder::tables::FlowCacheConfig;
 use forwarder::worker;
+use serde_json::json;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -244,16 +245,24 @@ pub fn run(
             // `best` the fastest (the machine's fast phase), `runs` each
             // run's figure in the order measured.
             let (variant, flows) = match name.split_once('@') {
-                Some((v, n)) => (v, format!(",\"flows\":{n}")),
-                None => (name.as_str(), String::new()),
+                Some((v, n)) => (v, n.parse::<u64>().ok()),
+                None => (name.as_str(), None),
             };
             for (c, (cores, mpps)) in [(1, one), (2, two)].into_iter().enumerate() {
-                let all: Vec<String> = runs[c].iter().map(|x| format!("{x:.2}")).collect();
-                println!(
-                    "{{\"variant\":\"{variant}\",\"cores\":{cores},\"burst\":{burst},\"mpps\":{mpps:.2},\"median\":{mpps:.2},\"best\":{:.2},\"runs\":[{}]{flows}}}",
-                    best(&runs[c]),
-                    all.join(",")
-                );
+                let all: Vec<_> = runs[c].iter().map(|&x| round(x, 2)).collect();
+                let mut line = json!({
+                    "variant": variant,
+                    "cores": cores,
+                    "burst": burst,
+                    "mpps": round(mpps, 2),
+                    "median": round(mpps, 2),
+                    "best": round(best(&runs[c]), 2),
+                    "runs": all,
+                });
+                if let Some(n) = flows {
+                    line["flows"] = n.into();
+                }
+                row(line);
             }
         } else {
             if v == main_rows {

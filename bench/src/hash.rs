@@ -4,9 +4,10 @@
 //! second with jhash, jhash2 (key sizes that are multiples of 4), ahash and
 //! foldhash, and each one's gain over jhash.
 
-use crate::stats::median;
+use crate::stats::{median, round, row};
 use routecache::gen::Rng;
 use routecache::hash::{jhash, jhash2};
+use serde_json::json;
 use std::hash::BuildHasher;
 use std::hint::black_box;
 use std::time::Instant;
@@ -130,12 +131,13 @@ pub fn run(json: bool, quick: bool) {
             let m: Vec<f64> = samples.iter_mut().map(|s| median(s)).collect();
             if json {
                 for (i, h) in hs.iter().enumerate() {
-                    println!(
-                        "{{\"key_size\":{ks},\"fill_pct\":{fill},\"hash\":\"{}\",\"mlookups_per_s\":{:.2},\"gain_vs_jhash_pct\":{:.1}}}",
-                        h.name(),
-                        m[i],
-                        (m[i] / m[0] - 1.0) * 100.0
-                    );
+                    row(json!({
+                        "key_size": ks,
+                        "fill_pct": fill,
+                        "hash": h.name(),
+                        "mlookups_per_s": round(m[i], 2),
+                        "gain_vs_jhash_pct": round((m[i] / m[0] - 1.0) * 100.0, 1),
+                    }));
                 }
             } else {
                 print!("| {ks} | {fill} % | {:.1} |", m[0]);

@@ -2,8 +2,10 @@
 //! so this is where a quadratic overlap check would show (firewalld users
 //! report 20 minutes for 25,000 elements on the kernel).
 
+use crate::stats::{round, row};
 use matcher::selftest::Case;
 use matcher::{Element, FieldType, InsertMode, Range, Set, SetDecl};
+use serde_json::json;
 use std::time::Instant;
 
 struct Workload {
@@ -105,11 +107,16 @@ pub fn run(json: bool, quick: bool) {
             .map(|f| f.group_bits().to_string())
             .collect();
         if json {
-            println!(
-                "{{\"set\":\"{}\",\"elements\":{n},\"load_s\":{load:.4},\"add_us\":{add_us:.1},\"delete_us\":{del_us:.1},\"commit_us\":{commit_us:.1},\"memory_bytes\":{mem},\"group_bits\":[{}]}}",
-                w.name,
-                groups.join(",")
-            );
+            row(json!({
+                "set": w.name,
+                "elements": n,
+                "load_s": round(load, 4),
+                "add_us": round(add_us, 1),
+                "delete_us": round(del_us, 1),
+                "commit_us": round(commit_us, 1),
+                "memory_bytes": mem,
+                "group_bits": groups.iter().map(|g| g.parse::<u64>().unwrap_or(0)).collect::<Vec<_>>(),
+            }));
         } else {
             println!(
                 "| {} | {n} | {load:.3} | {:.2} | {add_us:.0} | {del_us:.0} | {commit_us:.0} | {:.1} | {} |",

@@ -12,7 +12,7 @@
 //!   reloads back to back (every reload replacing a 30,000-element set and
 //!   changing routes), beside the same run without reloads.
 
-use crate::stats::median;
+use crate::stats::{median, round, row};
 use forwarder::control::Control;
 use forwarder::control::{server as serve, stats};
 use forwarder::pipeline::Mode;
@@ -21,6 +21,7 @@ use forwarder::wire::build::{ipv4, L4};
 use forwarder::worker;
 use routecache::gen::prefixes;
 use routecache::Family;
+use serde_json::json;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
@@ -351,26 +352,36 @@ pub fn run(json: bool, quick: bool) {
         for (start_s, changes, element_ms) in &mut rows {
             let n = changes[0].n;
             let best = element_ms.iter().copied().fold(f64::INFINITY, f64::min);
-            println!(
-                "{{\"bench\":\"reload_element\",\"elements\":{n},\"routes\":{},\"served_ms\":{:.3},\"best_ms\":{best:.3}}}",
-                v4 + v6,
-                median(element_ms)
-            );
+            row(json!({
+                "bench": "reload_element",
+                "elements": n,
+                "routes": v4 + v6,
+                "served_ms": round(median(element_ms), 3),
+                "best_ms": round(best, 3),
+            }));
             for c in changes.iter_mut() {
-                println!(
-                    "{{\"bench\":\"reload\",\"elements\":{},\"change\":\"{}\",\"routes\":{},\"serving_ms\":{:.1},\"work_ms\":{:.1},\"parse_ms\":{:.1},\"start_s\":{:.2}}}",
-                    c.n,
-                    c.kind,
-                    v4 + v6,
-                    median(&mut c.serving_ms),
-                    median(&mut c.work_ms),
-                    median(&mut c.parse_ms),
-                    start_s
-                );
+                row(json!({
+                    "bench": "reload",
+                    "elements": c.n,
+                    "change": c.kind,
+                    "routes": v4 + v6,
+                    "serving_ms": round(median(&mut c.serving_ms), 1),
+                    "work_ms": round(median(&mut c.work_ms), 1),
+                    "parse_ms": round(median(&mut c.parse_ms), 1),
+                    "start_s": round(*start_s, 2),
+                }));
             }
         }
         for (mode, storm, max_us, over, reloads) in &gap_rows {
-            println!("{{\"bench\":\"reload_gap\",\"pipeline\":\"{}\",\"storm\":{storm},\"max_gap_us\":{max_us:.1},\"gaps_over_50us\":{over},\"reloads\":{reloads},\"secs\":{storm_s}}}", mode.name());
+            row(json!({
+                "bench": "reload_gap",
+                "pipeline": mode.name(),
+                "storm": storm,
+                "max_gap_us": round(*max_us, 1),
+                "gaps_over_50us": over,
+                "reloads": reloads,
+                "secs": storm_s,
+            }));
         }
         return;
     }

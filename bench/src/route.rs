@@ -3,9 +3,10 @@
 //! cache), and the FIB's own figures (build, update, memory, random
 //! lookups), for a 1,000-route table and an Internet-sized one.
 
-use crate::stats::median;
+use crate::stats::{median, round, row};
 use routecache::gen::{prefixes, Rng};
 use routecache::{DstCache, Family, Fib, FibSnapshot, HashKind, NextHop, Router, TargetId};
+use serde_json::json;
 use std::hint::black_box;
 use std::time::Instant;
 
@@ -208,15 +209,19 @@ pub fn run(json: bool, quick: bool) {
         let mem = t.snap.table(family).memory_usage();
         let tree_mem = t.snap.v6_ranges().map_or(0, |r| r.memory_usage());
         if json {
-            println!(
-                "{{\"table\":\"{name}\",\"family\":\"{}\",\"prefixes\":{},\"build_s\":{:.3},\"update_us\":{:.2},\"publish_us\":{:.1},\"memory_bytes\":{mem},\"random_mlookups_per_s\":{random_mlps:.1},\"random_trie_mlookups_per_s\":{trie_mlps:.1},\"prepare_ms\":{:.1},\"range_tree_bytes\":{tree_mem}}}",
-                family_name(family),
-                t.routes.len(),
-                t.build_s,
-                t.update_us,
-                t.publish_us,
-                t.prepare_ms
-            );
+            row(json!({
+                "table": name,
+                "family": family_name(family),
+                "prefixes": t.routes.len(),
+                "build_s": round(t.build_s, 3),
+                "update_us": round(t.update_us, 2),
+                "publish_us": round(t.publish_us, 1),
+                "memory_bytes": mem,
+                "random_mlookups_per_s": round(random_mlps, 1),
+                "random_trie_mlookups_per_s": round(trie_mlps, 1),
+                "prepare_ms": round(t.prepare_ms, 1),
+                "range_tree_bytes": tree_mem,
+            }));
         } else {
             let tree = if family == Family::V6 {
                 format!(
@@ -258,12 +263,14 @@ pub fn run(json: bool, quick: bool) {
             let m: Vec<f64> = samples.iter_mut().map(|s| median(s)).collect();
             if json {
                 for (i, (v, _, _)) in VARIANTS.iter().enumerate() {
-                    println!(
-                        "{{\"table\":\"{name}\",\"family\":\"{}\",\"variant\":\"{v}\",\"conns\":{conns},\"mlookups_per_s\":{:.2},\"delta_pct\":{:.1}}}",
-                        family_name(family),
-                        m[i],
-                        (m[i] / m[0] - 1.0) * 100.0
-                    );
+                    row(json!({
+                        "table": name,
+                        "family": family_name(family),
+                        "variant": v,
+                        "conns": conns,
+                        "mlookups_per_s": round(m[i], 2),
+                        "delta_pct": round((m[i] / m[0] - 1.0) * 100.0, 1),
+                    }));
                 }
             } else {
                 print!("| {conns} | {:.1} |", m[0]);

@@ -2,6 +2,18 @@
 
 pub use routecache::gen::Rng;
 
+/// `x` rounded to `digits` decimals, as the JSON rows carry figures: a
+/// `NaN` (no sample) becomes `null`.
+pub fn round(x: f64, digits: i32) -> serde_json::Value {
+    let p = 10f64.powi(digits);
+    serde_json::Number::from_f64((x * p).round() / p).map_or(serde_json::Value::Null, Into::into)
+}
+
+/// Prints one JSON Lines row.
+pub fn row(v: serde_json::Value) {
+    println!("{v}");
+}
+
 /// The median of the samples (sorts them).
 pub fn median(v: &mut [f64]) -> f64 {
     v.sort_by(|a, b| a.total_cmp(b));

@@ -23,7 +23,6 @@ use names::index;
 use routes::{all_routes, ecmp_groups, kernel_routes, next_hops, Targets};
 use std::path::Path;
 
-
 pub(crate) fn validate(
     file: &str,
     text: &str,

@@ -2,66 +2,22 @@
 //! `nft_concat_range.sh`, reproduced per lookup on one core, every column
 //! measured in the same run, round-robin, median of the repetitions.
 
-use crate::stats::{median, Rng};
+mod keys;
+mod shapes;
+
+pub use shapes::Bench;
+
+use crate::stats::{median, round, row, Rng};
 use ahash::AHashSet;
+use keys::{balanced_keys, Extractor, BURST, REC};
 use matcher::selftest::Case;
-use matcher::{Element, FieldType, Impl, InsertMode, Set, SetConfig, SetDecl, Snapshot};
+use matcher::{Element, Impl, InsertMode, Set, SetConfig, SetDecl, Snapshot};
+use serde_json::json;
+use shapes::shape_keys;
 use std::collections::BTreeMap;
 use std::hint::black_box;
 use std::path::Path;
 use std::time::Instant;
-
-/// Bytes of one synthetic packet header record keys are extracted from.
-const REC: usize = 64;
-/// Keys per burst, as the forwarder uses.
-const BURST: usize = 32;
-
-/// Where each field type sits in a header record (a stand-in for the
-/// packet's headers: MAC, address, port, protocol, mark).
-fn field_offset(t: FieldType) -> usize {
-    match t {
-        FieldType::EtherAddr => 0,
-        FieldType::Ipv4Addr | FieldType::Ipv6Addr => 12,
-        FieldType::InetService => 28,
-        FieldType::InetProto => 30,
-        FieldType::Mark => 32,
-    }
-}
-
-/// Copies a case's fields out of header records into keys: the work every
-/// column does, and all the baseline does.
-struct Extractor {
-    parts: Vec<(usize, usize, usize)>, // (record offset, key offset, length)
-    klen: usize,
-}
-
-impl Extractor {
-    fn new(decl: &SetDecl) -> Extractor {
-        let mut off = 0;
-        let parts = decl
-            .fields()
-            .iter()
-            .map(|&t| {
-                let p = (field_offset(t), off, t.bytes());
-                off += t.bytes();
-                p
-            })
-            .collect();
-        Extractor { parts, klen: off }
-    }
-
-    /// Copies 16 bytes per field (records have room past every field,
-    /// key buffers have 16 bytes of slack): a fixed-size move instead of
-    /// a `memcpy` call; the bytes past a field are overwritten by the next
-    /// field or key, or land in the slack.
-    #[inline(always)]
-    fn extract(&self, rec: &[u8], key: &mut [u8]) {
-        for &(src, dst, _) in &self.parts {
-            let b: [u8; 16] = rec[src..src + 16].try_into().unwrap();
-            key[dst..dst + 16].copy_from_slice(&b);
-        }
-    }
-}
 
 /// The columns, in table order.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -131,46 +87,6 @@ pub struct CaseResult {
     pub groups: String,
     /// Whether the set's snapshot has an interval tree.
     pub tree: bool,
-}
-
-fn write_record(decl: &SetDecl, values: &[u128], rec: &mut [u8]) {
-    for (&t, &v) in decl.fields().iter().zip(values) {
-        t.write_key(v, &mut rec[field_offset(t)..]);
-    }
-}
-
-/// Header records of `n` keys, half hits and half misses as the
-/// snapshot answers them: `values(rng, hit, desperate)` makes a key meant
-/// to hit or miss (`desperate` once 50 tries a key have not given the
-/// balance, when any key is taken).
-fn balanced_keys(
-    snap: &Snapshot,
-    n: usize,
-    rng: &mut Rng,
-    mut values: impl FnMut(&mut Rng, bool, bool) -> Vec<u128>,
-) -> Vec<u8> {
-    let decl = snap.decl().clone();
-    let mut scratch = snap.scratch();
-    let mut recs = vec![0u8; n * REC];
-    let (mut hits, mut misses, mut i, mut guard) = (0, 0, 0, 0usize);
-    while i < n {
-        guard += 1;
-        let want_hit = hits * 2 < n && (misses * 2 >= n || rng.below(2) == 0);
-        let values = values(rng, want_hit, guard > 50 * n);
-        let key = decl.key_from_values(&values);
-        let hit = snap.lookup_with(Impl::Scalar, &key, &mut scratch).is_some();
-        if hit != want_hit && guard <= 50 * n {
-            continue;
-        }
-        if hit {
-            hits += 1;
-        } else {
-            misses += 1;
-        }
-        write_record(&decl, &values, &mut recs[i * REC..(i + 1) * REC]);
-        i += 1;
-    }
-    recs
 }
 
 /// Keys: half hits spread over every element, half misses (values in the
@@ -391,178 +307,6 @@ pub struct Options {
     pub cases: Vec<Bench>,
 }
 
-/// A case of the table: one of the kernel selftest's, or a shape of
-/// real policies.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Bench {
-    Selftest(Case),
-    Shape(Shape),
-}
-
-impl Bench {
-    /// Every case: the selftest's, then the shapes.
-    pub fn all() -> Vec<Bench> {
-        Case::ALL
-            .into_iter()
-            .map(Bench::Selftest)
-            .chain(Shape::ALL.into_iter().map(Bench::Shape))
-            .collect()
-    }
-
-    pub fn from_name(s: &str) -> Option<Bench> {
-        Case::from_name(s).map(Bench::Selftest).or_else(|| {
-            Shape::ALL
-                .into_iter()
-                .find(|x| x.name() == s)
-                .map(Bench::Shape)
-        })
-    }
-}
-
-/// Sets shaped like firewall policies, where fields repeat across
-/// elements: what the selftest's sets (every field distinct per entry)
-/// never show.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Shape {
-    /// `ipv4_addr . inet_service . inet_proto`: 200 servers × the same 20
-    /// service ports, tcp (4,000).
-    HostsServices,
-    /// `ipv4_addr . inet_service`: 1,000 /24 networks × the same 5 port
-    /// ranges (5,000).
-    NetsRanges,
-    /// `ipv4_addr . inet_service`: 100 hosts × 100 ports (10,000): no
-    /// field alone narrows a key below 100 candidates.
-    Grid,
-    /// `ipv4_addr`: a blocklist of 25,000 /24s and 25,000 /32s (50,000).
-    Blocklist,
-}
-
-impl Shape {
-    pub const ALL: [Shape; 4] = [
-        Shape::HostsServices,
-        Shape::NetsRanges,
-        Shape::Grid,
-        Shape::Blocklist,
-    ];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Shape::HostsServices => "hosts-x-services",
-            Shape::NetsRanges => "nets-x-ranges",
-            Shape::Grid => "grid-100x100",
-            Shape::Blocklist => "blocklist",
-        }
-    }
-
-    fn decl(self) -> SetDecl {
-        SetDecl::parse(match self {
-            Shape::HostsServices => "type ipv4_addr . inet_service . inet_proto",
-            Shape::NetsRanges | Shape::Grid => "type ipv4_addr . inet_service",
-            Shape::Blocklist => "type ipv4_addr",
-        })
-        .expect("valid")
-    }
-
-    fn elements(self) -> Vec<Element> {
-        use matcher::Range;
-        let el = |key: Vec<Range>| Element {
-            key: key.into(),
-            data: None,
-            priority: None,
-            timeout: None,
-            expires: None,
-        };
-        let mut rng = Rng(0x5a5e ^ self as u64);
-        match self {
-            Shape::HostsServices => {
-                const PORTS: [u128; 20] = [
-                    22, 25, 53, 80, 110, 123, 143, 389, 443, 465, 587, 636, 993, 995, 1194, 3306,
-                    5432, 6379, 8080, 8443,
-                ];
-                let mut out = Vec::new();
-                for h in 0..200u128 {
-                    // Servers scattered over a /16, as a DMZ's are.
-                    let addr = 0x0a01_0000 | (h * 257 + rng.below(200) as u128) & 0xffff;
-                    for p in PORTS {
-                        out.push(el(vec![
-                            Range::single(addr),
-                            Range::single(p),
-                            Range::single(6),
-                        ]));
-                    }
-                }
-                out.sort_by_key(|e| (e.key[0].start, e.key[1].start));
-                out.dedup_by_key(|e| (e.key[0].start, e.key[1].start));
-                out
-            }
-            Shape::NetsRanges => {
-                const RANGES: [(u128, u128); 5] = [
-                    (0, 1023),
-                    (1024, 4999),
-                    (5000, 9999),
-                    (10000, 32767),
-                    (49152, 65535),
-                ];
-                let mut out = Vec::new();
-                for n in 0..1000u128 {
-                    let net = 0x0a00_0000 | ((n * 97 % 65536) << 8);
-                    for (lo, hi) in RANGES {
-                        out.push(el(vec![Range::new(net, net | 0xff), Range::new(lo, hi)]));
-                    }
-                }
-                out
-            }
-            Shape::Grid => {
-                let mut out = Vec::new();
-                for h in 0..100u128 {
-                    for p in 0..100u128 {
-                        out.push(el(vec![
-                            Range::single(0x0a02_0000 | (h * 131)),
-                            Range::single(1000 + p * 7),
-                        ]));
-                    }
-                }
-                out
-            }
-            Shape::Blocklist => {
-                let mut out = Vec::new();
-                // /24s at even /16-offsets, /32s in the odd ones: disjoint.
-                for k in 0..25_000u128 {
-                    let a = (0x0b00_0000 + (k * 2) * 256) & 0xffff_ff00;
-                    out.push(el(vec![Range::new(a, a | 0xff)]));
-                    let b = 0x0b00_0000 + (k * 2 + 1) * 256 + rng.below(256) as u128;
-                    out.push(el(vec![Range::single(b)]));
-                }
-                out
-            }
-        }
-    }
-}
-
-/// Keys for a shape: half hits (an element's ranges, a random value in
-/// each), half misses (a hit with one field taken from another element:
-/// known hosts on ports they do not serve; or values from nowhere).
-fn shape_keys(elems: &[Element], snap: &Snapshot, n: usize, rng: &mut Rng) -> Vec<u8> {
-    let decl = snap.decl().clone();
-    let pick = |rng: &mut Rng, r: &matcher::Range| {
-        r.start + rng.below((r.end - r.start + 1) as u64) as u128
-    };
-    balanced_keys(snap, n, rng, |rng, want_hit, _| {
-        let e = &elems[rng.below(elems.len() as u64) as usize];
-        let mut values: Vec<u128> = e.key.iter().map(|r| pick(rng, r)).collect();
-        if !want_hit {
-            let f = rng.below(values.len() as u64) as usize;
-            let o = &elems[rng.below(elems.len() as u64) as usize];
-            values[f] = if rng.below(4) == 0 {
-                rng.next_u64() as u128 & decl.fields()[f].max()
-            } else {
-                pick(rng, &o.key[f])
-            };
-        }
-        values
-    })
-}
-
 pub fn run(o: Options) -> Result<(), String> {
     #[cfg(feature = "dpdk")]
     let _eal = crate::acl::EalGuard;
@@ -663,25 +407,25 @@ pub fn run(o: Options) -> Result<(), String> {
 fn print_json(results: &[CaseResult]) {
     for r in results {
         for (col, ns) in &r.cells {
-            println!(
-                "{{\"case\":\"{}\",\"entries\":{},\"column\":\"{col}\",\"ns_per_lookup\":{ns:.2},\"mlookups_per_s\":{:.2}}}",
-                r.name,
-                r.entries,
-                1e3 / ns
-            );
+            row(json!({
+                "case": r.name,
+                "entries": r.entries,
+                "column": col,
+                "ns_per_lookup": round(*ns, 2),
+                "mlookups_per_s": round(1e3 / ns, 2),
+            }));
         }
-        println!(
-            "{{\"case\":\"{}\",\"entries\":{},\"load_s\":{:.4},\"add_us\":{:.1},\"delete_us\":{:.1},\"commit_us\":{:.1},\"memory_bytes\":{},\"group_bits\":\"{}\",\"interval_tree\":{}}}",
-            r.name,
-            r.entries,
-            r.load_s,
-            r.add_us,
-            r.delete_us,
-            r.commit_us,
-            r.memory_bytes,
-            r.groups,
-            r.tree
-        );
+        row(json!({
+            "case": r.name,
+            "entries": r.entries,
+            "load_s": round(r.load_s, 4),
+            "add_us": round(r.add_us, 1),
+            "delete_us": round(r.delete_us, 1),
+            "commit_us": round(r.commit_us, 1),
+            "memory_bytes": r.memory_bytes,
+            "group_bits": r.groups,
+            "interval_tree": r.tree,
+        }));
     }
 }
 
