@@ -38,6 +38,7 @@ pub fn diff_elements<'a>(
 mod tests {
     use super::*;
     use matcher::SetDecl;
+    use routecache::gen::Rng;
     use std::collections::BTreeSet;
 
     fn els(ports: &[u16]) -> Vec<Element> {
@@ -51,13 +52,8 @@ mod tests {
     /// Against the definition (set differences), on random edits.
     #[test]
     fn agrees_with_set_differences() {
-        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
-        let mut next = |n: u64| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x % n
-        };
+        let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+        let mut next = |n: u64| rng.below(n);
         for _ in 0..2000 {
             let mut a: Vec<u16> = Vec::new();
             for _ in 0..next(30) {

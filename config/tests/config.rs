@@ -2,6 +2,7 @@
 //! its file, line, column and value.
 
 use config::{Action, Source, Via};
+use routecache::gen::Rng;
 use std::path::Path;
 
 fn examples() -> std::path::PathBuf {
@@ -478,13 +479,8 @@ fn edited_set_files_check_as_fresh_ones() {
         ),
     )
     .unwrap();
-    let mut x: u64 = 0x2545_f491_4f6c_dd1d;
-    let mut next = |n: u64| {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        x % n
-    };
+    let mut rng = Rng(0x2545_f491_4f6c_dd1d);
+    let mut next = |n: u64| rng.below(n);
     // Disjoint ranges of ten ports to start from.
     let mut lines: Vec<String> = (1..200)
         .map(|i| format!("{}-{}", i * 100, i * 100 + 9))

@@ -1,30 +1,50 @@
 //! The forwarder: ports, pinned workers, the per-burst pipeline, the
-//! control side that builds and publishes what the workers judge by, and
-//! the command line.
+//! router's slow path, the control side that builds and publishes what
+//! the workers judge by, and the command line.
 //!
 //! One packet's way through, in the order the modules meet it:
 //!
 //! 1. [`port`]: a worker's queue of a port receives a burst of frames
 //!    ([`port::Burst`]): the synthetic generator writes them, `af_packet`
 //!    and `af_xdp` copy them off kernel rings, `dpdk` lends its mbufs.
-//! 2. [`worker`]: the pinned poll loop loads the published snapshot once
-//!    per turn ([`snapshot::Tables`], through an `ArcSwap`), so every
-//!    packet of a burst is judged by one generation, and hands the burst
-//!    to its pipeline.
+//! 2. [`worker`]: the pinned poll loop loads the published snapshot
+//!    ([`pipeline::Snapshot`], through the `ArcSwap` of [`shared`]) once
+//!    per turn, so every packet of a burst is judged by one generation,
+//!    and hands the burst to its pipeline.
 //! 3. [`pipeline`]: [`wire`] parses each frame into a few values (family,
 //!    addresses, ports, TTL); the flow cache answers packets of flows it
-//!    has seen; the others go through the rule sets
-//!    ([`pipeline::classify`]) and the FIB behind the route hint and the
-//!    dst cache; [`wire`] rewrites the survivors (MACs, TTL, checksum) and
-//!    lists them by egress port, counting every drop by reason.
+//!    has seen; the others go through the rule sets and the FIB of
+//!    [`tables`] behind the route hint and the dst cache; the survivors
+//!    are rewritten (MACs, TTL, checksum) and listed by egress port, every
+//!    drop counted by its [`reason`]. What the router answers (ARP, ICMP,
+//!    an unresolved neighbour) goes to the slow path through [`punt`].
 //! 4. [`port`] again: each egress port's `tx_burst` sends its list, and the
 //!    receiving port takes back what it lent.
 //!
-//! Off the fast path, [`control`] owns the working copies of every table,
-//! applies a changed configuration incrementally, publishes a new
-//! snapshot with one swap, frees the replaced one once no worker holds
-//! it, and serves the control socket, statistics and Prometheus. [`cmd`]
-//! holds the subcommands (`run`, `lookup`, `reload`, `stats`).
+//! Off the fast path: [`router`] is the slow path's thread (ARP and
+//! neighbour discovery, ICMP, the TAPs to the host), which publishes the
+//! neighbour table of [`neigh`]; [`control`] owns the working copies of
+//! every table, applies a changed configuration incrementally, publishes
+//! a new snapshot with one swap, frees the replaced one once no worker
+//! holds it, follows the [`kernel`]'s routes and serves the control
+//! socket, statistics and Prometheus; [`cmd`] holds the subcommands.
+//!
+//! Each module uses only those listed before it (no import loops; the
+//! `house` crate's test holds every crate to it):
+//!
+//! | module | uses |
+//! |---|---|
+//! | `clock`, `log`, `reason`, `neigh`, `kernel` | nothing of the crate |
+//! | [`wire`] | `reason` |
+//! | [`port`] | `wire`, `neigh` (the synthetic port's resolved gateways) |
+//! | [`punt`] | `port` (a frame's size), `neigh`, `reason` |
+//! | [`tables`] | `wire` (what a set needs of a packet) |
+//! | [`pipeline`] | `tables`, `wire`, `port`, `punt`, `neigh`, `reason`, `clock` |
+//! | [`shared`] | `pipeline` (the published snapshot), `punt`, `neigh` |
+//! | [`router`] | `shared`, `tables`, `punt`, `neigh`, `wire`, `kernel` (TAPs) |
+//! | [`worker`] | `shared`, `pipeline`, `port`, `punt`, `reason` |
+//! | [`control`] | all of the above |
+//! | [`cmd`] | `control` and all of the above |
 #![deny(unsafe_code)]
 
 pub mod clock;

@@ -3,24 +3,14 @@
 //! refuses a broken file (saying where) and keeps serving; answers
 //! `forwarder stats` (JSON, and `--watch` rates) and Prometheus scrapes.
 
+mod common;
+
+use common::*;
 use serde_json::Value;
 use std::io::{BufRead, BufReader, Read, Write};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
-
-fn forwarder() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_forwarder"))
-}
-
-struct Running(Child);
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
 
 fn config(prom: u16, extra: &str) -> String {
     format!(
@@ -47,16 +37,6 @@ mac = "02:00:00:00:00:99"
 prometheus = "127.0.0.1:{prom}"
 "#
     )
-}
-
-fn stats(cfg: &std::path::Path) -> Value {
-    let o = forwarder()
-        .args(["stats", "--config"])
-        .arg(cfg)
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    serde_json::from_slice(&o.stdout).unwrap()
 }
 
 /// Polls `stats` until `ok` holds (or fails after 10 s).
@@ -302,13 +282,7 @@ fn outcome(o: std::process::Output) -> (bool, String) {
 #[test]
 fn the_control_socket_serves_only_whom_it_should() {
     use std::os::unix::fs::{MetadataExt, PermissionsExt};
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
-        assert!(
-            std::env::var("FORWARDER_NETNS_TESTS").map_or(true, |v| v != "1"),
-            "FORWARDER_NETNS_TESTS=1 but not root"
-        );
-        eprintln!("control socket access: skipped (needs root to act as another user)");
+    if !root_or_skip("control socket access (acts as another user)") {
         return;
     }
     let dir = std::env::temp_dir().join(format!("fwd-acc-{}", std::process::id()));
@@ -560,12 +534,10 @@ fn ten_thousand_run_time_changes_under_traffic() {
         a.contains("\"result\":\"ok\"")
     };
     let mut model: std::collections::BTreeSet<String> = std::collections::BTreeSet::new();
-    let mut x = 0x2545_f491_4f6c_dd1du64;
+    let mut rng = Rng(0x2545_f491_4f6c_dd1d);
     let mut refused = 0;
     for i in 0..10_000u32 {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
+        let x = rng.next_u64();
         let e = format!("198.51.100.{} . {}", x % 64, 1000 + (x >> 8) % 16);
         let ok = match x % 10 {
             // An overlap with the file's element, or an absent key:

@@ -7,11 +7,9 @@
 //! for one test that (as root) reserves a few huge pages to check that a
 //! clean exit gives them back.
 
-use std::process::Command;
+mod common;
 
-fn forwarder() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_forwarder"))
-}
+use common::*;
 
 fn dir(name: &str) -> std::path::PathBuf {
     let d = std::env::temp_dir().join(format!("fwd-dpdk-{name}-{}", std::process::id()));
@@ -168,7 +166,7 @@ impl HugePages {
         };
         if forwarder::port::dpdk::hugetlbfs_dirs().is_empty() {
             let at = dir("hugetlbfs");
-            let ok = Command::new("mount")
+            let ok = std::process::Command::new("mount")
                 .args(["-t", "hugetlbfs", "nodev"])
                 .arg(&at)
                 .status()
@@ -184,7 +182,7 @@ impl HugePages {
 impl Drop for HugePages {
     fn drop(&mut self) {
         if let Some(at) = &self.mounted {
-            let _ = Command::new("umount").arg(at).status();
+            let _ = std::process::Command::new("umount").arg(at).status();
             let _ = std::fs::remove_dir(at);
         }
         let _ = std::fs::write(Self::KNOB, &self.before);

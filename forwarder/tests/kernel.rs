@@ -34,123 +34,6 @@ use std::time::{Duration, Instant};
 const F0_MAC: [u8; 6] = [0x02, 0, 0, 0, 0x0a, 0xfe];
 const F1_MAC: [u8; 6] = [0x02, 0, 0, 0, 0x0b, 0xfe];
 
-/// Host a, the forwarder, host b.
-struct Topology {
-    names: [String; 3],
-    bird: Vec<std::process::Child>,
-}
-
-impl Drop for Topology {
-    fn drop(&mut self) {
-        for c in &mut self.bird {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-        for n in &self.names {
-            let _ = run(&["ip", "netns", "del", n]);
-        }
-    }
-}
-
-impl Topology {
-    fn ns(&self, i: usize) -> &str {
-        &self.names[i]
-    }
-
-    /// a on 192.0.2.0/25 (f0 .1, a .2), b on 198.51.100.0/25 (f1 .1,
-    /// b .2 and .3), each with a default route via the forwarder; b also
-    /// has addresses on `lo` for the routes to lead to.
-    fn create(variant: char) -> Result<Topology, String> {
-        let tag = std::process::id();
-        let t = Topology {
-            names: [
-                format!("fwdk{tag}{variant}a"),
-                format!("fwdk{tag}{variant}f"),
-                format!("fwdk{tag}{variant}b"),
-            ],
-            bird: Vec::new(),
-        };
-        for n in &t.names {
-            let _ = run(&["ip", "netns", "del", n]);
-            run(&["ip", "netns", "add", n])?;
-        }
-        let (a, f, b) = (t.ns(0), t.ns(1), t.ns(2));
-        for (h, hns, p) in [("a0", a, "f0"), ("b0", b, "f1")] {
-            run(&[
-                "ip", "link", "add", h, "netns", hns, "type", "veth", "peer", "name", p, "netns", f,
-            ])?;
-        }
-        for (ns, dev, m) in [(f, "f0", F0_MAC), (f, "f1", F1_MAC)] {
-            ipn(ns, &format!("link set {dev} address {}", mac(m)))?;
-        }
-        for (ns, dev) in [(a, "a0"), (b, "b0"), (f, "f0"), (f, "f1")] {
-            run(&[
-                "ip", "netns", "exec", ns, "ethtool", "-K", dev, "tso", "off", "gso", "off", "gro",
-                "off",
-            ])?;
-        }
-        // The forwarder's own kernel stays off its ports (its routes may
-        // still name them: `onlink`); `lo` up gives it a local table, which
-        // IPv4 gateways need.
-        for dev in ["f0", "f1"] {
-            sysctl(f, &format!("net.ipv6.conf.{dev}.disable_ipv6=1"))?;
-            ipn(f, &format!("link set {dev} up"))?;
-        }
-        ipn(f, "link set lo up")?;
-        // A pair the kernel's routes may name for port f1
-        // (`kernel_interface`), as a router names a VRF or a dummy.
-        ipn(f, "link add k1 type veth peer name k1p")?;
-        ipn(f, "link set k1 up")?;
-        ipn(f, "link set k1p up")?;
-        for (ns, dev, v4, v6, gw4, gw6) in [
-            (
-                a,
-                "a0",
-                "192.0.2.2/25",
-                "2001:db8:1::2/64",
-                "192.0.2.1",
-                "2001:db8:1::1",
-            ),
-            (
-                b,
-                "b0",
-                "198.51.100.2/25",
-                "2001:db8:2::2/64",
-                "198.51.100.1",
-                "2001:db8:2::1",
-            ),
-        ] {
-            ipn(ns, &format!("addr add {v4} dev {dev}"))?;
-            ipn(ns, &format!("-6 addr add {v6} dev {dev} nodad"))?;
-            ipn(ns, &format!("link set {dev} up"))?;
-            ipn(ns, "link set lo up")?;
-            ipn(ns, &format!("route add default via {gw4}"))?;
-            ipn(ns, &format!("-6 route add default via {gw6}"))?;
-        }
-        ipn(b, "addr add 198.51.100.3/25 dev b0")?;
-        ipn(b, "-6 addr add 2001:db8:2::3/64 dev b0 nodad")?;
-        for addr in [
-            "203.0.113.5/32",
-            "203.0.113.17/32",
-            "203.0.113.130/32",
-            "192.0.2.130/32",
-            "198.51.100.200/32",
-        ] {
-            ipn(b, &format!("addr add {addr} dev lo"))?;
-        }
-        for addr in [
-            "2001:db8:3::5/128",
-            "2001:db8:5::5/128",
-            "2001:db8:1000:5::1/128",
-            "2001:db8:100:5::5/128",
-            "2001:db8:100:3e7::1/128",
-        ] {
-            ipn(b, &format!("-6 addr add {addr} dev lo"))?;
-        }
-        Ok(t)
-    }
-}
-
 fn ports(f1_extra: &str) -> String {
     format!(
         r#"[[port]]
@@ -190,7 +73,55 @@ struct Lab {
 
 impl Lab {
     fn start(variant: char, routes: &str, f1: &str, before: &[&str]) -> Lab {
-        let t = Topology::create(variant).expect("topology");
+        let t = Topology::create(&Shape {
+            tag: "fwdk",
+            variant,
+            queues: 0,
+            macs: [None, Some(F0_MAC), Some(F1_MAC), None],
+            full_checksums: false,
+            announce: false,
+            hosts: [
+                ("192.0.2.2/25", "2001:db8:1::2/64"),
+                ("198.51.100.2/25", "2001:db8:2::2/64"),
+            ],
+            gateways: [
+                Some(("192.0.2.1", "2001:db8:1::1")),
+                Some(("198.51.100.1", "2001:db8:2::1")),
+            ],
+        })
+        .expect("topology");
+        // A pair the kernel's routes may name for port f1
+        // (`kernel_interface`), as a router names a VRF or a dummy.
+        for c in [
+            "link add k1 type veth peer name k1p",
+            "link set k1 up",
+            "link set k1p up",
+        ] {
+            t.ip(1, c).unwrap();
+        }
+        // b's second address, and addresses on its `lo` for the routes to
+        // lead to.
+        t.ip(2, "addr add 198.51.100.3/25 dev b0").unwrap();
+        t.ip(2, "-6 addr add 2001:db8:2::3/64 dev b0 nodad")
+            .unwrap();
+        for addr in [
+            "203.0.113.5/32",
+            "203.0.113.17/32",
+            "203.0.113.130/32",
+            "192.0.2.130/32",
+            "198.51.100.200/32",
+        ] {
+            t.ip(2, &format!("addr add {addr} dev lo")).unwrap();
+        }
+        for addr in [
+            "2001:db8:3::5/128",
+            "2001:db8:5::5/128",
+            "2001:db8:1000:5::1/128",
+            "2001:db8:100:5::5/128",
+            "2001:db8:100:3e7::1/128",
+        ] {
+            t.ip(2, &format!("-6 addr add {addr} dev lo")).unwrap();
+        }
         let (a, f, b) = (
             t.ns(0).to_string(),
             t.ns(1).to_string(),
@@ -354,21 +285,6 @@ fn unreachable(from: &str, dst: &str, within: Duration) -> Option<Duration> {
     .unwrap()
 }
 
-fn stats(cfg: &std::path::Path) -> serde_json::Value {
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_forwarder"))
-        .args(["stats", "--config"])
-        .arg(cfg)
-        .output()
-        .unwrap();
-    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-        panic!(
-            "stats: {e}: {}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        )
-    })
-}
-
 /// Polls the stats until `ok` holds of the kernel mirror's object (or
 /// `within` passes): how long it took.
 fn mirrored(
@@ -386,18 +302,9 @@ fn mirrored(
     None
 }
 
-fn skip() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 && !wanted() {
-        eprintln!("skipped: needs root (set FORWARDER_NETNS_TESTS=1 to insist)");
-        return true;
-    }
-    false
-}
-
 #[test]
 fn kernel_routes_change_forwarding() {
-    if skip() {
+    if !root_or_skip("kernel") {
         return;
     }
     // Routes there before the forwarder starts, found at its start; the
@@ -655,7 +562,7 @@ fn forwarded(a: &str, b: &str, flood: bool) -> (u64, u64, u64) {
 
 #[test]
 fn bird_peers_over_bgp_through_the_tap() {
-    if skip() {
+    if !root_or_skip("kernel") {
         return;
     }
     if std::process::Command::new("bird")
@@ -702,9 +609,9 @@ fn bird_peers_over_bgp_through_the_tap() {
         "bird-f",
         BIRD_F.replace("LOG", &dir.join("bird-f.log").display().to_string()),
     );
-    lab.t.bird.push(cf);
+    lab.t.children.push(cf);
     let (cb, sock_b) = start_bird(&b, "bird-b", bird_b(&dir.join("bird-b.log")));
-    lab.t.bird.push(cb);
+    lab.t.children.push(cb);
     let start = Instant::now();
     while !(established(&sock_f) && established(&sock_b)) {
         assert!(
@@ -782,7 +689,7 @@ fn bird_peers_over_bgp_through_the_tap() {
 #[test]
 #[ignore]
 fn full_table_load() {
-    if skip() {
+    if !root_or_skip("kernel") {
         return;
     }
     let n: usize = std::env::var("ROUTES")

@@ -39,122 +39,6 @@ const R4: u32 = 0xc633_6402; // 198.51.100.2
 const S6: u128 = 0x2001_0db8_0001 << 80 | 1; // 2001:db8:1::1
 const R6: u128 = 0x2001_0db8_0002 << 80 | 2; // 2001:db8:2::2
 
-/// The three namespaces; dropping it removes them and their veths.
-struct Topology {
-    names: [String; 3],
-}
-
-impl Topology {
-    fn ns(&self, i: usize) -> &str {
-        &self.names[i]
-    }
-
-    /// `variant` keeps the namespaces of tests running at once apart;
-    /// with `full_checksums`, the hosts compute their checksums (DPDK's
-    /// af_packet driver does not finish those left to the NIC).
-    fn create(variant: char, full_checksums: bool) -> Result<Topology, String> {
-        let q = ["numtxqueues", "2", "numrxqueues", "2"];
-        let tag = std::process::id();
-        let t = Topology {
-            names: [
-                format!("fwdt{tag}{variant}s"),
-                format!("fwdt{tag}{variant}f"),
-                format!("fwdt{tag}{variant}r"),
-            ],
-        };
-        for n in &t.names {
-            let _ = run(&["ip", "netns", "del", n]);
-            run(&["ip", "netns", "add", n])?;
-        }
-        let (s, f, r) = (t.ns(0), t.ns(1), t.ns(2));
-        let ethtool = |ns: &str, dev: &str| -> Result<(), String> {
-            run(&[
-                "ip", "netns", "exec", ns, "ethtool", "-K", dev, "tso", "off", "gso", "off", "gro",
-                "off",
-            ])
-        };
-        for (a, ans, b) in [("s0", s, "f0"), ("r0", r, "f1")] {
-            let mut args = vec!["ip", "link", "add", a, "netns", ans];
-            args.extend(q);
-            args.extend(["type", "veth", "peer", "name", b, "netns", f]);
-            args.extend(q);
-            run(&args)?;
-        }
-        for (ns, dev, m) in [
-            (s, "s0", S_MAC),
-            (f, "f0", F0_MAC),
-            (f, "f1", F1_MAC),
-            (r, "r0", R_MAC),
-        ] {
-            ipn(ns, &format!("link set {dev} address {}", mac(m)))?;
-            ethtool(ns, dev)?;
-            if full_checksums && (dev == "s0" || dev == "r0") {
-                run(&["ip", "netns", "exec", ns, "ethtool", "-K", dev, "tx", "off"])?;
-            }
-        }
-        // The forwarder's own kernel stays out: no addresses, no IPv6.
-        for dev in ["f0", "f1"] {
-            run(&[
-                "ip",
-                "netns",
-                "exec",
-                f,
-                "sysctl",
-                "-qw",
-                &format!("net.ipv6.conf.{dev}.disable_ipv6=1"),
-            ])?;
-            ipn(f, &format!("link set {dev} up"))?;
-        }
-        ipn(s, "addr add 192.0.2.1/24 dev s0")?;
-        ipn(s, "-6 addr add 2001:db8:1::1/64 dev s0 nodad")?;
-        ipn(s, "link set s0 up")?;
-        ipn(s, "route add 198.51.100.0/24 via 192.0.2.254")?;
-        ipn(s, "-6 route add 2001:db8:2::/64 via 2001:db8:1::fe")?;
-        ipn(
-            s,
-            &format!(
-                "neigh add 192.0.2.254 lladdr {} dev s0 nud permanent",
-                mac(F0_MAC)
-            ),
-        )?;
-        ipn(
-            s,
-            &format!(
-                "-6 neigh add 2001:db8:1::fe lladdr {} dev s0 nud permanent",
-                mac(F0_MAC)
-            ),
-        )?;
-        ipn(r, "addr add 198.51.100.2/24 dev r0")?;
-        ipn(r, "-6 addr add 2001:db8:2::2/64 dev r0 nodad")?;
-        ipn(r, "link set r0 up")?;
-        ipn(r, "route add 192.0.2.0/24 via 198.51.100.254")?;
-        ipn(r, "-6 route add 2001:db8:1::/64 via 2001:db8:2::fe")?;
-        ipn(
-            r,
-            &format!(
-                "neigh add 198.51.100.254 lladdr {} dev r0 nud permanent",
-                mac(F1_MAC)
-            ),
-        )?;
-        ipn(
-            r,
-            &format!(
-                "-6 neigh add 2001:db8:2::fe lladdr {} dev r0 nud permanent",
-                mac(F1_MAC)
-            ),
-        )?;
-        Ok(t)
-    }
-}
-
-impl Drop for Topology {
-    fn drop(&mut self) {
-        for n in &self.names {
-            let _ = run(&["ip", "netns", "del", n]);
-        }
-    }
-}
-
 /// A packet socket bound to `dev` (in the calling thread's namespace).
 fn packet_socket(dev: &str) -> OwnedFd {
     // SAFETY: plain system calls on values we own.
@@ -283,15 +167,6 @@ fn frames() -> Vec<(u16, bool, Vec<u8>)> {
         f
     });
     v
-}
-
-/// How the forwarder reaches the interfaces.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Driver {
-    AfPacket,
-    AfXdp,
-    #[cfg_attr(not(feature = "dpdk"), allow(dead_code))]
-    Dpdk,
 }
 
 /// The ports: `af_packet` or `af_xdp` on f0 and f1, or DPDK's
@@ -437,13 +312,13 @@ fn af_packet_runs_without_root_with_cap_net_raw() {
 #[test]
 fn af_xdp_sends_a_whole_burst_in_one_call() {
     use forwarder::port::{Burst, MAX_BURST};
-    let Some(topo) = topology_or_skip('b', true) else {
+    let Some(topo) = topology('b', true) else {
         return;
     };
     const MARK: &[u8] = b"whole-burst";
     let (ready_tx, ready_rx) = mpsc::channel();
     let receiver = in_netns(topo.ns(2), move || {
-        let cap = packet_socket("r0");
+        let cap = packet_socket("b0");
         ready_tx.send(()).unwrap();
         capture(&cap, Duration::from_secs(2), Duration::from_secs(20))
     });
@@ -454,7 +329,7 @@ fn af_xdp_sends_a_whole_burst_in_one_call() {
         let mut port = forwarder::port::open(&cfg, 1, 0).unwrap();
         let mut burst = Burst::new();
         for k in 0..MAX_BURST {
-            // To r0, an experimental EtherType, a marker and the index.
+            // To b0, an experimental EtherType, a marker and the index.
             let mut f = Vec::with_capacity(64);
             f.extend_from_slice(&R_MAC);
             f.extend_from_slice(&F1_MAC);
@@ -485,24 +360,71 @@ fn af_xdp_sends_a_whole_burst_in_one_call() {
     assert_eq!(seen.len(), MAX_BURST, "frames that arrived: {seen:?}");
 }
 
-/// The namespaces and veth pairs of `variant`, or None when this
-/// machine cannot make them (not root, no namespaces): the test is then
-/// skipped, unless `FORWARDER_NETNS_TESTS=1` asks for it, where that fails.
-fn topology_or_skip(variant: char, full_checksums: bool) -> Option<Topology> {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
-        assert!(!wanted(), "FORWARDER_NETNS_TESTS=1 but not root");
-        eprintln!("linux_port: skipped (needs root for network namespaces)");
+/// The namespaces of `variant`, or None when this machine cannot make
+/// them (the skip rule of [`topology_or_skip`]): host s (`a0`,
+/// 192.0.2.1) and host r (`b0`, 198.51.100.2) route each other's network
+/// through the forwarder by static neighbours (its ports have no
+/// addresses).
+fn topology(variant: char, full_checksums: bool) -> Option<Topology> {
+    let t = topology_or_skip(
+        "linux_port",
+        &Shape {
+            tag: "fwdt",
+            variant,
+            queues: 2,
+            macs: [Some(S_MAC), Some(F0_MAC), Some(F1_MAC), Some(R_MAC)],
+            full_checksums,
+            announce: false,
+            hosts: [
+                ("192.0.2.1/24", "2001:db8:1::1/64"),
+                ("198.51.100.2/24", "2001:db8:2::2/64"),
+            ],
+            gateways: [None, None],
+        },
+    )?;
+    let routes = || -> Result<(), String> {
+        for (i, dev, net4, gw4, net6, gw6, m) in [
+            (
+                0,
+                "a0",
+                "198.51.100.0/24",
+                "192.0.2.254",
+                "2001:db8:2::/64",
+                "2001:db8:1::fe",
+                F0_MAC,
+            ),
+            (
+                2,
+                "b0",
+                "192.0.2.0/24",
+                "198.51.100.254",
+                "2001:db8:1::/64",
+                "2001:db8:2::fe",
+                F1_MAC,
+            ),
+        ] {
+            t.ip(i, &format!("route add {net4} via {gw4}"))?;
+            t.ip(i, &format!("-6 route add {net6} via {gw6}"))?;
+            t.ip(
+                i,
+                &format!("neigh add {gw4} lladdr {} dev {dev} nud permanent", mac(m)),
+            )?;
+            t.ip(
+                i,
+                &format!(
+                    "-6 neigh add {gw6} lladdr {} dev {dev} nud permanent",
+                    mac(m)
+                ),
+            )?;
+        }
+        Ok(())
+    };
+    if let Err(e) = routes() {
+        assert!(!wanted(), "cannot route between the namespaces: {e}");
+        eprintln!("linux_port: skipped ({e})");
         return None;
     }
-    match Topology::create(variant, full_checksums) {
-        Ok(t) => Some(t),
-        Err(e) => {
-            assert!(!wanted(), "cannot build the namespaces: {e}");
-            eprintln!("linux_port: skipped ({e})");
-            None
-        }
-    }
+    Some(t)
 }
 
 fn through_namespaces(driver: Driver) {
@@ -510,16 +432,9 @@ fn through_namespaces(driver: Driver) {
 }
 
 fn through_namespaces_as(driver: Driver, unprivileged: bool) {
-    // Neither AF_XDP nor DPDK's af_packet driver sees which checksums the
-    // sending host left to the NIC: the hosts compute them in full.
-    let full_checksums = driver != Driver::AfPacket;
-    let variant = match driver {
-        _ if unprivileged => 'u',
-        Driver::AfPacket => 'a',
-        Driver::AfXdp => 'x',
-        Driver::Dpdk => 'd',
-    };
-    let Some(topo) = topology_or_skip(variant, full_checksums) else {
+    let full_checksums = driver.full_checksums();
+    let variant = if unprivileged { 'u' } else { driver.letter() };
+    let Some(topo) = topology(variant, full_checksums) else {
         return;
     };
     let dir = std::env::temp_dir().join(format!("fwd-linux-{}-{variant}", std::process::id()));
@@ -551,11 +466,11 @@ fn through_namespaces_as(driver: Driver, unprivileged: bool) {
     let (child, lines) = start_forwarder(topo.ns(1), &cfg, bin.as_deref());
     let mut child = Running(child);
 
-    // The receiver: a capture of everything arriving on r0, and the
+    // The receiver: a capture of everything arriving on b0, and the
     // kernel's UDP sockets.
     let (ready_tx, ready_rx) = mpsc::channel();
     let receiver = in_netns(topo.ns(2), move || {
-        let cap = packet_socket("r0");
+        let cap = packet_socket("b0");
         let udp: Vec<UdpSocket> = [
             "198.51.100.2:5000",
             "[2001:db8:2::2]:5000",
@@ -586,7 +501,7 @@ fn through_namespaces_as(driver: Driver, unprivileged: bool) {
     let sent = frames();
     let to_send: Vec<Vec<u8>> = sent.iter().map(|(_, _, f)| f.clone()).collect();
     in_netns(topo.ns(0), move || {
-        let fd = packet_socket("s0");
+        let fd = packet_socket("a0");
         for f in &to_send {
             send_frame(&fd, f);
         }
@@ -762,7 +677,7 @@ fn through_namespaces_as(driver: Driver, unprivileged: bool) {
             ("down", "warn: port `f0` (f0): link up -> "),
             ("up", " -> up"),
         ] {
-            run(&["ip", "-n", topo.ns(0), "link", "set", "s0", state]).unwrap();
+            run(&["ip", "-n", topo.ns(0), "link", "set", "a0", state]).unwrap();
             let deadline = Instant::now() + Duration::from_secs(20);
             loop {
                 let l = lines
@@ -867,7 +782,7 @@ fn through_namespaces_as(driver: Driver, unprivileged: bool) {
     );
     assert!(out.contains("drops:") && out.contains("rule"), "{out}");
     eprintln!(
-        "{} frames captured on r0; the forwarder said:\n{out}",
+        "{} frames captured on b0; the forwarder said:\n{out}",
         frames.len()
     );
     let _ = std::fs::remove_dir_all(&dir);

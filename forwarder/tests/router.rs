@@ -36,111 +36,6 @@ const F1_MAC: [u8; 6] = [0x02, 0, 0, 0, 0x0b, 0xfe];
 const B_MAC: [u8; 6] = [0x02, 0, 0, 0, 0x0b, 0x02];
 const B_MAC2: [u8; 6] = [0x02, 0, 0, 0, 0x0b, 0x99];
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Driver {
-    AfPacket,
-    AfXdp,
-    #[cfg_attr(not(feature = "dpdk"), allow(dead_code))]
-    Dpdk,
-}
-
-/// Host a, the forwarder, host b.
-struct Topology {
-    names: [String; 3],
-}
-
-impl Drop for Topology {
-    fn drop(&mut self) {
-        for n in &self.names {
-            let _ = run(&["ip", "netns", "del", n]);
-        }
-    }
-}
-
-impl Topology {
-    fn ns(&self, i: usize) -> &str {
-        &self.names[i]
-    }
-
-    fn create(variant: char, full_checksums: bool) -> Result<Topology, String> {
-        let tag = std::process::id();
-        let t = Topology {
-            names: [
-                format!("fwdr{tag}{variant}a"),
-                format!("fwdr{tag}{variant}f"),
-                format!("fwdr{tag}{variant}b"),
-            ],
-        };
-        for n in &t.names {
-            let _ = run(&["ip", "netns", "del", n]);
-            run(&["ip", "netns", "add", n])?;
-        }
-        let (a, f, b) = (t.ns(0), t.ns(1), t.ns(2));
-        let q = ["numtxqueues", "2", "numrxqueues", "2"];
-        for (h, hns, p) in [("a0", a, "f0"), ("b0", b, "f1")] {
-            let mut args = vec!["ip", "link", "add", h, "netns", hns];
-            args.extend(q);
-            args.extend(["type", "veth", "peer", "name", p, "netns", f]);
-            args.extend(q);
-            run(&args)?;
-        }
-        for (ns, dev, m) in [
-            (a, "a0", A_MAC),
-            (f, "f0", F0_MAC),
-            (f, "f1", F1_MAC),
-            (b, "b0", B_MAC),
-        ] {
-            ipn(ns, &format!("link set {dev} address {}", mac(m)))?;
-            let mut off = vec![
-                "ip", "netns", "exec", ns, "ethtool", "-K", dev, "tso", "off", "gso", "off", "gro",
-                "off",
-            ];
-            if full_checksums && ns != f {
-                off.extend(["tx", "off"]);
-            }
-            run(&off)?;
-        }
-        // The forwarder's own kernel stays out of it.
-        for dev in ["f0", "f1"] {
-            sysctl(f, &format!("net.ipv6.conf.{dev}.disable_ipv6=1"))?;
-            ipn(f, &format!("link set {dev} up"))?;
-        }
-        for (ns, dev, v4, v6, gw4, gw6) in [
-            (
-                a,
-                "a0",
-                "192.0.2.2/24",
-                "2001:db8:1::2/64",
-                "192.0.2.1",
-                "2001:db8:1::1",
-            ),
-            (
-                b,
-                "b0",
-                "198.51.100.2/24",
-                "2001:db8:2::2/64",
-                "198.51.100.1",
-                "2001:db8:2::1",
-            ),
-        ] {
-            // Announce a changed MAC (gratuitous ARP, unsolicited NA), as
-            // hosts that move do.
-            sysctl(ns, &format!("net.ipv4.conf.{dev}.arp_notify=1"))?;
-            sysctl(ns, &format!("net.ipv6.conf.{dev}.ndisc_notify=1"))?;
-            ipn(ns, &format!("addr add {v4} dev {dev}"))?;
-            ipn(ns, &format!("-6 addr add {v6} dev {dev} nodad"))?;
-            ipn(ns, &format!("link set {dev} up"))?;
-            ipn(ns, "link set lo up")?;
-            ipn(ns, &format!("route add default via {gw4}"))?;
-            ipn(ns, &format!("-6 route add default via {gw6}"))?;
-        }
-        // Behind host b, reached through it as a gateway.
-        ipn(b, "addr add 203.0.113.5/32 dev lo")?;
-        ipn(b, "-6 addr add 2001:db8:3::5/128 dev lo")?;
-        Ok(t)
-    }
-}
-
 fn ports(driver: Driver) -> String {
     let (d, opts0, opts1) = match driver {
         Driver::AfPacket => ("af_packet", "ring_frames = 1024", ""),
@@ -429,41 +324,32 @@ impl Fnv {
     }
 }
 
-fn forwarder_json(args: &[&str], cfg: &std::path::Path) -> serde_json::Value {
-    let o = std::process::Command::new(env!("CARGO_BIN_EXE_forwarder"))
-        .args(args)
-        .arg("--config")
-        .arg(cfg)
-        .output()
-        .unwrap();
-    assert!(
-        o.status.success(),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    serde_json::from_slice(&o.stdout).unwrap()
-}
-
 fn router_through(driver: Driver) {
-    let variant = match driver {
-        Driver::AfPacket => 'a',
-        Driver::AfXdp => 'x',
-        Driver::Dpdk => 'd',
-    };
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
-        assert!(!wanted(), "FORWARDER_NETNS_TESTS=1 but not root");
-        eprintln!("router: skipped (needs root for network namespaces)");
+    let variant = driver.letter();
+    let Some(topo) = topology_or_skip(
+        "router",
+        &Shape {
+            tag: "fwdr",
+            variant,
+            queues: 2,
+            macs: [Some(A_MAC), Some(F0_MAC), Some(F1_MAC), Some(B_MAC)],
+            full_checksums: driver.full_checksums(),
+            announce: true,
+            hosts: [
+                ("192.0.2.2/24", "2001:db8:1::2/64"),
+                ("198.51.100.2/24", "2001:db8:2::2/64"),
+            ],
+            gateways: [
+                Some(("192.0.2.1", "2001:db8:1::1")),
+                Some(("198.51.100.1", "2001:db8:2::1")),
+            ],
+        },
+    ) else {
         return;
-    }
-    let topo = match Topology::create(variant, driver != Driver::AfPacket) {
-        Ok(t) => t,
-        Err(e) => {
-            assert!(!wanted(), "cannot build the namespaces: {e}");
-            eprintln!("router: skipped ({e})");
-            return;
-        }
     };
+    // Behind host b, reached through it as a gateway.
+    topo.ip(2, "addr add 203.0.113.5/32 dev lo").unwrap();
+    topo.ip(2, "-6 addr add 2001:db8:3::5/128 dev lo").unwrap();
     let dir = std::env::temp_dir().join(format!("fwd-router-{}-{variant}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let cfg = config(&dir, driver);
@@ -542,16 +428,10 @@ fn router_through(driver: Driver) {
             let mut w = c.try_clone().unwrap();
             let sender = std::thread::spawn(move || {
                 let mut h = Fnv::new();
-                let mut x = 0x1234_5678u32;
+                let mut rng = Rng(0x1234_5678);
                 for _ in 0..64 {
-                    let chunk: Vec<u8> = (0..65536)
-                        .map(|_| {
-                            x ^= x << 13;
-                            x ^= x >> 17;
-                            x ^= x << 5;
-                            x as u8
-                        })
-                        .collect();
+                    let mut chunk = vec![0u8; 65536];
+                    rng.fill(&mut chunk);
                     h.add(&chunk);
                     w.write_all(&chunk).unwrap();
                 }
@@ -593,12 +473,8 @@ fn router_through(driver: Driver) {
         })
         .join()
         .unwrap();
-        let (ty, code, from, m) = e.unwrap_or_else(|| {
-            panic!(
-                "no time exceeded for {dst}: {}",
-                forwarder_json(&["stats"], &cfg)
-            )
-        });
+        let (ty, code, from, m) =
+            e.unwrap_or_else(|| panic!("no time exceeded for {dst}: {}", json(&["stats"], &cfg)));
         assert_eq!((ty, code), (if v6 { 3 } else { 11 }, 0), "{dst}");
         assert_eq!(from, src.parse::<IpAddr>().unwrap(), "{dst}");
         let d: SocketAddr = dst.parse().unwrap();
@@ -692,7 +568,7 @@ fn router_through(driver: Driver) {
     }
 
     // The neighbours, as `forwarder neighbours` lists them.
-    let n = forwarder_json(&["neighbours"], &cfg);
+    let n = json(&["neighbours"], &cfg);
     let list = n["neighbours"].as_array().unwrap().clone();
     let find = |addr: &str| list.iter().find(|e| e["address"] == addr).cloned();
     let host_a = find("192.0.2.2").expect("host a's neighbour entry");
@@ -713,7 +589,7 @@ fn router_through(driver: Driver) {
     // through another worker, and be corrected by the next probe).
     let start = Instant::now();
     loop {
-        let n = forwarder_json(&["neighbours"], &cfg);
+        let n = json(&["neighbours"], &cfg);
         let b_now = n["neighbours"]
             .as_array()
             .unwrap()
@@ -729,7 +605,7 @@ fn router_through(driver: Driver) {
 
     // An echo flood at the router: rate-limited and counted; forwarding
     // and the router's answers go on.
-    let before = forwarder_json(&["stats"], &cfg);
+    let before = json(&["stats"], &cfg);
     in_netns(&a, || {
         let fd = icmp_socket(false);
         let mut m = vec![8, 0, 0, 0, 0x12, 0x34, 0, 1];
@@ -743,7 +619,7 @@ fn router_through(driver: Driver) {
     .join()
     .unwrap();
     std::thread::sleep(Duration::from_millis(300));
-    let after = forwarder_json(&["stats"], &cfg);
+    let after = json(&["stats"], &cfg);
     let limited = |v: &serde_json::Value| v["router"]["icmp_rate_limited"].as_u64().unwrap();
     assert!(limited(&after) > limited(&before), "{after}");
     for d in ["198.51.100.2", "192.0.2.1"] {
@@ -755,7 +631,7 @@ fn router_through(driver: Driver) {
 
     // A gateway nobody answers for: counted drops and retried ARP, and
     // the forwarder serves on.
-    let before = forwarder_json(&["stats"], &cfg);
+    let before = json(&["stats"], &cfg);
     in_netns(&a, || {
         for _ in 0..20 {
             udp_with_hops("192.0.2.2:0", "203.0.113.130:9", 64, 20);
@@ -765,7 +641,7 @@ fn router_through(driver: Driver) {
     .join()
     .unwrap();
     std::thread::sleep(Duration::from_millis(1500));
-    let after = forwarder_json(&["stats"], &cfg);
+    let after = json(&["stats"], &cfg);
     let r = |v: &serde_json::Value, k: &str| v["router"][k].as_u64().unwrap();
     assert!(
         r(&after, "arp_requests_out") >= r(&before, "arp_requests_out") + 3,

@@ -3,11 +3,9 @@
 //! MAC as source), rule drops are counted, and a bad configuration is
 //! refused with its location.
 
-use std::process::Command;
+mod common;
 
-fn forwarder() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_forwarder"))
-}
+use common::*;
 
 /// The text of `examples/NAME`.
 fn example(name: &str) -> String {

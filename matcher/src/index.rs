@@ -240,18 +240,14 @@ impl OverlapIndex {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use routecache::gen::Rng;
 
     #[test]
     fn tree_matches_a_scan() {
         let mut t = IntervalTree::default();
         let mut live: Vec<(Range, u32)> = Vec::new();
-        let mut x = 12345u64;
-        let mut rnd = |m: u64| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x % m
-        };
+        let mut rng = Rng(12345);
+        let mut rnd = |m: u64| rng.below(m);
         for id in 0..2000u32 {
             let a = rnd(1000) as u128;
             let b = a + rnd(50) as u128;

@@ -301,6 +301,7 @@ pub(crate) fn field_ranges(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use routecache::gen::Rng;
 
     /// The rank by a plain count, and the elements covering a value.
     fn reference(ranges: &[(u32, u32, u32)], x: u32) -> Vec<u32> {
@@ -327,13 +328,8 @@ mod tests {
 
     #[test]
     fn candidates_are_the_covering_elements() {
-        let mut x = 7u64;
-        let mut next = move || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x
-        };
+        let mut rng = Rng(7);
+        let mut next = move || rng.next_u64();
         for round in 0..300 {
             let len = [1usize, 2, 4][round % 3];
             let top: u64 = if len == 4 {

@@ -5,7 +5,16 @@
 
 use crate::fib::Family;
 
-/// splitmix64.
+/// The workspace's seeded random numbers (splitmix64): the same seed
+/// gives the same sequence on every machine, so a generated table, a test
+/// or a benchmark is reproducible.
+///
+/// ```
+/// use routecache::gen::Rng;
+/// let (mut a, mut b) = (Rng(7), Rng(7));
+/// assert_eq!(a.next_u64(), b.next_u64());
+/// assert!(a.below(10) < 10);
+/// ```
 #[derive(Clone, Debug)]
 pub struct Rng(pub u64);
 
@@ -22,6 +31,29 @@ impl Rng {
     /// Uniform in `0..n`.
     pub fn below(&mut self, n: u64) -> u64 {
         ((self.next_u64() as u128 * n as u128) >> 64) as u64
+    }
+
+    /// The next 128 random bits.
+    pub fn u128(&mut self) -> u128 {
+        (self.next_u64() as u128) << 64 | self.next_u64() as u128
+    }
+
+    /// True `percent` times in 100.
+    pub fn chance(&mut self, percent: u64) -> bool {
+        self.below(100) < percent
+    }
+
+    /// One of `xs` (not empty).
+    pub fn pick<'a, T>(&mut self, xs: &'a [T]) -> &'a T {
+        &xs[self.below(xs.len() as u64) as usize]
+    }
+
+    /// `buf` filled with random bytes.
+    pub fn fill(&mut self, buf: &mut [u8]) {
+        for chunk in buf.chunks_mut(8) {
+            let w = self.next_u64().to_le_bytes();
+            chunk.copy_from_slice(&w[..chunk.len()]);
+        }
     }
 }
 

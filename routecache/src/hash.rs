@@ -190,16 +190,9 @@ mod tests {
     /// little-endian bytes, for every length (lookup3's own check).
     #[test]
     fn jhash2_equals_jhash_on_words() {
-        let mut x = 0x1234_5678u32;
+        let mut rng = crate::gen::Rng(0x1234_5678);
         for n in 0..20 {
-            let words: Vec<u32> = (0..n)
-                .map(|_| {
-                    x ^= x << 13;
-                    x ^= x >> 17;
-                    x ^= x << 5;
-                    x
-                })
-                .collect();
+            let words: Vec<u32> = (0..n).map(|_| rng.next_u64() as u32).collect();
             let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
             for init in [0, 1, 0xdeadbeef] {
                 assert_eq!(jhash2(&words, init), jhash(&bytes, init), "{n} words");

@@ -303,6 +303,7 @@ mod x86 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::gen::Rng;
 
     /// The answer of `x` by a scan of the runs.
     fn scan(runs: &[(u64, u32)], x: u64) -> u32 {
@@ -340,13 +341,8 @@ mod tests {
 
     #[test]
     fn every_kernel_finds_the_run_of_a_scan() {
-        let mut s = 3u64;
-        let mut next = move || {
-            s ^= s << 13;
-            s ^= s >> 7;
-            s ^= s << 17;
-            s
-        };
+        let mut rng = Rng(3);
+        let mut next = move || rng.next_u64();
         for round in 0..200 {
             let n = 1 + next() as usize % [1, 9, 70, 3000][round % 4];
             let mut starts: Vec<u64> = (0..n).map(|_| next() >> (next() % 64)).collect();

@@ -154,6 +154,7 @@ mod tests {
     use crate::tables::Need;
     use crate::wire;
     use crate::wire::L3;
+    use routecache::gen::Rng;
 
     /// The reference: one packet's key, source by source; false when the
     /// packet lacks one of the fields (an IPv4 field of an IPv6 packet, a TCP
@@ -236,13 +237,8 @@ mod tests {
             Source::EtherDaddr,
             Source::Mark,
         ];
-        let mut x = 0x9e37_79b9_7f4a_7c15u64;
-        let mut next = move || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x
-        };
+        let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+        let mut next = move || rng.next_u64();
         let mut burst = Burst::new();
         for _ in 0..32 {
             let f: Vec<u8> = (0..64).map(|_| next() as u8).collect();

@@ -343,6 +343,7 @@ pub struct Slots {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use routecache::gen::Rng;
 
     /// `push_strided` appends what `push` of each frame would: the same
     /// frames, cut alike, up to the same fullness; for random lengths
@@ -350,13 +351,8 @@ mod tests {
     /// and bursts already partly filled, and sources that end mid-frame.
     #[test]
     fn strided_pushes_are_single_pushes() {
-        let mut x = 0x2545_f491_4f6c_dd1du64;
-        let mut next = move || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x
-        };
+        let mut rng = Rng(0x2545_f491_4f6c_dd1d);
+        let mut next = move || rng.next_u64();
         let mut whole_runs = 0;
         for round in 0..3000 {
             let stride = [1, 31, 64, 65, 128, 2112, 2200][next() as usize % 7];

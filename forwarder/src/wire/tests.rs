@@ -122,11 +122,9 @@ fn rewrite_keeps_the_checksum_valid() {
 
 #[test]
 fn incremental_checksum_matches_a_full_one() {
-    let mut x = 0x1234_5678u32;
+    let mut rng = routecache::gen::Rng(0x1234_5678);
     for _ in 0..10_000 {
-        x ^= x << 13;
-        x ^= x >> 17;
-        x ^= x << 5;
+        let x = rng.next_u64() as u32;
         let mut h = [0u8; 20];
         for (i, b) in h.iter_mut().enumerate() {
             *b = (x >> (i % 4 * 8)) as u8 ^ i as u8;

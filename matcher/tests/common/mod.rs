@@ -4,30 +4,8 @@
 use matcher::field::FieldType;
 use matcher::{Data, Element, Range, SetDecl, Verdict};
 
-/// splitmix64: small, fast, and good enough to pick test data.
-pub struct Rng(pub u64);
-
-impl Rng {
-    pub fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-    pub fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-    pub fn u128(&mut self) -> u128 {
-        ((self.next() as u128) << 64) | self.next() as u128
-    }
-    pub fn chance(&mut self, percent: u64) -> bool {
-        self.below(100) < percent
-    }
-    pub fn pick<'a, T>(&mut self, xs: &'a [T]) -> &'a T {
-        &xs[self.below(xs.len() as u64) as usize]
-    }
-}
+/// The workspace's seeded random numbers.
+pub use routecache::gen::Rng;
 
 /// Where one field's values concentrate: an anchor value whose bits
 /// `pos .. pos + width` (counted from the least significant) vary. With

@@ -1,4 +1,5 @@
 use super::*;
+use routecache::gen::Rng;
 
 fn id(n: u64) -> FlowId {
     FlowId {
@@ -16,13 +17,8 @@ fn ways_tagged_finds_exactly_the_equal_lanes() {
     // Lanes that differ from the tag in one bit anywhere, in the top
     // bit only, or by a borrow's worth (0x8000 vs 0x0000, 0x0001 vs
     // 0xffff), next to equal ones: no lane may leak into another.
-    let mut x = 0x9e37_79b9_7f4a_7c15u64;
-    let mut next = || {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        x
-    };
+    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    let mut next = || rng.next_u64();
     let specials = [0u16, 1, 0x7fff, 0x8000, 0xffff, 0x8001];
     for round in 0..20_000 {
         let r = next();
