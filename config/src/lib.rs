@@ -76,6 +76,18 @@ pub fn load(path: &Path) -> Result<Config, ConfigError> {
 
 /// Parses and validates configuration text; `name` appears in errors and
 /// `dir` is where named files are looked for.
+///
+/// ```
+/// let dir = std::path::Path::new(".");
+/// let text = "route = [{ prefix = \"0.0.0.0/0\", via = \"gw\" }]\n\
+///             [[port]]\nname = \"p0\"\n\
+///             [[next_hop]]\nname = \"gw\"\nport = \"p0\"\nmac = \"02:00:00:00:00:fe\"\n";
+/// let cfg = config::parse("f.toml", text, dir).unwrap();
+/// assert_eq!((cfg.ports.len(), cfg.route_count()), (1, 1));
+/// let bad = text.replace("0.0.0.0/0", "0.0.0.0/40");
+/// let e = config::parse("f.toml", &bad, dir).unwrap_err();
+/// assert_eq!((e.file.as_str(), e.line), ("f.toml", 1));
+/// ```
 pub fn parse(name: &str, text: &str, dir: &Path) -> Result<Config, ConfigError> {
     Loader::new().parse(name, text, dir)
 }

@@ -150,6 +150,16 @@ impl Default for Fib {
 
 impl Fib {
     /// An empty table.
+    ///
+    /// ```
+    /// use routecache::{Family, Fib, NextHop};
+    /// let mut fib = Fib::new();
+    /// let gw = fib.add_next_hop(NextHop { port: 1, dst_mac: [2, 0, 0, 0, 0, 1], src_mac: [2; 6] });
+    /// fib.insert(Family::V4, 0xc633_6400, 24, gw).unwrap(); // 198.51.100.0/24
+    /// let snap = fib.publish();
+    /// assert_eq!(snap.lookup_v4(0xc633_6407), Some(gw));
+    /// assert_eq!(snap.lookup_v4(0xc000_0201), None);
+    /// ```
     pub fn new() -> Fib {
         Fib {
             v4: Lpm::new_v4(),

@@ -5,7 +5,17 @@
 use super::{be16, ethertype, proto, Parsed, L3};
 use crate::reason::DropReason;
 
-/// Parses a frame. Never panics; bad frames give their [`DropReason`] reason.
+/// Parses a frame. Never panics; bad frames give their [`DropReason`].
+///
+/// ```
+/// use forwarder::reason::DropReason;
+/// use forwarder::wire::build::{ipv4, L4};
+/// use forwarder::wire::{parse, L3};
+/// let f = ipv4(0xc000_0201, 0xc633_6402, 64, L4::Udp(5353, 53), 0);
+/// let p = parse(&f).unwrap();
+/// assert_eq!((p.l3, p.dst, p.dport, p.ttl), (L3::V4, 0xc633_6402, 53, 64));
+/// assert_eq!(parse(&f[..20]), Err(DropReason::Truncated));
+/// ```
 pub fn parse(frame: &[u8]) -> Result<Parsed, DropReason> {
     let mut p = Parsed::default();
     parse_into(frame, &mut p).map(|()| p)
