@@ -121,8 +121,9 @@ impl Dim {
     /// This dimension's value in a key: four bytes read at once and
     /// shifted down to the chunk's, where the key has them (a key of a
     /// burst is followed by the next); byte by byte at the key's end. (A
-    /// `match` on the length for every dimension of every key was 15 % of
-    /// ipc1_10K's lookup instructions.)
+    /// `match` on the length for every dimension of every key is a good
+    /// share of a lookup's instructions: the `classbench` probe under
+    /// callgrind.)
     #[inline(always)]
     fn value(&self, key: &[u8]) -> u32 {
         let off = self.off as usize;

@@ -6,9 +6,8 @@
 //!
 //! Each vector AND is a function of its own compiled for its instruction
 //! set, called for windows wider than one vector. The rest of the lookup
-//! stays ordinary code: compiling all of it with AVX-512 enabled made the
-//! narrow-window lookups (most of them) a third slower, measured with
-//! `bench matcher`.
+//! stays ordinary code: compiling all of it with AVX-512 enabled slows
+//! the narrow-window lookups (most of them) down (`bench matcher`).
 //!
 //! Tables and scratch bitmaps are 64-byte aligned and padded to whole
 //! 512-bit chunks, so a window rounded out to whole vectors never leaves

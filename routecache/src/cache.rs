@@ -100,10 +100,9 @@ impl Default for RouteCacheConfig {
     /// BENCHMARKS.md). Both off: against a FIB looked up a burst at a time
     /// (one or two loads per IPv4 address), the dst cache's probe costs
     /// more than it saves for IPv4 at every number of destinations, and for
-    /// IPv6 it pays only up to about 100 destinations while halving the
-    /// rate from 500 on; the hint pays only when most packets repeat the
-    /// previous destination (1 or 2 destinations) and costs 10-30 % from
-    /// 15 on. When the cache is turned on: 512 entries (the reference's
+    /// IPv6 it pays only for a few destinations and costs from a few
+    /// hundred on; the hint pays only when most packets repeat the
+    /// previous destination, and costs from a dozen destinations on. When the cache is turned on: 512 entries (the reference's
     /// size) hashed with ahash, the fastest allowed hash for 4- and 16-byte
     /// keys in `bench hash`.
     fn default() -> Self {

@@ -36,11 +36,9 @@ const MAX_GROUPS: u32 = VALUE_MASK;
 
 /// Routes from which a published table's burst lookups prefetch every
 /// entry before loading any. With the full tables' random destinations
-/// (cache misses) that overlaps more misses: IPv4 +10-15 %, IPv6 +40 % on
-/// `dpdk-test-fib`'s 1M / 200K-route data (`fibprobe`, A/B). A small
-/// table's entries stay in cache, where the extra pass can only cost
-/// (an A/B of `bench routecache --quick` was within this machine's
-/// noise either way).
+/// (cache misses) that overlaps more misses (`fibprobe` on
+/// `dpdk-test-fib`'s data, BENCHMARKS.md). A small table's entries stay
+/// in cache, where the extra pass can only cost.
 pub const PREFETCH_ROUTES: usize = 16_384;
 
 /// Entries per first-level page, and groups per group page: one 2 MiB
@@ -215,9 +213,9 @@ impl LpmTable {
             let n = addrs.len().min(out.len());
             let mut e = [0u32; N];
             let mut ext = 0u32;
-            // Prefetching every entry first, then loading, measured 10-15 %
-            // faster than the loads alone on random destinations of a
-            // 1M-route table (`fibprobe`): more misses overlap.
+            // Prefetching every entry first, then loading, beats the loads
+            // alone on random destinations of a full table (`fibprobe`):
+            // more misses overlap.
             if self.prefetch {
                 for &a in &addrs[..n] {
                     prefetch(self.top_ref((a >> 8) as usize));

@@ -107,8 +107,9 @@ impl Control {
     /// Applies `evs` to the FIB and publishes once. With `more` to come
     /// (a load under way), the snapshot's IPv6 range tree is not built:
     /// workers route with its trie, with the same answers, until the
-    /// load pauses and the last snapshot is prepared (the tree of a
-    /// 200,000-route table takes 184 ms to build).
+    /// load pauses and the last snapshot is prepared (the tree of a full
+    /// IPv6 table takes a fraction of a second to build: `bench
+    /// routecache`).
     fn apply_batch(&mut self, evs: Vec<Event>, start: Instant, more: bool) {
         let Some(m) = self.mirror.as_mut() else {
             return;

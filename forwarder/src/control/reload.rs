@@ -70,9 +70,10 @@ pub struct Control {
 
 type RouteKey = (bool, u128, u32);
 
-/// See [`Control::compact_due`]: a full commit of a 100,000-element set
-/// takes about 11 ms, which a request arriving meanwhile waits for; a
-/// detector's changes come in bursts, so the pause after one is the time.
+/// See [`Control::compact_due`]: a full commit of a large set takes
+/// milliseconds (`bench load`), which a request arriving meanwhile waits
+/// for; a detector's changes come in bursts, so the pause after one is
+/// the time.
 pub const COMPACT_QUIET: Duration = Duration::from_millis(200);
 /// See [`Control::compact_due`].
 pub const COMPACT_MAX_AGE: Duration = Duration::from_secs(5);
@@ -445,8 +446,7 @@ impl Control {
             let (removed, added) = (gone.len(), came.len());
             // A delete shifts the tables of every field (bitmap_cut), so a
             // large diff costs more element by element than a fresh
-            // build (measured: replacing 30,000 of 30,000 elements one by
-            // one took 8 s, building them 0.1 s).
+            // build, by orders of magnitude (`bench reload`).
             // In a first-match set, elements of equal priority rank by
             // the order they were added: a change in place keeps the
             // file's order only when what it adds comes after everything

@@ -16,7 +16,7 @@
 //! Like the dst cache it has no locks and no timers: a static table of
 //! 4-way buckets, hashed with a per-process random key; a flow may live
 //! in either of two buckets (two choices: at half load, 4-way buckets
-//! with one choice left 4-5 % of the flows without room, two leave
+//! with one choice leave a few flows in a hundred without room, two
 //! almost none). A flow fills its first bucket before its second, so a
 //! lookup reads the second bucket's tags only when the first has no
 //! candidate, or none of its candidates is the flow. The buckets' tags
@@ -223,10 +223,10 @@ impl FlowCacheStats {
 /// Lookups over which the hit rate is judged.
 const WINDOW: u32 = 8192;
 /// Below this share of hits in a window's lookups (percent), the cache
-/// stands aside. `bench forward` with 32,768 flows per core: 44 % hits
-/// cost 30 % of the rate (the misses pay for the lookups, and the
-/// entries evict the sets' and routes' lines from the core's caches),
-/// 88 % gained 30 %.
+/// stands aside: the misses pay for the lookups, and the entries evict
+/// the sets' and routes' lines from the core's caches, so a cache hit
+/// half the time costs more than it saves (`bench forward`'s `@N`
+/// variants, BENCHMARKS.md).
 const MIN_HIT_PERCENT: u32 = 75;
 /// Windows it then stands aside for, before trying again.
 const ASIDE_WINDOWS: u32 = 7;
@@ -439,8 +439,8 @@ impl FlowCache {
     pub fn candidates(&self, loc: Loc) -> Loc {
         let [b0, b1] = loc.buckets.map(|b| b as usize);
         // Built in a register and written once with the rest: a 2-byte
-        // store into a `Loc` read back whole just after stalled the
-        // store's forwarding (about 15 % of the worker's samples).
+        // store into a `Loc` read back whole just after stalls the
+        // store's forwarding.
         let mut ways = self.meta[b0].ways_tagged(loc.tag);
         if ways == 0 && b1 != b0 {
             ways = self.meta[b1].ways_tagged(loc.tag) << WAYS;

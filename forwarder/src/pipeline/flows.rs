@@ -22,8 +22,8 @@ impl Pipeline {
         let (mut lookups, mut hits) = (0, 0);
         // Hash every packet (prefetching its bucket's tags), then find its
         // candidate entry (prefetching it), then probe: each pass's cache
-        // misses overlap. (One pass doing all three per packet is 1.6x
-        // slower: the misses then wait in line.)
+        // misses overlap. (One pass doing all three per packet makes the
+        // misses wait in line: BENCHMARKS.md, "What did not pay".)
         for i in 0..n {
             if self.fate[i] == Fate::Go {
                 let id = FlowId::of(&self.parsed[i], burst.frame(i));
@@ -67,8 +67,8 @@ impl Pipeline {
     /// Stores a missed packet's decision (the index of its next hop, or
     /// why it is dropped) in the flow cache.
     // The test inline, the store out of line: a call per packet (its
-    // register saves and restores) cost 17 instructions a packet where
-    // nothing is pending (the flow cache off, or standing aside).
+    // register saves and restores) would cost every packet where nothing
+    // is pending (the flow cache off, or standing aside).
     #[inline(always)]
     pub(super) fn decided(&mut self, burst: &Burst, i: usize, hop: Result<u32, DropReason>) {
         if self.pending[i] {

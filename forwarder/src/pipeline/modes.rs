@@ -12,8 +12,8 @@ impl Pipeline {
     /// Every frame's MACs set to the first next hop's, nothing parsed;
     /// frames too short for an Ethernet header are dropped.
     // Out of line, as `rewrite_only`: inlined into `process`, these
-    // benchmark modes cost the full pipeline 2.7 instructions a packet
-    // (its registers are allocated around them).
+    // benchmark modes cost the full pipeline instructions (its registers
+    // are allocated around them; `examples/turns` under callgrind).
     #[inline(never)]
     pub(super) fn rewrite_macs(&mut self, burst: &mut Burst, n: usize) {
         let Some(Egress { macs, port, .. }) = self.egress.first().copied() else {

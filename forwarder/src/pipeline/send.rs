@@ -32,8 +32,8 @@ impl Pipeline {
         let d = match hop {
             Ok(h) => match self.egress.get(h as usize).copied() {
                 // A frame over the hop's limit goes its own way, out of
-                // line: merging the two ways' entries back into one cost
-                // five instructions a packet (the entry copied).
+                // line: merging the two ways' entries back into one copies
+                // the entry for every packet.
                 Some(e) if burst.frame_len(i) > e.limit as usize => {
                     self.send_past_limit(burst, i, h, e);
                     return;

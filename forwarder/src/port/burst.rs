@@ -8,8 +8,8 @@ pub const MAX_BURST: usize = 64;
 
 /// Distance between two frame buffers: one cache line more than their
 /// size. With a power-of-two stride every frame's first lines fall into
-/// the same two L1 sets and evict each other (measured: copying a burst
-/// in cost 12.6 ns per frame with a 2048-byte stride).
+/// the same two L1 sets and evict each other (`examples/stages` shows
+/// what copying a burst in costs).
 const STRIDE: usize = FRAME_CAP + 64;
 
 /// A burst of frames. Each frame lives in one of the burst's own
@@ -205,7 +205,7 @@ impl Burst {
     /// 64 bytes too), as a generator's arena holds them, and room for
     /// all. Those bounds are checked once for the run, then each frame is
     /// one copy and three stores (the general loop's cuts and checks
-    /// cost a dozen more instructions a frame, a fifth of io mode's).
+    /// would be a good part of io mode's work).
     /// `None`, having done nothing, for any other run.
     #[inline(always)]
     #[allow(unsafe_code)]

@@ -104,8 +104,8 @@ pub(super) fn parse_plain(frame: &[u8], p: &mut Parsed) -> bool {
 
 /// The ports (or ICMP type and code) a transport header's first 4 bytes
 /// give for `proto`, and whether the protocol has them: one load from a
-/// table of masks and an `and` instead of a branch per protocol (two
-/// masks built from a table of flags took 14 instructions).
+/// table of masks and an `and` instead of a branch per protocol (or two
+/// masks built from a table of flags, which takes more instructions).
 #[inline(always)]
 pub(super) fn ports(proto: u8, b: [u8; 4]) -> (u16, u16, bool) {
     // Per protocol: the bits of the 4 bytes, read as one big-endian word,

@@ -283,14 +283,12 @@ impl Cuts {
     /// only when it copied wide elements until its budget ran out (and
     /// left leaves uncut) is a tree per anchor built too, and the one
     /// whose modelled cost over points inside the elements is lower kept.
-    /// (Measured on ClassBench: one tree is faster on every 1K set and on
-    /// acl1_10K, the forest on fw1_10K and ipc1_10K, whose wildcard-heavy
-    /// rules blew one tree up 20-fold.)
+    /// (On ClassBench one tree wins on the 1K sets; the forest where
+    /// wildcard-heavy rules blow one tree up: `bench matcher --classbench`.)
     ///
     /// `like`: build only this kind (a forest when `true`), as the last
     /// choice for nearly the same elements was: the tree that ran out of
-    /// budget is most of a choosing build's time (fw1_10K: 22 of 25 ms),
-    /// and a few changes to thousands of elements do not turn the choice.
+    /// budget is most of a choosing build's time, and a few changes to thousands of elements do not turn the choice.
     /// `plan`: a forest's anchors per tree as the last build merged them
     /// (empty: merge anew), for the same reason: a merge's trial trees
     /// cost as much as the forest.
@@ -321,9 +319,9 @@ impl Cuts {
     /// What looking `points` up costs, in a model: a node visited counts
     /// 1, a leaf group 1 plus a half per 4 lanes, a tree 6 more. (A
     /// tree's own cost, its pass over the burst and its leaf's resolve, is
-    /// fitted to what dropping trees saved: two of fw1_10K's five, 25-30 %
-    /// of its lookup; and fw1_1K is faster in one tree, 30 against 45 ns,
-    /// than in the merged forest of four that a weight of 2 preferred.)
+    /// fitted to what dropping trees saved on ClassBench's fw1 sets in
+    /// `bench matcher --classbench`; a lower weight preferred forests
+    /// slower than one tree.)
     fn cost(&self, points: &[Vec<u32>]) -> f64 {
         let mut total = 0.0;
         for point in points {

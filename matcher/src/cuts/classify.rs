@@ -285,9 +285,9 @@ impl Classifier {
                 // Every key's leaf is known now: ask for the first line of
                 // each (its ids and its first rows) before reading any, so
                 // that the leaves' misses overlap rather than queue behind
-                // each key's checks. One line a key paid (acl1_10K about
-                // 7 % faster); all of a leaf's lines cost more than they
-                // saved.
+                // each key's checks. One line a key pays; all of a leaf's
+                // lines cost more than they save (BENCHMARKS.md, "What did
+                // not pay").
                 let words = t.groups.words().as_ptr();
                 for &r in &at[..n] {
                     let l = t.leaves[(r & !LEAF) as usize];
