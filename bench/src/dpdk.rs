@@ -328,28 +328,57 @@ impl Drop for HugePages {
     }
 }
 
+/// What a run on pcap devices needs: the forwarder built with DPDK, a
+/// scratch directory (removed however the run ends: an error returns
+/// early), and the example's flow mix as two pcap files.
+pub(crate) struct PcapRun {
+    pub bin: PathBuf,
+    pub dir: PathBuf,
+    _cleanup: RemoveOnDrop,
+    pub frames: Vec<Vec<u8>>,
+    pub pcaps: [PathBuf; 2],
+}
+
+impl PcapRun {
+    /// The setup of the benchmark `name`.
+    pub fn new(name: &str) -> Result<PcapRun, String> {
+        let bin = std::env::current_exe()
+            .map_err(|e| e.to_string())?
+            .with_file_name("forwarder");
+        if !bin.exists() {
+            return Err(format!(
+                "no {}: cargo build --release -p forwarder --features dpdk",
+                bin.display()
+            ));
+        }
+        let dir = std::env::temp_dir().join(format!("bench-{name}-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+        let _cleanup = RemoveOnDrop(dir.clone());
+        let cfg = config::load(&examples().join("forwarder.toml")).map_err(|e| e.to_string())?;
+        let frames = SyntheticPort::of(&cfg, 0, 0)?.frames();
+        let pcaps = [dir.join("p0.pcap"), dir.join("p1.pcap")];
+        write_pcap(&pcaps[0], &frames, MAC0)?;
+        write_pcap(&pcaps[1], &frames, MAC1)?;
+        Ok(PcapRun {
+            bin,
+            dir,
+            _cleanup,
+            frames,
+            pcaps,
+        })
+    }
+
+    /// The two pcap files.
+    pub fn pcap(&self) -> [&Path; 2] {
+        [self.pcaps[0].as_path(), self.pcaps[1].as_path()]
+    }
+}
+
 pub fn run(json: bool, quick: bool, mbufs: usize, rounds: Option<usize>) -> Result<(), String> {
     let secs = if quick { 3 } else { 6 };
     let rounds = rounds.unwrap_or(if quick { 2 } else { 3 }).max(1);
-    let bin = std::env::current_exe()
-        .map_err(|e| e.to_string())?
-        .with_file_name("forwarder");
-    if !bin.exists() {
-        return Err(format!(
-            "no {}: cargo build --release -p forwarder --features dpdk",
-            bin.display()
-        ));
-    }
-    let dir = std::env::temp_dir().join(format!("bench-dpdk-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
-    // Removed however the run ends (an error returns early).
-    let _cleanup = RemoveOnDrop(dir.clone());
-    let cfg = config::load(&examples().join("forwarder.toml")).map_err(|e| e.to_string())?;
-    let frames = SyntheticPort::of(&cfg, 0, 0)?.frames();
-    let pcaps = [dir.join("p0.pcap"), dir.join("p1.pcap")];
-    write_pcap(&pcaps[0], &frames, MAC0)?;
-    write_pcap(&pcaps[1], &frames, MAC1)?;
-    let pcap = [pcaps[0].as_path(), pcaps[1].as_path()];
+    let setup = PcapRun::new("dpdk")?;
+    let (bin, dir, frames, pcap) = (&setup.bin, &setup.dir, &setup.frames, setup.pcap());
     // Per variant and huge-page setting, each round's Mpps.
     let mut runs: Vec<(&str, bool, Vec<f64>)> = Vec::new();
     for huge in [false, true] {
@@ -368,13 +397,13 @@ pub fn run(json: bool, quick: bool, mbufs: usize, rounds: Option<usize>) -> Resu
                 "--no-pci".into(),
             ]
         };
-        let fcfg = forwarder_config(&dir, &eal, pcap, mbufs)?;
+        let fcfg = forwarder_config(dir, &eal, pcap, mbufs)?;
         for _ in 0..rounds {
             for &(v, program, mode, _) in VARIANTS {
                 let mpps = if program == "testpmd" {
                     testpmd_mpps(&eal, pcap, mode, secs)?
                 } else {
-                    forwarder_mpps(&bin, &fcfg, mode, secs)?
+                    forwarder_mpps(bin, &fcfg, mode, secs)?
                 };
                 match runs.iter_mut().find(|r| r.0 == v && r.1 == huge) {
                     Some(r) => r.2.push(mpps),

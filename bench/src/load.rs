@@ -30,13 +30,7 @@ fn net_port(n: usize) -> Workload {
             } else {
                 Range::single(1 + (i * 7) % 10_000)
             };
-            Element {
-                key: vec![Range::new(base, base | host), port].into(),
-                data: None,
-                priority: None,
-                timeout: None,
-                expires: None,
-            }
+            Element::of(vec![Range::new(base, base | host), port])
         })
         .collect();
     Workload {
@@ -52,13 +46,7 @@ fn addresses(n: usize) -> Workload {
     let elems = (0..n as u128)
         .map(|i| {
             let a = 0x0b00_0000 + i * 97;
-            Element {
-                key: vec![Range::single(a)].into(),
-                data: None,
-                priority: None,
-                timeout: None,
-                expires: None,
-            }
+            Element::of(vec![Range::single(a)])
         })
         .collect();
     Workload {

@@ -637,6 +637,18 @@ pub struct Element {
 }
 
 impl Element {
+    /// An element of a plain set: these ranges, no data, no priority, no
+    /// timeout.
+    pub fn of(key: impl Into<Box<[Range]>>) -> Element {
+        Element {
+            key: key.into(),
+            data: None,
+            priority: None,
+            timeout: None,
+            expires: None,
+        }
+    }
+
     /// Whether the element matches a key given as one value per field.
     pub fn matches(&self, values: &[u128]) -> bool {
         self.key.iter().zip(values).all(|(r, &v)| r.contains(v))

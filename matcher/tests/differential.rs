@@ -295,21 +295,12 @@ fn overlapping_tree_field_agrees_with_linear_scan() {
             (0x2001_0db8u128 << 96) + i * 16,
             (0x2001_0db8u128 << 96) + i * 16 + 7,
         );
-        elems.push(Element {
-            key: vec![addr, port].into(),
-            data: None,
-            priority: None,
-            timeout: None,
-            expires: None,
-        });
+        elems.push(Element::of(vec![addr, port]));
     }
-    elems.push(Element {
-        key: vec![Range::single(0x2001_0db8_ffffu128 << 80), Range::new(0, 0)].into(),
-        data: None,
-        priority: None,
-        timeout: None,
-        expires: None,
-    });
+    elems.push(Element::of(vec![
+        Range::single(0x2001_0db8_ffffu128 << 80),
+        Range::new(0, 0),
+    ]));
     elems.push(Element {
         key: vec![
             Range::single(0x2001_0db8_fffeu128 << 80),

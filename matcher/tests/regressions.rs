@@ -40,24 +40,12 @@ fn validity_checked_on_every_field() {
     {
         let mut key = vec![Range::single(0xc000_0201), Range::single(80), good];
         key[2] = bad;
-        let e = Element {
-            key: key.into(),
-            data: None,
-            priority: None,
-            timeout: None,
-            expires: None,
-        };
+        let e = Element::of(key);
         let err = set.insert(e, InsertMode::Add).unwrap_err();
         assert_eq!(err.kind, ErrorKind::Invalid);
         assert!(err.message.contains("field 3"), "{i}: {err}");
     }
-    let e = Element {
-        key: vec![Range::single(1)].into(),
-        data: None,
-        priority: None,
-        timeout: None,
-        expires: None,
-    };
+    let e = Element::of(vec![Range::single(1)]);
     assert_eq!(
         set.insert(e, InsertMode::Add).unwrap_err().kind,
         ErrorKind::Invalid

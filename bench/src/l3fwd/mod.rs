@@ -26,13 +26,10 @@
 mod build;
 mod rules;
 
-use crate::dpdk::{
-    examples, forwarder_config, forwarder_run, write_pcap, RemoveOnDrop, MAC0, MAC1,
-};
+use crate::dpdk::{forwarder_config, forwarder_run, PcapRun};
 use crate::stats::{median, round, row};
 use build::build_l3fwd;
 use config::Config;
-use forwarder::port::synthetic::SyntheticPort;
 use rules::{addr, rules};
 use serde_json::json;
 use std::collections::HashSet;
@@ -294,32 +291,16 @@ pub fn run(o: Options) -> Result<(), String> {
     let n_routes = o
         .routes
         .unwrap_or(if o.quick { 100_000 } else { 1_000_000 });
-    let bin = std::env::current_exe()
-        .map_err(|e| e.to_string())?
-        .with_file_name("forwarder");
-    if !bin.exists() {
-        return Err(format!(
-            "no {}: cargo build --release -p forwarder --features dpdk",
-            bin.display()
-        ));
-    }
-    let dir = std::env::temp_dir().join(format!("bench-l3fwd-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
-    let _cleanup = RemoveOnDrop(dir.clone());
-    let l3fwd = build_l3fwd(&dir)?;
-    let example = config::load(&examples().join("forwarder.toml")).map_err(|e| e.to_string())?;
-    let frames = SyntheticPort::of(&example, 0, 0)?.frames();
-    let pcaps = [dir.join("p0.pcap"), dir.join("p1.pcap")];
-    write_pcap(&pcaps[0], &frames, MAC0)?;
-    write_pcap(&pcaps[1], &frames, MAC1)?;
-    let pcap = [pcaps[0].as_path(), pcaps[1].as_path()];
+    let setup = PcapRun::new("l3fwd")?;
+    let (bin, dir, frames, pcap) = (&setup.bin, &setup.dir, &setup.frames, setup.pcap());
+    let l3fwd = build_l3fwd(dir)?;
     let eal: Vec<String> = ["--no-huge", "-m", "2048", "--no-pci"]
         .iter()
         .map(|s| s.to_string())
         .collect();
     // The forwarder's configurations, and l3fwd's rules written from what
     // they load: the example, without the flow cache, with the full table.
-    let base = forwarder_config(&dir, &eal, pcap, 16384)?;
+    let base = forwarder_config(dir, &eal, pcap, 16384)?;
     let text = std::fs::read_to_string(&base).map_err(|e| e.to_string())?;
     let write = |name: &str, text: &str| -> Result<(PathBuf, Config), String> {
         let p = dir.join(name);
@@ -384,7 +365,7 @@ pub fn run(o: Options) -> Result<(), String> {
                         (false, true) => &nocache,
                         (false, false) => &small,
                     };
-                    let (mpps, share) = forwarder_run(&bin, cfg, mode, secs as u64)?;
+                    let (mpps, share) = forwarder_run(bin, cfg, mode, secs as u64)?;
                     Run {
                         mpps,
                         share,

@@ -80,13 +80,7 @@ impl Shape {
 
     pub(super) fn elements(self) -> Vec<Element> {
         use matcher::Range;
-        let el = |key: Vec<Range>| Element {
-            key: key.into(),
-            data: None,
-            priority: None,
-            timeout: None,
-            expires: None,
-        };
+        let el = |key: Vec<Range>| Element::of(key);
         let mut rng = Rng(0x5a5e ^ self as u64);
         match self {
             Shape::HostsServices => {

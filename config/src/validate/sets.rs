@@ -253,16 +253,7 @@ pub(super) fn set_file(
         let mut new = inline.clone();
         new.extend(parsed.iter().map(|(_, e)| e.clone()));
         if few_changes_fit(&prev, &new, decl) {
-            let elements = Arc::new(new);
-            files.gave(
-                path,
-                Gave::Set {
-                    decl: decl.clone(),
-                    inline,
-                    elements: elements.clone(),
-                },
-            );
-            return Ok(elements);
+            return Ok(remember(files, path, decl, inline, new));
         }
     }
     let mut elements = inline.clone();
@@ -284,6 +275,18 @@ pub(super) fn set_file(
             })?;
         elements.push(el);
     }
+    Ok(remember(files, path, decl, inline, elements))
+}
+
+/// Remembers what set file `path` gave (for this type and these inline
+/// elements), and gives it.
+fn remember(
+    files: &mut Files,
+    path: &Path,
+    decl: &SetDecl,
+    inline: Vec<Element>,
+    elements: Vec<Element>,
+) -> Arc<Vec<Element>> {
     let elements = Arc::new(elements);
     files.gave(
         path,
@@ -293,5 +296,5 @@ pub(super) fn set_file(
             elements: elements.clone(),
         },
     );
-    Ok(elements)
+    elements
 }

@@ -74,6 +74,24 @@ fn punt(
     sp.handle(t, &Buf::holding(f, port, 0, reason, hop), now);
 }
 
+/// An ARP frame punted by worker 0 from `port`.
+fn arp_in(sp: &mut SlowPath, t: &Snapshot, f: &[u8], port: u16, now: u64) {
+    punt(sp, t, f, port, DropReason::Arp, 0, now);
+}
+
+/// Host a (192.0.2.2, `HOST`) resolved by its request for our address,
+/// and the answer taken off the queues.
+fn host_resolved(sp: &mut SlowPath, r: &RouterShared, t: &Snapshot) {
+    arp_in(
+        sp,
+        t,
+        &arp(Arp::REQUEST, HOST, 0xc000_0202, 0xc000_0201, BROADCAST),
+        0,
+        0,
+    );
+    drain(r);
+}
+
 fn arp(op: u16, sha: [u8; 6], spa: u32, tpa: u32, to: [u8; 6]) -> Vec<u8> {
     Arp {
         op,
@@ -88,12 +106,10 @@ fn arp(op: u16, sha: [u8; 6], spa: u32, tpa: u32, to: [u8; 6]) -> Vec<u8> {
 #[test]
 fn requests_for_our_address_are_answered_and_teach_the_sender() {
     let (mut sp, r, t) = setup();
-    punt(
+    arp_in(
         &mut sp,
         &t,
         &arp(Arp::REQUEST, HOST, 0xc000_0202, 0xc000_0201, BROADCAST),
-        0,
-        DropReason::Arp,
         0,
         5,
     );
@@ -116,12 +132,10 @@ fn a_new_mac_within_the_lock_time_needs_an_announcement() {
     let (mut sp, r, t) = setup();
     let other = [2, 0, 0, 0, 0xaa, 9];
     let ip = 0xc000_0202;
-    punt(
+    arp_in(
         &mut sp,
         &t,
         &arp(Arp::REQUEST, HOST, ip, 0xc000_0201, BROADCAST),
-        0,
-        DropReason::Arp,
         0,
         5,
     );
@@ -130,44 +144,36 @@ fn a_new_mac_within_the_lock_time_needs_an_announcement() {
         r.neigh.load().get(0, nkey(false, ip as u128))
     };
     // A reply claiming another MAC 100 ms later: ignored.
-    punt(
+    arp_in(
         &mut sp,
         &t,
         &arp(Arp::REPLY, other, ip, 0xc000_0201, P0),
-        0,
-        DropReason::Arp,
         0,
         105,
     );
     assert_eq!(mac_now(&mut sp), Some(Some(HOST)));
     // The neighbour announcing it (gratuitous ARP): taken at once.
-    punt(
+    arp_in(
         &mut sp,
         &t,
         &arp(Arp::REQUEST, other, ip, ip, BROADCAST),
-        0,
-        DropReason::Arp,
         0,
         200,
     );
     assert_eq!(mac_now(&mut sp), Some(Some(other)));
     // A late reply with the old MAC: ignored; after the lock time, taken.
-    punt(
+    arp_in(
         &mut sp,
         &t,
         &arp(Arp::REPLY, HOST, ip, 0xc000_0201, P0),
-        0,
-        DropReason::Arp,
         0,
         300,
     );
     assert_eq!(mac_now(&mut sp), Some(Some(other)));
-    punt(
+    arp_in(
         &mut sp,
         &t,
         &arp(Arp::REPLY, HOST, ip, 0xc000_0201, P0),
-        0,
-        DropReason::Arp,
         0,
         1300,
     );
@@ -179,31 +185,25 @@ fn what_nobody_asked_for_is_ignored_and_static_entries_stay() {
     let (mut sp, r, t) = setup();
     // A reply nobody asked for; a request for someone else's address;
     // a reply claiming the configured neighbour.
-    punt(
+    arp_in(
         &mut sp,
         &t,
         &arp(Arp::REPLY, HOST, 0xc000_0209, 0xc000_0201, P0),
         0,
-        DropReason::Arp,
-        0,
         1,
     );
-    punt(
+    arp_in(
         &mut sp,
         &t,
         &arp(Arp::REQUEST, HOST, 0xc000_0209, 0xc000_0299, BROADCAST),
         0,
-        DropReason::Arp,
-        0,
         1,
     );
-    punt(
+    arp_in(
         &mut sp,
         &t,
         &arp(Arp::REPLY, HOST, 0xc633_6407, 0xc633_6401, P0),
         1,
-        DropReason::Arp,
-        0,
         1,
     );
     // Garbage, and an NS for an address that is not ours.
@@ -257,13 +257,11 @@ fn unresolved_frames_are_held_resolved_and_sent_rewritten() {
     );
     sp.publish();
     assert_eq!(r.neigh.load().get(1, nkey(false, 0xc633_64fe)), Some(None));
-    punt(
+    arp_in(
         &mut sp,
         &t,
         &arp(Arp::REPLY, GW, 0xc633_64fe, 0xc633_6401, [2, 0, 0, 0, 0, 2]),
         1,
-        DropReason::Arp,
-        0,
         20,
     );
     let out = drain(&r);
@@ -320,16 +318,7 @@ fn an_unanswered_resolution_retries_fails_and_is_forgotten() {
 fn echo_floods_are_rate_limited_per_core() {
     let (mut sp, r, t) = setup();
     // Host a resolved first, so that replies go out at once.
-    punt(
-        &mut sp,
-        &t,
-        &arp(Arp::REQUEST, HOST, 0xc000_0202, 0xc000_0201, BROADCAST),
-        0,
-        DropReason::Arp,
-        0,
-        0,
-    );
-    drain(&r);
+    host_resolved(&mut sp, &r, &t);
     let mut f = ipv4(0xc000_0202, 0xc000_0201, 64, L4::Icmp(8, 0), 8);
     f[..6].copy_from_slice(&P0);
     for _ in 0..200 {
@@ -348,16 +337,7 @@ fn echo_floods_are_rate_limited_per_core() {
 #[test]
 fn no_error_about_errors_broadcasts_or_later_fragments() {
     let (mut sp, r, t) = setup();
-    punt(
-        &mut sp,
-        &t,
-        &arp(Arp::REQUEST, HOST, 0xc000_0202, 0xc000_0201, BROADCAST),
-        0,
-        DropReason::Arp,
-        0,
-        0,
-    );
-    drain(&r);
+    host_resolved(&mut sp, &r, &t);
     let mut err = ipv4(0xc000_0202, 0xcb00_7101, 1, L4::Icmp(3, 1), 28);
     err[..6].copy_from_slice(&P0);
     let mut bcast = ipv4(0xc000_0202, 0xcb00_7101, 1, L4::Udp(1, 2), 8);

@@ -426,13 +426,7 @@ impl Set {
     pub fn delete(&mut self, key: &[Range]) -> Result<Element, SetError> {
         let Some(&id) = self.exact.get(key) else {
             let shown = if key.len() == self.decl.fields().len() {
-                self.describe(&Element {
-                    key: key.into(),
-                    data: None,
-                    priority: None,
-                    timeout: None,
-                    expires: None,
-                })
+                self.describe(&Element::of(key))
             } else {
                 format!("{key:?}")
             };
