@@ -1,10 +1,12 @@
 //! `forwarder lookup` end to end: files in, canonical elements out,
 //! checked against a linear scan; bad lines exit non-zero naming the line.
 
+mod common;
+
+use common::forwarder;
 use matcher::reference::LinearSet;
 use matcher::selftest::Case;
 use std::path::PathBuf;
-use std::process::Command;
 
 fn tmpdir(name: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("fwd-lookup-{}-{name}", std::process::id()));
@@ -17,7 +19,7 @@ fn lookup(args: &[&std::path::Path]) -> (bool, String, String) {
 }
 
 fn lookup_with(args: &[&std::path::Path], extra: &[&str]) -> (bool, String, String) {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_forwarder"));
+    let mut c = forwarder();
     c.arg("lookup")
         .arg("--set")
         .arg(args[0])
@@ -149,7 +151,7 @@ fn errors_name_file_and_line() {
         !ok && err.contains("unknown lookup implementation `sse9`"),
         "{err}"
     );
-    let o = Command::new(env!("CARGO_BIN_EXE_forwarder"))
+    let o = forwarder()
         .args(["lookup", "--set"])
         .arg(&s)
         .arg("--keys")
@@ -196,7 +198,7 @@ fn classbench_sets_give_rte_acls_answers() {
         let want = classbench_file(&dir, &format!("{set}_trace.dpdk_acl_match"));
         let want = std::fs::read_to_string(want).unwrap();
         for imp in matcher::Impl::available() {
-            let o = Command::new(env!("CARGO_BIN_EXE_forwarder"))
+            let o = forwarder()
                 .arg("lookup")
                 .arg("--classbench")
                 .arg(&rules)
@@ -221,7 +223,7 @@ fn classbench_sets_give_rte_acls_answers() {
     // A bad rule line names the file, the line and the value.
     let bad = dir.join("bad_rules");
     std::fs::write(&bad, "@1.2.3.4/32 5.6.7.8/32 0 : 1 0 : 1 0x06/0xFF 0/0\n@1.2.3.4/40 5.6.7.8/32 0 : 1 0 : 1 0x06/0xFF 0/0\n").unwrap();
-    let o = Command::new(env!("CARGO_BIN_EXE_forwarder"))
+    let o = forwarder()
         .arg("lookup")
         .arg("--classbench")
         .arg(&bad)
