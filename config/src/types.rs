@@ -285,7 +285,7 @@ pub const MAX_SETS: usize = 256;
 /// The control side's settings (`[control]`).
 #[derive(Clone, Debug, PartialEq, Eq, Default)]
 pub struct ControlConfig {
-    /// The control socket's path; `None`: [`default_socket`] of the
+    /// The control socket's path; `None`: [`crate::default_socket`] of the
     /// configuration file.
     pub socket: Option<std::path::PathBuf>,
     /// Where to serve Prometheus metrics over HTTP (off when `None`).

@@ -4,7 +4,7 @@
 //! Both run one forwarding core on two `net_pcap` devices replaying the
 //! example's flow mix from memory (as `bench dpdk`), without huge pages.
 //! l3fwd is built in a temporary directory from the example sources
-//! Debian ships in `dpdk-doc`, with the changes [`PATCHES`] lists (pcap
+//! Debian ships in `dpdk-doc`, with the changes `build::PATCHES` lists (pcap
 //! devices have no Rx offloads and one Tx queue; l3fwd prints no rates),
 //! and its rule files are written from the very configuration the
 //! forwarder runs: the routes as `R` lines (LPM), and for `--lookup acl`

@@ -13,7 +13,7 @@ pub fn notify(state: &str) -> Result<(), String> {
     }
 }
 
-/// [`notify`] to the socket `path` (`@NAME`: an abstract one).
+/// [`notify()`] to the socket `path` (`@NAME`: an abstract one).
 pub fn notify_to(path: &std::ffi::OsStr, state: &str) -> Result<(), String> {
     let sock = UnixDatagram::unbound().map_err(|e| format!("sd_notify: {e}"))?;
     let bytes = path.as_encoded_bytes();

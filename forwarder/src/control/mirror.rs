@@ -88,7 +88,7 @@ impl Mirror {
     }
 
     /// Subscribes to `cfg`'s kernel table (the table itself is read by
-    /// [`Control::kernel_start`]).
+    /// [`super::Control::kernel_start`]).
     pub fn open(cfg: &Config) -> Result<Option<Mirror>, String> {
         let Some(mut m) = Mirror::detached(cfg) else {
             return Ok(None);

@@ -1,7 +1,7 @@
 //! The control side, off the fast path: [`Control`] (the reload engine)
 //! owns the working copies of every table, applies a new configuration to
 //! them incrementally, and publishes the result as one new
-//! [`crate::snapshot::Tables`] with a single atomic swap; [`server`] runs
+//! [`crate::pipeline::Snapshot`] with a single atomic swap; [`server`] runs
 //! the control thread (file watch, SIGHUP, the control socket);
 //! [`stats`] and [`prometheus`] render the workers' counters.
 //!

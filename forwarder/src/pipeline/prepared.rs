@@ -57,7 +57,8 @@ pub(super) fn ready_limit(routing: bool, mtu: u16) -> u16 {
 /// egress entries, and zeroed match counters with the sets' names.
 ///
 /// The control side prepares one for each worker with every snapshot
-/// ([`Tables::assemble`], in the snapshot's [`Slot`]s). A worker that
+/// ([`crate::control::build::assemble`], in the snapshot's [`Slot`]s). A
+/// worker that
 /// meets a new generation swaps it for its own and leaves its old one in
 /// the slot: the new state is allocated, and the old one freed (with the
 /// snapshot, once replaced), on the control thread, never on a worker.

@@ -2,7 +2,7 @@
 //! their options, an interface's index and MAC, promiscuous mode, shared
 //! memory mappings that unmap themselves, the zero-length send that makes
 //! the kernel walk a transmit ring, and kernel counters read at most every
-//! [`KERNEL_STATS_EVERY`] (a system call: never once per `stats()` call).
+//! `KERNEL_STATS_EVERY` (a system call: never once per `stats()` call).
 #![allow(unsafe_code)]
 
 use std::cell::Cell;

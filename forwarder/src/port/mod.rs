@@ -10,8 +10,9 @@
 //!
 //! A port's driver and its options are typed by the configuration
 //! ([`config::Driver`]), which checks them as the file loads; [`open`]
-//! turns them into a queue, and [`check`] says before anything starts
-//! whether this build has every driver the configuration names.
+//! turns them into a queue; `forwarder check` and `run` say before
+//! anything starts whether this build has every driver the configuration
+//! names.
 
 mod burst;
 mod queue;

@@ -34,7 +34,7 @@ impl SlowPath {
     }
 
     /// Sends what the hosts wrote to their TAPs out of their ports (up
-    /// to [`HOST_BURST`] frames a port); returns how many.
+    /// to `HOST_BURST` frames a port); returns how many.
     pub fn from_hosts(&mut self) -> usize {
         let mut buf = [0u8; 16384];
         let mut n = 0;
