@@ -54,6 +54,11 @@ impl Located<'_> {
         }
     }
 
+    /// The line (from 1) of `v`.
+    pub(crate) fn line<T>(&self, v: &Spanned<T>) -> u32 {
+        self.of(v, "").line as u32
+    }
+
     pub(crate) fn of<T>(&self, v: &Spanned<T>, message: impl Into<String>) -> ConfigError {
         self.at(v.span(), message)
     }

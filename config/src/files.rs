@@ -78,6 +78,8 @@ pub(crate) enum Gave {
         decl: SetDecl,
         inline: Vec<Element>,
         elements: Arc<Vec<Element>>,
+        /// The file's elements' lines.
+        lines: Arc<Vec<u32>>,
     },
     /// The route file: its routes, sorted by prefix, for these next hop
     /// and ECMP group names.

@@ -59,9 +59,9 @@ pub use files::LoadStats;
 pub use loader::Loader;
 pub use paths::{control_socket, default_socket, runtime_dir};
 pub use types::{
-    Action, Config, ControlConfig, EcmpGroup, FlowCache, Forwarder, IcmpSettings, KernelRoutes,
-    NeighbourSettings, NextHopConfig, PortConfig, RouteCache, RouteConfig, RouterSettings,
-    SetConfig, Source, Via, DEFAULT_BURST, MAX_SETS, ROUTE_PROTOCOLS,
+    Action, Config, ControlConfig, EcmpGroup, ElementLines, FlowCache, Forwarder, IcmpSettings,
+    KernelRoutes, NeighbourSettings, NextHopConfig, PortConfig, RouteCache, RouteConfig,
+    RouterSettings, SetConfig, Source, Via, DEFAULT_BURST, MAX_SETS, ROUTE_PROTOCOLS,
 };
 
 use std::path::Path;

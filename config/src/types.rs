@@ -133,7 +133,10 @@ pub enum Source {
 }
 
 impl Source {
-    pub(crate) fn parse(words: &str) -> Result<Source, String> {
+    /// The source `words` name, as a set's `match` writes it (`ip
+    /// saddr`, `tcp dport`, `meta l4proto`, ...): the same words name
+    /// packet fields in `forwarder trace` packets and capture filters.
+    pub fn parse(words: &str) -> Result<Source, String> {
         let w: Vec<&str> = words.split_whitespace().collect();
         let proto = |p: &str| match p {
             "tcp" => Some(Some(6)),
@@ -155,6 +158,28 @@ impl Source {
             ["meta", "mark"] => Source::Mark,
             _ => return Err(format!("unknown packet field `{}`", w.join(" "))),
         })
+    }
+
+    /// The words that name it (the first of its spellings).
+    pub fn words(self) -> &'static str {
+        match self {
+            Source::IpSaddr => "ip saddr",
+            Source::IpDaddr => "ip daddr",
+            Source::Ip6Saddr => "ip6 saddr",
+            Source::Ip6Daddr => "ip6 daddr",
+            Source::Sport(Some(6)) => "tcp sport",
+            Source::Sport(Some(17)) => "udp sport",
+            Source::Sport(Some(132)) => "sctp sport",
+            Source::Sport(_) => "th sport",
+            Source::Dport(Some(6)) => "tcp dport",
+            Source::Dport(Some(17)) => "udp dport",
+            Source::Dport(Some(132)) => "sctp dport",
+            Source::Dport(_) => "th dport",
+            Source::L4proto => "meta l4proto",
+            Source::EtherSaddr => "ether saddr",
+            Source::EtherDaddr => "ether daddr",
+            Source::Mark => "meta mark",
+        }
     }
 
     /// The set field type this source fills.
@@ -203,6 +228,32 @@ pub struct SetConfig {
     /// The file its elements were read from, if any (watched for changes
     /// by the running forwarder).
     pub file: Option<std::path::PathBuf>,
+    /// Where each element of `elements` was written: the inline ones'
+    /// lines in the configuration file, then the set file's lines.
+    pub lines: ElementLines,
+}
+
+/// The lines the elements of a [`SetConfig`] come from, in its order: a
+/// packet trace says where the element that matched was written.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ElementLines {
+    /// The inline elements' lines in the configuration file.
+    pub inline: Vec<u32>,
+    /// The set file's elements' lines in it (shared, as the elements are,
+    /// by the loads of an unchanged file).
+    pub file: Arc<Vec<u32>>,
+}
+
+impl ElementLines {
+    /// Where element `i` was written: `(true, line)` in the set file,
+    /// `(false, line)` inline in the configuration file; `None` past the
+    /// end.
+    pub fn of(&self, i: usize) -> Option<(bool, u32)> {
+        match self.inline.get(i) {
+            Some(&l) => Some((false, l)),
+            None => self.file.get(i - self.inline.len()).map(|&l| (true, l)),
+        }
+    }
 }
 
 /// A next hop.
@@ -249,6 +300,11 @@ pub struct RouteConfig {
     pub len: u32,
     /// Where it leads.
     pub via: Via,
+    /// Its line: in the configuration file for an inline route, in the
+    /// route file for one of its routes (0 for routes made by a program,
+    /// as the benchmarks do). Where `forwarder route get` and the packet
+    /// trace say it comes from.
+    pub line: u32,
 }
 
 /// The route stage's settings (see `routecache::RouteCacheConfig`).

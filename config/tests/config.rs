@@ -283,6 +283,11 @@ fn routes_from_a_route_file() {
     );
     assert!(c.file_routes[2].v6 && c.file_routes[2].len == 32);
     assert_eq!(c.all_routes().count(), 4);
+    // Where each came from: the inline one's line in the TOML, the
+    // file's in the file (sorting keeps them).
+    assert_eq!(c.routes[0].line, 1);
+    let lines: Vec<u32> = c.file_routes.iter().map(|r| r.line).collect();
+    assert_eq!(lines, vec![5, 2, 4]);
     let name = routes.display().to_string();
     for (text, want) in [
         (
@@ -401,6 +406,39 @@ fn a_loader_reads_only_what_changed() {
     let d = loader.load(&toml).unwrap();
     assert_eq!(loader.stats(), stats(1, 1));
     assert!(d.sets[0].elements.iter().any(|e| e.key[0].start == 81));
+    // Each element's line: the inline one in the TOML, the file's there
+    // (a few changes take the quick check: the lines still follow).
+    let l = &d.sets[0].lines;
+    let toml_line = std::fs::read_to_string(&toml)
+        .unwrap()
+        .lines()
+        .position(|x| x.starts_with("elements"))
+        .unwrap() as u32
+        + 1;
+    assert_eq!(
+        (0..4).map(|i| l.of(i)).collect::<Vec<_>>(),
+        vec![
+            Some((false, toml_line)),
+            Some((true, 1)),
+            Some((true, 2)),
+            None
+        ]
+    );
+    std::fs::write(
+        dir.join("s.set"),
+        "# a comment
+
+81
+443
+",
+    )
+    .unwrap();
+    let d = loader.load(&toml).unwrap();
+    assert_eq!(d.sets[0].lines.of(2), Some((true, 4)));
+    assert!(Arc::ptr_eq(
+        &d.sets[0].elements,
+        &loader.load(&toml).unwrap().sets[0].elements
+    ));
     // Another inline element: the unchanged file is checked with it.
     write_toml("\"23\"", "", "");
     let e = loader.load(&toml).unwrap();
@@ -712,4 +750,31 @@ driver = "af_packet"
         };
         assert_eq!(e, want, "in:\n{text}");
     }
+}
+
+/// The words a source prints as (traces, filters) name it again.
+#[test]
+fn sources_print_as_they_parse() {
+    for w in [
+        "ip saddr",
+        "ip daddr",
+        "ip6 saddr",
+        "ip6 daddr",
+        "tcp sport",
+        "udp dport",
+        "sctp sport",
+        "th dport",
+        "meta l4proto",
+        "ether saddr",
+        "ether daddr",
+        "meta mark",
+    ] {
+        let s = Source::parse(w).unwrap();
+        assert_eq!(s.words(), w);
+        assert_eq!(Source::parse(s.words()), Ok(s));
+    }
+    assert_eq!(
+        Source::parse("ip protocol").unwrap().words(),
+        "meta l4proto"
+    );
 }

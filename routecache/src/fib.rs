@@ -376,6 +376,21 @@ impl FibSnapshot {
         }
     }
 
+    /// The route `dst` matches in family `f`, as (prefix, length,
+    /// target), from the published table (see
+    /// [`LpmTable::lookup_prefix`]); IPv4 in the low 32 bits.
+    pub fn lookup_prefix(&self, f: Family, dst: u128) -> Option<(u128, u32, TargetId)> {
+        let t = self.table(f);
+        let width = f.width();
+        let (len, target) = t.lookup_prefix(dst)?;
+        let mask = if len == 0 {
+            0
+        } else {
+            (u128::MAX >> (128 - width)) & !((1u128 << (width - len)).wrapping_sub(1))
+        };
+        Some((dst & mask, len, target))
+    }
+
     /// Next hops and ECMP groups.
     #[inline]
     pub fn targets(&self) -> &Targets {

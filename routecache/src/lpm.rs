@@ -138,6 +138,24 @@ impl LpmTable {
         decode(e)
     }
 
+    /// The route `addr` matches as (prefix length, target): the entry
+    /// [`LpmTable::lookup`] reads remembers the length of the prefix that
+    /// wrote it, so the published table itself says which prefix answers
+    /// (`forwarder route get`, the packet trace), with no copy of the
+    /// routes beside it. The prefix is `addr` with the bits past the
+    /// length cleared.
+    pub fn lookup_prefix(&self, addr: u128) -> Option<(u32, u32)> {
+        let w = self.width;
+        let mut e = self.top_entry((addr >> (w - self.first)) as usize);
+        let mut bit = self.first;
+        while e & EXT != 0 {
+            let b = ((addr >> (w - bit - 8)) & 0xff) as usize;
+            e = self.group_entry(e & VALUE_MASK, b);
+            bit += 8;
+        }
+        decode(e).map(|t| (depth(e) - 1, t))
+    }
+
     /// Looks up a burst of addresses a level at a time: the first-level
     /// entries of all of them, then the next level of those that go on,
     /// and so on, so that their loads are in flight together instead of

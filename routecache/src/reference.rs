@@ -40,6 +40,17 @@ impl NaiveLpm {
             .map(|r| r.3)
     }
 
+    /// The longest route containing `dst`: (prefix, length, target).
+    pub fn lookup_prefix(&self, f: Family, dst: u128) -> Option<(u128, u32, TargetId)> {
+        let w = f.width();
+        self.routes
+            .iter()
+            .filter(|r| r.0 == f)
+            .filter(|r| r.2 == 0 || (dst ^ r.1) >> (w - r.2) == 0)
+            .max_by_key(|r| r.2)
+            .map(|r| (r.1, r.2, r.3))
+    }
+
     /// The routes.
     pub fn routes(&self) -> &[(Family, u128, u32, TargetId)] {
         &self.routes

@@ -101,6 +101,12 @@ fn check(
         let want: Vec<Option<TargetId>> = dsts.iter().map(|&d| naive.lookup(f, d)).collect();
         for &d in &dsts {
             assert_eq!(snap.lookup(f, d), naive.lookup(f, d), "fib {d:#x}");
+            // The prefix that answers, read back from the table's entry.
+            assert_eq!(
+                snap.lookup_prefix(f, d),
+                naive.lookup_prefix(f, d),
+                "prefix of {d:#x}"
+            );
         }
         let mut out = [None; 32];
         let mut burst = [None; 32];

@@ -308,6 +308,7 @@ pub(super) fn inline_routes(
             prefix,
             len,
             via,
+            line: loc.line(&r.prefix),
         });
     }
     Ok(routes)
@@ -384,6 +385,7 @@ pub(super) fn route_file(
             prefix: p,
             len,
             via,
+            line: n as u32 + 1,
         });
     }
     sort_routes(&mut routes);

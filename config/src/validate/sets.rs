@@ -171,6 +171,7 @@ pub(super) fn validate_set(
     // Elements: inline ones located at their string, file ones at their
     // line in that file; overlaps and duplicates checked by the set itself.
     let mut inline = Vec::new();
+    let inline_lines: Vec<u32> = s.elements.iter().map(|e| loc.line(e)).collect();
     for e in &s.elements {
         let el = decl
             .parse_element(e.get_ref())
@@ -185,12 +186,12 @@ pub(super) fn validate_set(
         set.insert(el.clone(), InsertMode::Create)
             .map_err(|err| loc.of(e, err.to_string()))?;
     }
-    let (file, elements) = match &s.file {
-        None => (None, Arc::new(inline)),
+    let (file, (elements, file_lines)) = match &s.file {
+        None => (None, (Arc::new(inline), Arc::default())),
         Some(f) => {
             let path = dir.join(f.get_ref());
-            let elements = set_file(loc, f, &path, &decl, inline, set, files)?;
-            (Some(path), elements)
+            let got = set_file(loc, f, &path, &decl, inline, set, files)?;
+            (Some(path), got)
         }
     };
     Ok(SetConfig {
@@ -200,8 +201,15 @@ pub(super) fn validate_set(
         action,
         elements,
         file,
+        lines: ElementLines {
+            inline: inline_lines,
+            file: file_lines,
+        },
     })
 }
+
+/// A set's elements (inline ones first) and the lines of its file's.
+type Elements = (Arc<Vec<Element>>, Arc<Vec<u32>>);
 
 /// A set's elements with those of its file `f` at `path`: `inline` and
 /// the file's, checked together in `set` (which holds `inline`). What an
@@ -215,14 +223,15 @@ pub(super) fn set_file(
     inline: Vec<Element>,
     mut set: matcher::Set,
     files: &mut Files,
-) -> Result<Arc<Vec<Element>>, ConfigError> {
+) -> Result<Elements, ConfigError> {
     let cannot = |e: std::io::Error| loc.of(f, format!("cannot read `{}`: {e}", f.get_ref()));
     let same = |g: &Gave| match g {
         Gave::Set {
             decl: d,
             inline: i,
             elements,
-        } if d == decl && *i == inline => Some(elements.clone()),
+            lines,
+        } if d == decl && *i == inline => Some((elements.clone(), lines.clone())),
         _ => None,
     };
     let text = match files.get(path, same).map_err(cannot)? {
@@ -246,14 +255,16 @@ pub(super) fn set_file(
             decl: d,
             inline: i,
             elements,
+            ..
         }) if d == decl && *i == inline => Some(elements.clone()),
         _ => None,
     };
+    let lines: Vec<u32> = parsed.iter().map(|(l, _)| *l as u32).collect();
     if let Some(prev) = prev {
         let mut new = inline.clone();
         new.extend(parsed.iter().map(|(_, e)| e.clone()));
         if few_changes_fit(&prev, &new, decl) {
-            return Ok(remember(files, path, decl, inline, new));
+            return Ok(remember(files, path, decl, inline, (new, lines)));
         }
     }
     let mut elements = inline.clone();
@@ -275,7 +286,7 @@ pub(super) fn set_file(
             })?;
         elements.push(el);
     }
-    Ok(remember(files, path, decl, inline, elements))
+    Ok(remember(files, path, decl, inline, (elements, lines)))
 }
 
 /// Remembers what set file `path` gave (for this type and these inline
@@ -285,16 +296,18 @@ fn remember(
     path: &Path,
     decl: &SetDecl,
     inline: Vec<Element>,
-    elements: Vec<Element>,
-) -> Arc<Vec<Element>> {
+    (elements, lines): (Vec<Element>, Vec<u32>),
+) -> Elements {
     let elements = Arc::new(elements);
+    let lines = Arc::new(lines);
     files.gave(
         path,
         Gave::Set {
             decl: decl.clone(),
             inline,
             elements: elements.clone(),
+            lines: lines.clone(),
         },
     );
-    elements
+    (elements, lines)
 }
