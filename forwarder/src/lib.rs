@@ -50,6 +50,7 @@
 pub mod clock;
 pub mod cmd;
 pub mod control;
+pub mod filter;
 pub mod kernel;
 pub mod log;
 pub mod neigh;

@@ -35,6 +35,7 @@ pub fn full_table(cfg: &mut Config, v4: usize, v6: usize) {
                 prefix,
                 len,
                 via: config::Via::NextHop(i % hops),
+                line: 0,
             });
         }
     }
