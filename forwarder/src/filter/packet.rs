@@ -345,7 +345,7 @@ pub fn from_hex(text: &str) -> Result<Vec<u8>, String> {
         .bytes()
         .filter(|b| !b.is_ascii_whitespace() && *b != b':' && *b != b'-')
         .collect();
-    if digits.len() % 2 != 0 {
+    if !digits.len().is_multiple_of(2) {
         return Err(format!(
             "{} hexadecimal digits: a frame is whole bytes",
             digits.len()

@@ -7,26 +7,32 @@ use super::flowcache::MAX_SETS;
 use super::{Fate, Pipeline};
 use crate::port::Burst;
 use crate::reason::DropReason;
-use crate::tables::Tables;
+use crate::tables::{RuleSet, Tables};
 use crate::wire::Parsed;
 use config::{Action, Source};
 use matcher::{Data, Verdict};
 
 impl Pipeline {
+    // Out of line: inlined into `process`, its per-set state (see
+    // `Found`) made the whole stage sequence allocate registers worse
+    // (`examples/turns` under callgrind: about 1 % more instructions a
+    // packet); a call per burst costs nothing next to that.
+    #[inline(never)]
     pub(super) fn classify(&mut self, tables: &Tables, burst: &Burst, n: usize) {
         for (si, set) in tables.sets.iter().enumerate() {
             let klen = set.key_len;
-            let keys = &mut self.keys[si];
+            let (keys, found) = &mut self.keys[si];
             // The packets the set applies to (an IPv6 set looks nothing
             // up for IPv4 packets), then their keys, packed, one source
             // at a time across all of them.
             let mut m = 0;
             for i in 0..n {
                 if self.fate[i] == Fate::Go && set.need.applies(&self.parsed[i]) {
-                    self.which[m] = i as u8;
+                    found.which[m] = i as u8;
                     m += 1;
                 }
             }
+            found.m = m as u8;
             if m == 0 {
                 continue;
             }
@@ -34,30 +40,19 @@ impl Pipeline {
                 &set.sources,
                 &self.parsed,
                 burst,
-                &self.which[..m],
+                &found.which[..m],
                 &mut keys[..m * klen],
                 klen,
             );
             set.snap
-                .lookup_burst(keys, klen, &mut self.ids[..m], &mut self.scratch[si]);
+                .lookup_burst(keys, klen, &mut found.ids[..m], &mut self.scratch[si]);
             for j in 0..m {
-                let Some(id) = self.ids[j] else { continue };
+                let Some(id) = found.ids[j] else { continue };
                 if self.expired_at != 0 && set.snap.expires(id) <= self.expired_at {
                     continue;
                 }
-                let i = self.which[j] as usize;
-                let fate = match set.action {
-                    Action::Drop => Fate::Dropped(DropReason::Rule),
-                    Action::Reject => Fate::Dropped(DropReason::Reject),
-                    Action::Accept => Fate::Accepted,
-                    Action::Verdict => match set.snap.element(id).and_then(|e| e.data.as_ref()) {
-                        Some(Data::Verdict(Verdict::Drop)) => Fate::Dropped(DropReason::Rule),
-                        Some(Data::Verdict(Verdict::Accept)) => Fate::Accepted,
-                        // continue, return, jump and goto: no chains here,
-                        // the packet goes on to the next set.
-                        _ => Fate::Go,
-                    },
-                };
+                let i = found.which[j] as usize;
+                let fate = decision(set, id);
                 let outcome = match fate {
                     Fate::Dropped(_) => Outcome::Drop,
                     Fate::Accepted => Outcome::Accept,
@@ -74,6 +69,23 @@ impl Pipeline {
                 self.fate[i] = fate;
             }
         }
+    }
+}
+
+/// What a match of element `id` of `set` does to the packet.
+#[inline(always)]
+pub(super) fn decision(set: &RuleSet, id: u32) -> Fate {
+    match set.action {
+        Action::Drop => Fate::Dropped(DropReason::Rule),
+        Action::Reject => Fate::Dropped(DropReason::Reject),
+        Action::Accept => Fate::Accepted,
+        Action::Verdict => match set.snap.element(id).and_then(|e| e.data.as_ref()) {
+            Some(Data::Verdict(Verdict::Drop)) => Fate::Dropped(DropReason::Rule),
+            Some(Data::Verdict(Verdict::Accept)) => Fate::Accepted,
+            // continue, return, jump and goto: no chains here, the packet
+            // goes on to the next set.
+            _ => Fate::Go,
+        },
     }
 }
 
@@ -156,64 +168,19 @@ mod tests {
     use crate::wire::L3;
     use routecache::gen::Rng;
 
-    /// The reference: one packet's key, source by source; false when the
-    /// packet lacks one of the fields (an IPv4 field of an IPv6 packet, a TCP
-    /// port of a UDP one).
+    /// The reference: one packet's key, source by source, from the
+    /// values the filter language reads ([`crate::filter::source_value`]):
+    /// false when the packet lacks one of the fields. The burst writer and
+    /// the filters (captures, live traces) agree through it.
     fn extract(sources: &[Source], p: &Parsed, frame: &[u8], key: &mut [u8]) -> bool {
         let mut off = 0;
         for s in sources {
-            let ok = match *s {
-                Source::IpSaddr | Source::IpDaddr if p.l3 == L3::V4 => {
-                    let a = if *s == Source::IpSaddr { p.src } else { p.dst } as u32;
-                    key[off..off + 4].copy_from_slice(&a.to_be_bytes());
-                    off += 4;
-                    true
-                }
-                Source::Ip6Saddr | Source::Ip6Daddr if p.l3 == L3::V6 => {
-                    let a = if *s == Source::Ip6Saddr { p.src } else { p.dst };
-                    key[off..off + 16].copy_from_slice(&a.to_be_bytes());
-                    off += 16;
-                    true
-                }
-                Source::Sport(proto) | Source::Dport(proto)
-                    if p.l4_ok
-                        && matches!(
-                            p.proto,
-                            wire::proto::TCP | wire::proto::UDP | wire::proto::SCTP
-                        )
-                        && proto.is_none_or(|x| x == p.proto) =>
-                {
-                    let v = if matches!(s, Source::Sport(_)) {
-                        p.sport
-                    } else {
-                        p.dport
-                    };
-                    key[off..off + 2].copy_from_slice(&v.to_be_bytes());
-                    off += 2;
-                    true
-                }
-                Source::L4proto => {
-                    key[off] = p.proto;
-                    off += 1;
-                    true
-                }
-                Source::EtherSaddr | Source::EtherDaddr => {
-                    let at = if *s == Source::EtherSaddr { 6 } else { 0 };
-                    key[off..off + 6].copy_from_slice(&frame[at..at + 6]);
-                    off += 6;
-                    true
-                }
-                Source::Mark => {
-                    // Frames from ports carry no mark.
-                    key[off..off + 4].fill(0);
-                    off += 4;
-                    true
-                }
-                _ => false,
-            };
-            if !ok {
+            let Some(v) = crate::filter::source_value(*s, p, frame) else {
                 return false;
-            }
+            };
+            let t = s.field_type();
+            t.write_key(v, &mut key[off..off + t.bytes()]);
+            off += t.bytes();
         }
         true
     }

@@ -4,6 +4,7 @@
 
 pub mod classify;
 mod counters;
+mod explain;
 pub mod flowcache;
 mod flows;
 mod modes;
@@ -14,6 +15,7 @@ mod send;
 mod tests;
 
 pub use counters::{Counters, DropCounts, Outcome, SetMatches};
+pub use explain::{Fated, FlowStage, HopState, SetStage, Stages, HEAD};
 pub use prepared::{Prepared, Slot, Snapshot};
 
 use crate::neigh::NeighTable;
@@ -84,9 +86,8 @@ enum Fate {
 /// all allocated once.
 pub struct Pipeline {
     scratch: Vec<Scratch>,
-    keys: Vec<Vec<u8>>,
-    ids: [Option<u32>; MAX_BURST],
-    which: [u8; MAX_BURST],
+    /// Per set, its keys and what it looked up in the burst.
+    keys: Vec<(Vec<u8>, prepared::Found)>,
     parsed: [Parsed; MAX_BURST],
     fate: [Fate; MAX_BURST],
     router4: Router<u32>,
@@ -119,6 +120,9 @@ pub struct Pipeline {
     /// the snapshot has router ports.
     router: Option<Arc<RouterShared>>,
     punting: bool,
+    /// The packets of the burst handed to the slow path, a bit each (see
+    /// [`Pipeline::explain`]).
+    punted: std::cell::Cell<u64>,
     /// The neighbour table the gateways' egress entries were last set
     /// from, and whether they must be set again (new snapshot).
     neigh: Arc<NeighTable>,
@@ -153,8 +157,6 @@ impl Pipeline {
         let mut p = Pipeline {
             scratch: Vec::new(),
             keys: Vec::new(),
-            ids: [None; MAX_BURST],
-            which: [0; MAX_BURST],
             parsed: [Parsed::default(); MAX_BURST],
             fate: [Fate::Go; MAX_BURST],
             router4: tables.route_cache.router(),
@@ -175,6 +177,7 @@ impl Pipeline {
             mtus: Vec::new(),
             router: None,
             punting: false,
+            punted: std::cell::Cell::new(0),
             neigh: Arc::new(NeighTable::default()),
             neigh_stale: true,
             rx_port: 0,

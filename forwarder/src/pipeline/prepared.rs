@@ -29,6 +29,31 @@ pub(super) struct Egress {
     pub(super) limit: u16,
 }
 
+/// What one rule set looked up in the last burst: the packets it
+/// applied to and the element each matched. Kept per set rather than
+/// reused from set to set, so that after a burst every set's lookups are
+/// still there for [`Pipeline::explain`] to read: a trace costs the
+/// ordinary run nothing, not even a test.
+#[derive(Clone, Copy)]
+pub(super) struct Found {
+    /// The packets looked up (indices in the burst), the first `m`.
+    pub(super) which: [u8; MAX_BURST],
+    /// What each found.
+    pub(super) ids: [Option<u32>; MAX_BURST],
+    /// How many.
+    pub(super) m: u8,
+}
+
+impl Default for Found {
+    fn default() -> Self {
+        Found {
+            which: [0; MAX_BURST],
+            ids: [None; MAX_BURST],
+            m: 0,
+        }
+    }
+}
+
 /// A hop's kind ([`Pipeline::kinds`]): the MACs are the ones to write
 /// (a static next hop, or a gateway whose MAC the slow path resolved).
 pub(super) const READY: u8 = 0;
@@ -65,7 +90,8 @@ pub(super) fn ready_limit(routing: bool, mtu: u16) -> u16 {
 #[derive(Default)]
 pub struct Prepared {
     pub(super) scratch: Vec<Scratch>,
-    pub(super) keys: Vec<Vec<u8>>,
+    /// Per set: its keys' buffer and what it found.
+    pub(super) keys: Vec<(Vec<u8>, Found)>,
     pub(super) egress: Vec<Egress>,
     /// Each hop's kind ([`READY`], ...).
     pub(super) kinds: Vec<u8>,
@@ -120,7 +146,7 @@ impl Prepared {
             scratch: sets.iter().map(|s| s.snap.scratch()).collect(),
             keys: sets
                 .iter()
-                .map(|s| vec![0; MAX_BURST * s.key_len.max(1)])
+                .map(|s| (vec![0; MAX_BURST * s.key_len.max(1)], Found::default()))
                 .collect(),
             egress,
             kinds,

@@ -61,7 +61,9 @@ impl Pipeline {
     /// The next hop of a routed packet (its target resolved, an ECMP
     /// group's member picked by the flow hash), as an index in the FIB's
     /// hops, or why it has none.
-    #[inline]
+    // Inlined by force: `explain` calls it too, and a second caller made
+    // the inliner keep it out of line: a call for every routed packet.
+    #[inline(always)]
     pub(super) fn next_hop(&self, tables: &Tables, i: usize) -> Result<u32, DropReason> {
         let p = &self.parsed[i];
         let t = self.targets[i].ok_or(DropReason::NoRoute)?;

@@ -5,7 +5,7 @@
 //! path's neighbour table.
 
 use super::prepared::{ready_limit, Egress, CONNECTED, LOCAL, PENDING, READY, UNRESOLVED};
-use super::Pipeline;
+use super::{Fate, Pipeline};
 use crate::port::Burst;
 use crate::reason::DropReason;
 use crate::wire;
@@ -67,11 +67,13 @@ impl Pipeline {
         Ok(())
     }
 
-    /// Counts a drop, and hands the frame to the slow path if the router
-    /// answers it.
+    /// Counts a drop, notes its reason as the packet's fate (what a
+    /// capture of drops and a trace read), and hands the frame to the
+    /// slow path if the router answers it.
     #[inline(always)]
     pub(super) fn dropped(&mut self, burst: &Burst, i: usize, d: DropReason) {
         self.counters.drops[d.index()] += 1;
+        self.fate[i] = Fate::Dropped(d);
         if self.punting {
             self.answer(burst, i, d);
         }
@@ -143,6 +145,10 @@ impl Pipeline {
     #[cold]
     #[inline(never)]
     pub(super) fn punt(&self, burst: &Burst, i: usize, reason: DropReason, hop: u32) {
+        // Which packets went (read by `explain`, which clears it first;
+        // otherwise never read): a bit here costs nothing on the fast
+        // path, which never comes this way.
+        self.punted.set(self.punted.get() | 1u64 << (i % 64));
         if let Some(r) = &self.router {
             r.punt(
                 burst.frame(i),
@@ -194,6 +200,7 @@ impl Pipeline {
             _ => (DropReason::Unresolved, false),
         };
         self.counters.drops[drop.index()] += 1;
+        self.fate[i] = Fate::Dropped(drop);
         if punt && self.punting {
             self.punt(burst, i, drop, hop);
         }
