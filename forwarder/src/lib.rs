@@ -42,6 +42,8 @@
 //! | [`pipeline`] | `tables`, `wire`, `port`, `punt`, `neigh`, `reason`, `clock` |
 //! | [`shared`] | `pipeline` (the published snapshot), `punt`, `neigh` |
 //! | [`router`] | `shared`, `tables`, `punt`, `neigh`, `wire`, `kernel` (TAPs) |
+//! | [`filter`] | `wire`, `port` (a frame's size) |
+//! | [`trace`] | `pipeline`, `router` (the slow path's answer), `tables`, `filter`, `punt`, `neigh`, `wire` |
 //! | [`worker`] | `shared`, `pipeline`, `port`, `punt`, `reason` |
 //! | [`control`] | all of the above |
 //! | [`cmd`] | `control` and all of the above |
@@ -54,6 +56,7 @@ pub mod filter;
 pub mod kernel;
 pub mod log;
 pub mod neigh;
+pub mod pcap;
 pub mod pipeline;
 pub mod port;
 pub mod punt;
@@ -61,5 +64,6 @@ pub mod reason;
 pub mod router;
 pub mod shared;
 pub mod tables;
+pub mod trace;
 pub mod wire;
 pub mod worker;

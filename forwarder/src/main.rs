@@ -84,6 +84,13 @@ enum Cmd {
         #[arg(long)]
         config: Option<PathBuf>,
     },
+    /// Explain a packet stage by stage, in the order the pipeline runs
+    /// (the port's filter, the parse, the flow cache, each set, the
+    /// route, the ECMP member, the next hop and its neighbour, the
+    /// rewrite, the fate), against the running forwarder's tables
+    /// (`--offline`: the file's; `--candidate`: also a new file's, with
+    /// what changes), or `--live` the next packets of a port.
+    Trace(forwarder::cmd::trace::Args),
     /// Add, delete or list elements of a set of the forwarder running
     /// with this configuration (as `nft add|delete element`, `nft list
     /// set`): in force at once, kept across reloads, dropped at restart.
@@ -196,6 +203,7 @@ fn main() -> ExitCode {
             watch,
             count,
         } => forwarder::cmd::client::stats(&conf(config), watch, count, out),
+        Cmd::Trace(a) => forwarder::cmd::trace::run(&conf(a.config.clone()), &a, out),
         Cmd::Neighbours { config } => forwarder::cmd::client::neighbours(&conf(config), out),
         Cmd::Element { cmd } => {
             use forwarder::control::ElementOp;

@@ -287,8 +287,14 @@ pub struct RouterShared {
 impl RouterShared {
     /// Queues and a pool for `workers` workers and `ports` ports.
     pub fn new(workers: usize, ports: usize) -> RouterShared {
-        let free = ArrayQueue::new(POOL);
-        for _ in 0..POOL {
+        RouterShared::with_pool(workers, ports, POOL)
+    }
+
+    /// [`RouterShared::new`] with `pool` buffers (a trace's private slow
+    /// path needs a few, not a forwarder's thousands).
+    pub fn with_pool(workers: usize, ports: usize, pool: usize) -> RouterShared {
+        let free = ArrayQueue::new(pool.max(1));
+        for _ in 0..pool.max(1) {
             let _ = free.push(Buf::new());
         }
         RouterShared {

@@ -215,25 +215,7 @@ fn reload_by_file_signal_and_socket_and_statistics() {
 
 /// Starts `forwarder run` on `cfg` and waits for its control socket line.
 fn start(cfg: &std::path::Path) -> Running {
-    let mut child = Running(
-        forwarder()
-            .args(["run", "--duration", "60s", "--config"])
-            .arg(cfg)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
-    let mut stdout = BufReader::new(child.0.stdout.take().unwrap());
-    for _ in 0..2 {
-        let mut l = String::new();
-        stdout.read_line(&mut l).unwrap();
-    }
-    std::thread::spawn(move || {
-        let mut sink = String::new();
-        let _ = stdout.read_to_string(&mut sink);
-    });
-    child
+    run_local(cfg)
 }
 
 /// `forwarder stats` as uid/gid `id` (root runs the test), with the

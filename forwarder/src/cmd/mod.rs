@@ -8,6 +8,7 @@ pub mod client;
 pub mod lookup;
 pub mod notify;
 pub mod run;
+pub mod trace;
 
 /// Where a command finds its configuration without `--config`:
 /// `examples/forwarder.toml` under the working directory (a checkout),

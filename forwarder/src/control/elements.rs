@@ -21,7 +21,7 @@ use matcher::{Element, Range, SetDecl};
 use std::collections::HashSet;
 
 /// A set's run-time changes.
-#[derive(Default)]
+#[derive(Clone, Default)]
 pub(super) struct Overlay {
     /// The set's type when they were made.
     pub(super) decl: Option<SetDecl>,

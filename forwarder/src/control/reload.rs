@@ -128,6 +128,44 @@ impl Control {
         Ok(c)
     }
 
+    /// The tables configuration file `path` would give if this control
+    /// reloaded it: a control of its own (nothing of this one's changes),
+    /// its run-time elements on top as a reload would put them; and why
+    /// a reload of it would be refused, if it would (ports or
+    /// `[forwarder]` changed: the candidate is still built, to be traced).
+    pub fn candidate(&self, path: &Path) -> Result<(Control, Option<String>), String> {
+        let mut loader = Loader::new();
+        let cfg = loader.load(path).map_err(|e| e.to_string())?;
+        let refused = self.restart_only(&cfg).err();
+        let in_force = self.with_runtime(cfg.clone())?;
+        let workers = cfg.forwarder.cores.len();
+        let ports = cfg.ports.len();
+        let mut c = Control {
+            path: path.to_path_buf(),
+            w: Working::build(&in_force)?,
+            cfg,
+            loader,
+            runtime: self.runtime.clone(),
+            quick_since: None,
+            flow_seed: self.flow_seed,
+            retired: Vec::new(),
+            mirror: None,
+            staged_keys: Vec::new(),
+            shared: Arc::new(Shared::new(Snapshot::empty(), workers, ports)),
+        };
+        // The kernel's routes as this control mirrors them now, on the
+        // candidate's FIB as a reload would put them back.
+        if let (Some(m), Some(mut mine)) = (&self.mirror, super::mirror::Mirror::detached(&c.cfg)) {
+            mine.kernel = m.kernel.clone();
+            c.mirror = Some(mine);
+            c.kernel_reinstall();
+        }
+        let fib = c.w.fib.publish();
+        let t = c.assemble(1, fib, false);
+        c.publish(t).prepare();
+        Ok((c, refused))
+    }
+
     /// What the workers share with this side.
     pub fn shared(&self) -> Arc<Shared> {
         self.shared.clone()

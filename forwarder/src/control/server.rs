@@ -473,7 +473,10 @@ fn json_request(control: &mut Control, text: &str) -> serde_json::Value {
             }),
             Err(e) => json!({ "result": "error", "error": e }),
         },
-        _ => json!({ "result": "error", "error": "`request` must be `element` or `list`" }),
+        Some("trace") => control.trace_request(&v),
+        _ => {
+            json!({ "result": "error", "error": "`request` must be `element`, `list` or `trace`" })
+        }
     }
 }
 

@@ -19,8 +19,10 @@
 //! - `icmp`: ICMP errors and echo replies with their rate limits,
 //!   `reject`'s answers, and routing the router's own packets;
 //! - `host`: the host's side of a port (its TAP);
-//! - `thread`: the thread that runs it all.
+//! - `thread`: the thread that runs it all;
+//! - `explain`: the slow path run privately on a traced packet.
 
+mod explain;
 mod host;
 mod icmp;
 mod neighbours;
@@ -29,6 +31,7 @@ mod slow;
 mod tests;
 mod thread;
 
+pub use explain::{answers, Answer};
 pub use neighbours::{HOLD, LOCKTIME_MS};
 pub use slow::{Host, SlowPath};
 pub use thread::spawn;

@@ -130,3 +130,28 @@ pub fn start_forwarder(
     }
     (child, rx)
 }
+
+/// `forwarder run` on `cfg` (synthetic ports: no namespace), returned
+/// once it serves its control socket (its second line).
+pub fn run_local(cfg: &Path) -> Running {
+    use std::io::Read;
+    let mut child = Running(
+        forwarder()
+            .args(["run", "--duration", "60s", "--config"])
+            .arg(cfg)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let mut stdout = BufReader::new(child.0.stdout.take().unwrap());
+    for _ in 0..2 {
+        let mut l = String::new();
+        stdout.read_line(&mut l).unwrap();
+    }
+    std::thread::spawn(move || {
+        let mut sink = String::new();
+        let _ = stdout.read_to_string(&mut sink);
+    });
+    child
+}

@@ -1,0 +1,135 @@
+//! Where the tables' entries come from, as `forwarder trace` and
+//! `forwarder route get|list` say it: a route from the configuration
+//! (`file:line`), the route file (`file:line`), the kernel table (its
+//! protocol and metric), a port's address (connected, local); an element
+//! from the configuration or its set file (`file:line`), or added at run
+//! time; the configured names of next hops and ECMP groups.
+
+use super::reload::Control;
+use crate::kernel::RouteKey;
+use matcher::Element;
+use routecache::ECMP_FLAG;
+use serde_json::{json, Value};
+
+impl Control {
+    /// Where the route `key` comes from (see [`crate::trace::Origins`]).
+    pub fn route_origin(&self, key: RouteKey) -> Value {
+        let (v6, prefix, len) = key;
+        let cfg = &self.cfg;
+        let full = if v6 { 128 } else { 32 };
+        for p in &cfg.ports {
+            for a in &p.addresses {
+                if a.v6() != v6 {
+                    continue;
+                }
+                if len == full && a.bits() == prefix {
+                    return json!({ "from": "local", "port": p.name, "address": a.ip.to_string() });
+                }
+                if a.len == len && a.network() == prefix {
+                    return json!({ "from": "connected", "port": p.name, "address": format!("{}/{}", a.ip, a.len) });
+                }
+            }
+        }
+        if v6 && (prefix, len) == (0xff00u128 << 112, 8) {
+            return json!({ "from": "router", "what": "IPv6 multicast: the router's" });
+        }
+        if v6 && (prefix, len) == (0xfe80u128 << 112, 10) {
+            return json!({ "from": "router", "what": "IPv6 link-local: the router's" });
+        }
+        if let Some(r) = cfg.routes.iter().find(|r| (r.v6, r.prefix, r.len) == key) {
+            return json!({ "from": "config", "file": self.path().display().to_string(), "line": r.line });
+        }
+        if let Ok(i) = cfg
+            .file_routes
+            .binary_search_by_key(&key, |r| (r.v6, r.prefix, r.len))
+        {
+            let file = cfg
+                .route_file
+                .as_ref()
+                .map(|f| f.display().to_string())
+                .unwrap_or_default();
+            return json!({ "from": "route_file", "file": file, "line": cfg.file_routes[i].line });
+        }
+        if let Some(m) = &self.mirror {
+            if m.installed.contains_key(&key) {
+                let best = m.kernel.get(&key).and_then(|by| by.values().next());
+                let protocol = best.map(|r| r.protocol).unwrap_or(0);
+                let name = config::ROUTE_PROTOCOLS
+                    .iter()
+                    .find(|(_, n)| *n == protocol)
+                    .map(|(s, _)| s.to_string())
+                    .unwrap_or_else(|| protocol.to_string());
+                return json!({
+                    "from": "kernel",
+                    "table": m.table,
+                    "protocol": name,
+                    "metric": best.map(|r| r.metric),
+                });
+            }
+        }
+        json!({ "from": "unknown" })
+    }
+
+    /// Where element `e` of the set at index `set` comes from.
+    pub fn element_origin(&self, set: usize, e: &Element) -> Value {
+        let Some(s) = self.cfg.sets.get(set) else {
+            return json!({ "from": "unknown" });
+        };
+        // The element as the files give it (a run-time element may share
+        // the key only once deleted from the files' view, see
+        // `elements`): its index gives its line.
+        if let Some(i) = s
+            .elements
+            .iter()
+            .position(|x| x.key == e.key && x.data == e.data && x.priority == e.priority)
+        {
+            return match s.lines.of(i) {
+                Some((true, line)) => json!({
+                    "from": "set_file",
+                    "file": s.file.as_ref().map(|f| f.display().to_string()).unwrap_or_default(),
+                    "line": line,
+                }),
+                Some((false, line)) => json!({
+                    "from": "config",
+                    "file": self.path().display().to_string(),
+                    "line": line,
+                }),
+                None => json!({ "from": "unknown" }),
+            };
+        }
+        match self.runtime.get(&s.name) {
+            Some(o) if o.added.iter().any(|a| a.key == e.key) => {
+                let left = e.expires.map(|d| d.saturating_sub(crate::clock::now_ms()));
+                json!({ "from": "run_time", "expires_in_ms": left })
+            }
+            _ => json!({ "from": "unknown" }),
+        }
+    }
+
+    /// The configured name of FIB hop `hop`.
+    pub fn hop_name(&self, hop: u32) -> Option<String> {
+        let i = self.w.hops.iter().position(|&t| t == hop)?;
+        self.cfg.next_hops.get(i).map(|h| h.name.clone())
+    }
+
+    /// The configured name of ECMP group `group` (its index).
+    pub fn group_name(&self, group: u32) -> Option<String> {
+        let i = self.w.groups.iter().position(|&t| t == ECMP_FLAG | group)?;
+        self.cfg.ecmp.get(i).map(|g| g.name.clone())
+    }
+}
+
+impl crate::trace::Origins for Control {
+    fn route(&self, v6: bool, prefix: u128, len: u32) -> Value {
+        self.route_origin((v6, prefix, len))
+    }
+    fn element(&self, set: usize, e: &Element) -> Value {
+        self.element_origin(set, e)
+    }
+    fn hop_name(&self, hop: u32) -> Option<String> {
+        Control::hop_name(self, hop)
+    }
+    fn group_name(&self, group: u32) -> Option<String> {
+        Control::group_name(self, group)
+    }
+}
