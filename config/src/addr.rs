@@ -109,7 +109,7 @@ pub(crate) fn port_address(s: &str) -> Result<PortAddress, String> {
     Ok(PortAddress { ip, len })
 }
 
-pub(crate) fn parse_prefix(s: &str) -> Result<(bool, u128, u32), String> {
+pub fn parse_prefix(s: &str) -> Result<(bool, u128, u32), String> {
     let (addr, len) = s
         .split_once('/')
         .ok_or_else(|| format!("`{}` is not a prefix (address/length)", excerpt(s)))?;

@@ -51,7 +51,7 @@ mod schema;
 mod types;
 mod validate;
 
-pub use addr::{ip_bits, link_local, PortAddress};
+pub use addr::{ip_bits, link_local, parse_prefix, PortAddress};
 pub use diff::diff_elements;
 pub use driver::Driver;
 pub use error::ConfigError;

@@ -51,6 +51,14 @@ enum Cmd {
         /// has problems, print them and ask nothing of the forwarder.
         #[arg(long)]
         check: bool,
+        /// Print what the reload changes (sets rebuilt, elements added and
+        /// removed, routes, next hops, ECMP groups; with their lines),
+        /// worked out from the very configuration it then applies.
+        #[arg(long)]
+        diff: bool,
+        /// With `--diff`: print the answer as JSON (the diff inside).
+        #[arg(long)]
+        json: bool,
     },
     /// Check a configuration as `run` would read it (the TOML, every set
     /// and route file, drivers, interfaces, cores, the tables built)
@@ -63,6 +71,14 @@ enum Cmd {
         /// Print JSON (`ok`, and `errors` or the summary's figures).
         #[arg(long)]
         json: bool,
+        /// Also print what a reload of it would change in the running
+        /// forwarder (applying nothing).
+        #[arg(long)]
+        diff: bool,
+        /// With `--diff`: the configuration the running forwarder was
+        /// started with (default: `--config` itself, edited since).
+        #[arg(long, requires = "diff")]
+        against: Option<PathBuf>,
     },
     /// Print the counters of the forwarder running with this
     /// configuration, as JSON; `--watch` prints per-second rates.
@@ -91,6 +107,13 @@ enum Cmd {
     /// (`--offline`: the file's; `--candidate`: also a new file's, with
     /// what changes), or `--live` the next packets of a port.
     Trace(forwarder::cmd::trace::Args),
+    /// The routes of the running forwarder's workers: `route get ADDR`
+    /// (as `ip route get`) and `route list [PREFIX] [--origin KIND]` (as
+    /// `ip route show`), each with where it came from.
+    Route {
+        #[command(subcommand)]
+        cmd: forwarder::cmd::route::Cmd,
+    },
     /// Add, delete or list elements of a set of the forwarder running
     /// with this configuration (as `nft add|delete element`, `nft list
     /// set`): in force at once, kept across reloads, dropped at restart.
@@ -179,14 +202,29 @@ fn main() -> ExitCode {
             forwarder::log::set_json(log_format == "json");
             forwarder::cmd::run::run_mode(&conf(config), duration, mode, out)
         }
-        Cmd::Check { config, json } => {
-            return match forwarder::cmd::check::run(&conf(config), json, out) {
+        Cmd::Check {
+            config,
+            json,
+            diff,
+            against,
+        } => {
+            let config = conf(config);
+            return match forwarder::cmd::check::run(&config, json, out) {
+                Ok(true) if diff => {
+                    let against = against.unwrap_or_else(|| config.clone());
+                    report(forwarder::cmd::client::diff(&config, &against, json, out))
+                }
                 Ok(true) => ExitCode::SUCCESS,
                 Ok(false) => ExitCode::FAILURE,
                 Err(e) => report(Err(e)),
             };
         }
-        Cmd::Reload { config, check } => {
+        Cmd::Reload {
+            config,
+            check,
+            diff,
+            json,
+        } => {
             let config = conf(config);
             if check {
                 if let Err(errs) = forwarder::cmd::check::check(&config) {
@@ -196,13 +234,18 @@ fn main() -> ExitCode {
                     )));
                 }
             }
-            forwarder::cmd::client::reload(&config, out)
+            if diff {
+                forwarder::cmd::client::reload_diff(&config, json, out)
+            } else {
+                forwarder::cmd::client::reload(&config, out)
+            }
         }
         Cmd::Stats {
             config,
             watch,
             count,
         } => forwarder::cmd::client::stats(&conf(config), watch, count, out),
+        Cmd::Route { cmd } => forwarder::cmd::route::run(cmd, conf, out),
         Cmd::Trace(a) => forwarder::cmd::trace::run(&conf(a.config.clone()), &a, out),
         Cmd::Neighbours { config } => forwarder::cmd::client::neighbours(&conf(config), out),
         Cmd::Element { cmd } => {

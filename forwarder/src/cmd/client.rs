@@ -32,6 +32,44 @@ pub fn reload(config: &Path, out: &mut dyn Write) -> Result<(), String> {
     answered(ask(config, "reload")?, "reload refused", out)
 }
 
+/// `forwarder reload --diff`: what the reload changes (worked out from
+/// the configuration the forwarder then applies), then the reload's
+/// answer; `json`: the answer alone, its `diff` inside.
+pub fn reload_diff(config: &Path, json: bool, out: &mut dyn Write) -> Result<(), String> {
+    let v = ask(
+        config,
+        &serde_json::json!({ "request": "reload", "diff": true }).to_string(),
+    )?;
+    if v["result"] == "ok" && !json {
+        let d = crate::control::diff::render(&v["diff"]);
+        out.write_all(d.as_bytes()).map_err(|e| e.to_string())?;
+        let mut short = v.clone();
+        short.as_object_mut().map(|o| o.remove("diff"));
+        return writeln!(out, "{short}").map_err(|e| e.to_string());
+    }
+    answered(v, "reload refused", out)
+}
+
+/// `forwarder check --diff`: what a reload of `config` would change in
+/// the forwarder running with `against`'s configuration, applying
+/// nothing.
+pub fn diff(config: &Path, against: &Path, json: bool, out: &mut dyn Write) -> Result<(), String> {
+    let abs = std::fs::canonicalize(config).map_err(|e| format!("{}: {e}", config.display()))?;
+    let v = ask(
+        against,
+        &serde_json::json!({ "request": "diff", "config": abs.display().to_string() }).to_string(),
+    )?;
+    if v["result"] != "ok" {
+        return Err(v["error"].as_str().unwrap_or("refused").to_string());
+    }
+    let text = if json {
+        format!("{v}\n")
+    } else {
+        crate::control::diff::render(&v)
+    };
+    out.write_all(text.as_bytes()).map_err(|e| e.to_string())
+}
+
 /// Prints an `ok` answer; a refusal is the error, with the generation
 /// that still serves.
 fn answered(v: Value, refused: &str, out: &mut dyn Write) -> Result<(), String> {

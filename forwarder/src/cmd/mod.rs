@@ -7,6 +7,7 @@ pub mod check;
 pub mod client;
 pub mod lookup;
 pub mod notify;
+pub mod route;
 pub mod run;
 pub mod trace;
 

@@ -21,6 +21,7 @@
 
 mod access;
 pub mod build;
+pub mod diff;
 pub mod elements;
 mod follow;
 mod inspect;
@@ -28,6 +29,7 @@ pub mod mirror;
 mod origins;
 pub mod prometheus;
 mod reload;
+pub mod routes;
 mod runtime;
 pub mod server;
 pub mod stats;

@@ -14,60 +14,14 @@ use serde_json::{json, Value};
 impl Control {
     /// Where the route `key` comes from (see [`crate::trace::Origins`]).
     pub fn route_origin(&self, key: RouteKey) -> Value {
-        let (v6, prefix, len) = key;
-        let cfg = &self.cfg;
-        let full = if v6 { 128 } else { 32 };
-        for p in &cfg.ports {
-            for a in &p.addresses {
-                if a.v6() != v6 {
-                    continue;
-                }
-                if len == full && a.bits() == prefix {
-                    return json!({ "from": "local", "port": p.name, "address": a.ip.to_string() });
-                }
-                if a.len == len && a.network() == prefix {
-                    return json!({ "from": "connected", "port": p.name, "address": format!("{}/{}", a.ip, a.len) });
-                }
-            }
-        }
-        if v6 && (prefix, len) == (0xff00u128 << 112, 8) {
-            return json!({ "from": "router", "what": "IPv6 multicast: the router's" });
-        }
-        if v6 && (prefix, len) == (0xfe80u128 << 112, 10) {
-            return json!({ "from": "router", "what": "IPv6 link-local: the router's" });
-        }
-        if let Some(r) = cfg.routes.iter().find(|r| (r.v6, r.prefix, r.len) == key) {
-            return json!({ "from": "config", "file": self.path().display().to_string(), "line": r.line });
-        }
-        if let Ok(i) = cfg
-            .file_routes
-            .binary_search_by_key(&key, |r| (r.v6, r.prefix, r.len))
-        {
-            let file = cfg
-                .route_file
-                .as_ref()
-                .map(|f| f.display().to_string())
-                .unwrap_or_default();
-            return json!({ "from": "route_file", "file": file, "line": cfg.file_routes[i].line });
-        }
-        if let Some(m) = &self.mirror {
-            if m.installed.contains_key(&key) {
-                let best = m.kernel.get(&key).and_then(|by| by.values().next());
-                let protocol = best.map(|r| r.protocol).unwrap_or(0);
-                let name = config::ROUTE_PROTOCOLS
-                    .iter()
-                    .find(|(_, n)| *n == protocol)
-                    .map(|(s, _)| s.to_string())
-                    .unwrap_or_else(|| protocol.to_string());
-                return json!({
-                    "from": "kernel",
-                    "table": m.table,
-                    "protocol": name,
-                    "metric": best.map(|r| r.metric),
-                });
-            }
-        }
-        json!({ "from": "unknown" })
+        let o = self.classify(key, |k| {
+            self.cfg
+                .routes
+                .iter()
+                .find(|r| (r.v6, r.prefix, r.len) == k)
+                .map(|r| r.line)
+        });
+        self.origin_names().origin(o)
     }
 
     /// Where element `e` of the set at index `set` comes from.

@@ -293,14 +293,30 @@ impl Control {
     /// Reads the configuration file again and applies it. On error nothing
     /// changes; the error names `file:line:col`.
     pub fn reload(&mut self) -> Result<Reload, String> {
+        self.reload_with(false).map(|r| r.0)
+    }
+
+    /// [`Control::reload`], with what it changes said first (see
+    /// [`Control::diff`]): worked out from the configuration it then
+    /// applies, so nothing can come between the two.
+    pub fn reload_with_diff(&mut self) -> Result<(Reload, serde_json::Value), String> {
+        self.reload_with(true)
+    }
+
+    /// [`Control::reload`], with the diff when `diff` (else null).
+    pub fn reload_with(&mut self, diff: bool) -> Result<(Reload, serde_json::Value), String> {
         self.reclaim();
         let start = Instant::now();
+        let mut said = serde_json::Value::Null;
         let r = self
             .loader
             .load(&self.path)
             .map_err(|e| e.to_string())
             .and_then(|new| {
                 let parse = start.elapsed();
+                if diff {
+                    said = self.diff(&new, &self.path.display().to_string());
+                }
                 self.apply(new, start).map(|r| Reload { parse, ..r })
             });
         let st = &self.shared.status;
@@ -316,7 +332,7 @@ impl Control {
                 st.set_last(e);
             }
         }
-        r
+        r.map(|r| (r, said))
     }
 
     /// Applies a configuration loaded from this control's file.
@@ -403,7 +419,7 @@ impl Control {
         Ok(rep)
     }
 
-    fn restart_only(&self, new: &Config) -> Result<(), String> {
+    pub(super) fn restart_only(&self, new: &Config) -> Result<(), String> {
         if new.forwarder != self.cfg.forwarder {
             return Err(format!(
                 "{}: [forwarder] changed: cores and burst take effect on restart; nothing was changed",

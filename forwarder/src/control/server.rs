@@ -95,6 +95,25 @@ impl Conn {
         }
     }
 
+    /// Hands the connection to a thread of its own that writes `job`'s
+    /// lines (a listing, a capture, a live trace: answers that stream)
+    /// and closes it; a reader that stops reading for a minute is given
+    /// up.
+    fn stream(self, job: Job) {
+        let mut s = self.s;
+        let _ = s.set_nonblocking(false);
+        let _ = s.set_write_timeout(Some(Duration::from_secs(60)));
+        let spawned = std::thread::Builder::new()
+            .name("control-stream".into())
+            .spawn(move || job(&mut s));
+        if let Err(e) = spawned {
+            log(
+                Level::Error,
+                &format!("control socket: no thread for a stream: {e}"),
+            );
+        }
+    }
+
     /// Writes `answer` (waiting at most a few seconds for a slow reader)
     /// and closes.
     fn finish(self, answer: &str) {
@@ -172,9 +191,9 @@ pub fn start(
     Ok(Server { thread, socket })
 }
 
-fn reload(control: &mut Control, why: &str) -> serde_json::Value {
-    match control.reload() {
-        Ok(r) => {
+fn reload(control: &mut Control, why: &str, diff: bool) -> serde_json::Value {
+    match control.reload_with(diff) {
+        Ok((r, said)) => {
             if !r.published {
                 log(
                     Level::Info,
@@ -208,6 +227,7 @@ fn reload(control: &mut Control, why: &str) -> serde_json::Value {
                 "fib_rebuilt": r.fib_rebuilt,
                 "parse_us": r.parse.as_micros() as u64,
                 "took_us": r.took.as_micros() as u64,
+                "diff": said,
             })
         }
         Err(e) => {
@@ -243,7 +263,7 @@ fn control_loop(
         control.reclaim();
         links.poll();
         if hup.swap(false, Relaxed) {
-            reload(&mut control, "SIGHUP");
+            reload(&mut control, "SIGHUP", false);
         }
         if let Some(watch) = &w {
             while watch.events.try_recv().is_ok() {
@@ -252,7 +272,7 @@ fn control_loop(
         }
         if changed.is_some_and(|t| t.elapsed() >= DEBOUNCE) {
             changed = None;
-            reload(&mut control, "file changed");
+            reload(&mut control, "file changed", false);
         }
         control.expire();
         control.kernel_poll();
@@ -294,8 +314,10 @@ fn control_loop(
                 None => i += 1,
                 Some(line) => {
                     let c = conns.swap_remove(i);
-                    let a = answer(&c.peer, &line, &mut control, stats);
-                    c.finish(&a.to_string());
+                    match answer(&c.peer, &line, &mut control, stats) {
+                        Reply::Line(a) => c.finish(&a.to_string()),
+                        Reply::Stream(job) => c.stream(job),
+                    }
                 }
             }
         }
@@ -360,6 +382,23 @@ impl Links {
     }
 }
 
+/// What writes a streamed answer, on a thread of its own.
+pub type Job = Box<dyn FnOnce(&mut UnixStream) + Send>;
+
+/// An answer: one line of JSON, or lines a thread streams.
+pub enum Reply {
+    /// One line.
+    Line(serde_json::Value),
+    /// Lines written by `Job` until it is done.
+    Stream(Job),
+}
+
+impl From<serde_json::Value> for Reply {
+    fn from(v: serde_json::Value) -> Reply {
+        Reply::Line(v)
+    }
+}
+
 /// The answer to the request `line` from `peer` (or why neither is
 /// known).
 fn answer(
@@ -367,7 +406,7 @@ fn answer(
     line: &Result<Vec<u8>, String>,
     control: &mut Control,
     stats: &Source,
-) -> serde_json::Value {
+) -> Reply {
     // The request was read whoever sent it: a client refused before it
     // finished writing would see a broken pipe instead of the answer.
     match peer {
@@ -385,20 +424,21 @@ fn answer(
                 "error": format!(
                     "{who} may not use this forwarder's control socket ([control] allow_uids)"
                 ),
-            });
+            })
+            .into();
         }
     }
     let line = match line {
         Ok(l) => l,
-        Err(e) => return json!({ "result": "error", "error": e }),
+        Err(e) => return json!({ "result": "error", "error": e }).into(),
     };
     let Ok(text) = std::str::from_utf8(line) else {
-        return json!({ "result": "error", "error": "the request is not UTF-8" });
+        return json!({ "result": "error", "error": "the request is not UTF-8" }).into();
     };
     match text.trim() {
-        "reload" => reload(control, "request"),
-        "stats" => stats.json(),
-        "neighbours" => stats.neighbours(),
+        "reload" => reload(control, "request", false).into(),
+        "stats" => stats.json().into(),
+        "neighbours" => stats.neighbours().into(),
         t if t.starts_with('{') => json_request(control, t),
         other => json!({
             "result": "error",
@@ -406,7 +446,8 @@ fn answer(
                 "unknown request `{}` (reload, stats, neighbours, or a JSON object)",
                 matcher::excerpt(other)
             ),
-        }),
+        })
+        .into(),
     }
 }
 
@@ -417,11 +458,42 @@ const MAX_REQUEST: u64 = 16 << 20;
 /// A request as a JSON object: `{"request": "element", "op": "add" |
 /// "delete", "set": NAME, "elements": [TEXT, ...]}` or `{"request":
 /// "list", "set": NAME}`.
-fn json_request(control: &mut Control, text: &str) -> serde_json::Value {
+fn json_request(control: &mut Control, text: &str) -> Reply {
     let v: serde_json::Value = match serde_json::from_str(text) {
         Ok(v) => v,
-        Err(e) => return json!({ "result": "error", "error": format!("bad JSON request: {e}") }),
+        Err(e) => {
+            return json!({ "result": "error", "error": format!("bad JSON request: {e}") }).into()
+        }
     };
+    match v["request"].as_str() {
+        Some("route_list") => {
+            let within = v["prefix"].as_str();
+            let json = v["json"].as_bool().unwrap_or(false);
+            return match control.route_list(within, v["origin"].as_str()) {
+                Ok(list) => Reply::Stream(Box::new(move |s: &mut UnixStream| {
+                    let _ = list.write(s, json);
+                })),
+                Err(e) => json!({ "result": "error", "error": e }).into(),
+            };
+        }
+        Some("reload") => return reload(control, "request", v["diff"] == true).into(),
+        Some("diff") => {
+            return control
+                .diff_file(v["config"].as_str().map(std::path::Path::new))
+                .into()
+        }
+        Some("route_get") => {
+            return control
+                .route_get(v["address"].as_str().unwrap_or(""))
+                .into()
+        }
+        _ => {}
+    }
+    element_request(control, &v).into()
+}
+
+/// The requests about elements, and traces.
+fn element_request(control: &mut Control, v: &serde_json::Value) -> serde_json::Value {
     let set = v["set"].as_str().unwrap_or("");
     match v["request"].as_str() {
         Some("element") => {
@@ -473,7 +545,7 @@ fn json_request(control: &mut Control, text: &str) -> serde_json::Value {
             }),
             Err(e) => json!({ "result": "error", "error": e }),
         },
-        Some("trace") => control.trace_request(&v),
+        Some("trace") => control.trace_request(v),
         _ => {
             json!({ "result": "error", "error": "`request` must be `element`, `list` or `trace`" })
         }
@@ -503,4 +575,45 @@ pub fn request(socket: &Path, request: &str) -> Result<String, String> {
         (_, Err(e)) => format!("no answer from {}: {e}", socket.display()),
         _ => format!("no answer from {}", socket.display()),
     })
+}
+
+/// Sends `request` to the control socket `socket` and hands each line of
+/// the answer to `line` until the forwarder closes the connection or
+/// `line` returns false (a streamed answer: a listing, a capture's
+/// frames, a live trace). A first line that is a JSON error is the
+/// error.
+pub fn request_stream(
+    socket: &Path,
+    request: &str,
+    mut line: impl FnMut(&[u8]) -> bool,
+) -> Result<(), String> {
+    let mut s = UnixStream::connect(socket).map_err(|e| {
+        format!(
+            "cannot reach the forwarder at {}: {e} (is it running with this configuration?)",
+            socket.display()
+        )
+    })?;
+    writeln!(s, "{request}").map_err(|e| format!("sending to {}: {e}", socket.display()))?;
+    let mut r = BufReader::with_capacity(1 << 16, s);
+    let mut buf = Vec::new();
+    let mut first = true;
+    loop {
+        buf.clear();
+        let n = r
+            .read_until(b'\n', &mut buf)
+            .map_err(|e| format!("reading from {}: {e}", socket.display()))?;
+        if n == 0 {
+            return Ok(());
+        }
+        if first && buf.starts_with(b"{") {
+            let v: serde_json::Value = serde_json::from_slice(&buf).unwrap_or_default();
+            if v["result"] == "error" {
+                return Err(v["error"].as_str().unwrap_or("refused").to_string());
+            }
+        }
+        first = false;
+        if !line(&buf) {
+            return Ok(());
+        }
+    }
 }

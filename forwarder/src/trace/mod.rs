@@ -16,7 +16,7 @@
 //! The answer is one JSON object (`--json`); the text for people is
 //! printed from it ([`render`]), so the two never say different things.
 
-mod describe;
+pub(crate) mod describe;
 mod text;
 
 pub use describe::describe;

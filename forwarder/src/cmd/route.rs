@@ -1,0 +1,144 @@
+//! `forwarder route get|list`: the routes the running forwarder's
+//! workers use, with where each came from (see
+//! [`crate::control::routes`]); `--offline`, those a configuration file
+//! gives.
+
+use crate::control::server::{request, request_stream};
+use crate::control::Control;
+use serde_json::{json, Value};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+/// `forwarder route ...`.
+#[derive(clap::Subcommand, Debug)]
+pub enum Cmd {
+    /// The route an address takes (as `ip route get`): its prefix and
+    /// where it came from, the next hop or ECMP group, each next hop's
+    /// port, MAC and neighbour state.
+    Get {
+        /// The address.
+        address: String,
+        /// The configuration file.
+        #[arg(long)]
+        config: Option<PathBuf>,
+        /// The file's tables, not the running forwarder's.
+        #[arg(long)]
+        offline: bool,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// The routes (as `ip route show`), sorted, streamed: all of them, or
+    /// those within PREFIX, or of one origin.
+    List {
+        /// Only routes equal to or inside this prefix.
+        prefix: Option<String>,
+        /// Only routes from here: config, route_file, kernel, connected,
+        /// local, router.
+        #[arg(long)]
+        origin: Option<String>,
+        /// The configuration file.
+        #[arg(long)]
+        config: Option<PathBuf>,
+        /// The file's tables, not the running forwarder's.
+        #[arg(long)]
+        offline: bool,
+        /// One JSON object a line, and a last line with the count.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// Runs `forwarder route ...` (`default` is the configuration when none
+/// is given).
+pub fn run(
+    cmd: Cmd,
+    default: impl Fn(Option<PathBuf>) -> PathBuf,
+    out: &mut dyn Write,
+) -> Result<(), String> {
+    match cmd {
+        Cmd::Get {
+            address,
+            config,
+            offline,
+            json,
+        } => get(&default(config), &address, offline, json, out),
+        Cmd::List {
+            prefix,
+            origin,
+            config,
+            offline,
+            json,
+        } => list(
+            &default(config),
+            prefix.as_deref(),
+            origin.as_deref(),
+            offline,
+            json,
+            out,
+        ),
+    }
+}
+
+fn get(
+    config: &Path,
+    address: &str,
+    offline: bool,
+    as_json: bool,
+    out: &mut dyn Write,
+) -> Result<(), String> {
+    let v: Value = if offline {
+        Control::start(config)?.route_get(address)
+    } else {
+        let socket = config::control_socket(config);
+        let line = request(
+            &socket,
+            &json!({ "request": "route_get", "address": address }).to_string(),
+        )?;
+        serde_json::from_str(&line)
+            .map_err(|e| format!("bad answer from the forwarder: {e}: {line}"))?
+    };
+    if v["result"] != "ok" {
+        return Err(v["error"].as_str().unwrap_or("refused").to_string());
+    }
+    let text = if as_json {
+        v.to_string()
+    } else {
+        v["summary"].as_str().unwrap_or("").to_string()
+    };
+    writeln!(out, "{text}").map_err(|e| e.to_string())
+}
+
+fn list(
+    config: &Path,
+    within: Option<&str>,
+    origin: Option<&str>,
+    offline: bool,
+    json: bool,
+    out: &mut dyn Write,
+) -> Result<(), String> {
+    if offline {
+        let l = Control::start(config)?.route_list(within, origin)?;
+        return l.write(out, json).map_err(|e| e.to_string());
+    }
+    let socket = config::control_socket(config);
+    let mut req = serde_json::json!({ "request": "route_list", "json": json });
+    if let Some(p) = within {
+        req["prefix"] = serde_json::json!(p);
+    }
+    if let Some(o) = origin {
+        req["origin"] = serde_json::json!(o);
+    }
+    let mut failed = None;
+    request_stream(&socket, &req.to_string(), |line| {
+        match out.write_all(line) {
+            Ok(()) => true,
+            Err(e) => {
+                // A reader that went away (`| head`) ends the listing.
+                failed = (e.kind() != std::io::ErrorKind::BrokenPipe).then(|| e.to_string());
+                false
+            }
+        }
+    })?;
+    failed.map_or(Ok(()), Err)
+}
