@@ -64,6 +64,7 @@ pub mod reason;
 pub mod router;
 pub mod shared;
 pub mod tables;
+pub mod tap;
 pub mod trace;
 pub mod wire;
 pub mod worker;

@@ -107,6 +107,13 @@ enum Cmd {
     /// (`--offline`: the file's; `--candidate`: also a new file's, with
     /// what changes), or `--live` the next packets of a port.
     Trace(forwarder::cmd::trace::Args),
+    /// Capture the frames of ports of the running forwarder as pcapng
+    /// (tcpdump, tshark and Wireshark read it): received, sent, and those
+    /// not forwarded with why; copied on the workers into bounded rings
+    /// (a full ring loses the copy, counted and reported, never a
+    /// packet). `-w -` writes to standard output: `forwarder capture
+    /// --port wan -w - | tcpdump -r - -n`.
+    Capture(forwarder::cmd::capture::Args),
     /// The routes of the running forwarder's workers: `route get ADDR`
     /// (as `ip route get`) and `route list [PREFIX] [--origin KIND]` (as
     /// `ip route show`), each with where it came from.
@@ -245,6 +252,7 @@ fn main() -> ExitCode {
             watch,
             count,
         } => forwarder::cmd::client::stats(&conf(config), watch, count, out),
+        Cmd::Capture(a) => forwarder::cmd::capture::run(&conf(a.config.clone()), &a),
         Cmd::Route { cmd } => forwarder::cmd::route::run(cmd, conf, out),
         Cmd::Trace(a) => forwarder::cmd::trace::run(&conf(a.config.clone()), &a, out),
         Cmd::Neighbours { config } => forwarder::cmd::client::neighbours(&conf(config), out),

@@ -28,6 +28,8 @@ pub struct Shared {
     /// The kernel mirror's counts, as the control thread last left them
     /// (null without one).
     pub kernel: Mutex<serde_json::Value>,
+    /// The captures and live traces armed.
+    pub taps: crate::tap::Taps,
 }
 
 impl Shared {
@@ -41,6 +43,7 @@ impl Shared {
             router: Arc::new(RouterShared::new(workers, ports)),
             neighbours: Mutex::new(Vec::new()),
             kernel: Mutex::new(serde_json::Value::Null),
+            taps: crate::tap::Taps::default(),
         }
     }
 }

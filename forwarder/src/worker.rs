@@ -191,7 +191,13 @@ impl Injected {
 
     /// Sends what the slow path queued for worker `q` (nothing allocates:
     /// the buffers go back to the pool).
-    fn send(&mut self, r: &crate::punt::RouterShared, q: usize, ports: &mut [Box<dyn Port>]) {
+    fn send(
+        &mut self,
+        r: &crate::punt::RouterShared,
+        q: usize,
+        ports: &mut [Box<dyn Port>],
+        taps: Option<&crate::tap::Taps>,
+    ) {
         let Some(queue) = r.inject.get(q) else { return };
         if queue.is_empty() {
             return;
@@ -212,6 +218,9 @@ impl Injected {
                     .map(|(i, _)| i as u8),
             );
             if !self.which.is_empty() {
+                if let Some(t) = taps {
+                    crate::tap::worker::injected(t, q, &self.burst, &self.which, p as u16);
+                }
                 port.tx_burst(&mut self.burst, &self.which);
             }
         }
@@ -278,19 +287,35 @@ pub fn spawn_with(
                 let mut burst = Burst::new();
                 let mut injected = Injected::new();
                 let mut turns = 0u64;
+                let mut mine = crate::tap::worker::WorkerTaps::default();
                 while !shared.stop.load(Relaxed) {
                     // One snapshot per turn: every burst is judged wholly
                     // by one generation; the guard is released before the
                     // next load, so a replaced snapshot is freed as soon
                     // as the worker's current turn ends.
                     let tables = shared.snapshot.load();
+                    // Captures and live traces: one load a turn, one
+                    // test a burst while none is armed.
+                    let armed = shared.taps.armed.load(Relaxed);
                     for rx in 0..ports.len() {
                         burst.clear();
                         if ports[rx].rx_burst(&mut burst, burst_size) == 0 {
                             continue;
                         }
                         pipe.rx_port = rx as u16;
-                        pipe.process(&tables, &mut burst);
+                        if armed == 0 {
+                            pipe.process(&tables, &mut burst);
+                        } else {
+                            crate::tap::worker::tapped(
+                                &shared.taps,
+                                q,
+                                &mut pipe,
+                                &tables,
+                                &mut burst,
+                                rx as u16,
+                                &mut mine,
+                            );
+                        }
                         for (tx, which) in pipe.out.iter().enumerate() {
                             if !which.is_empty() {
                                 ports[tx].tx_burst(&mut burst, which);
@@ -299,7 +324,7 @@ pub fn spawn_with(
                         ports[rx].release(&mut burst);
                     }
                     if tables.routing {
-                        injected.send(&router, q, &mut ports);
+                        injected.send(&router, q, &mut ports, (armed != 0).then_some(&shared.taps));
                     }
                     turns += 1;
                     if turns.is_multiple_of(PUBLISH_EVERY) {

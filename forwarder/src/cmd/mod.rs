@@ -3,6 +3,7 @@
 //! forwarder to `reload` or for its `stats`, [`check`] verifies a
 //! configuration without running it.
 
+pub mod capture;
 pub mod check;
 pub mod client;
 pub mod lookup;

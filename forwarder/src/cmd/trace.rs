@@ -3,7 +3,7 @@
 //! configuration file (`--offline`), or both against a candidate file
 //! (`--candidate`); or, with `--live`, the next packets of a port.
 
-use crate::control::server::request;
+use crate::control::server::{request, request_stream};
 use crate::control::Control;
 use serde_json::{json, Value};
 use std::io::Write;
@@ -94,7 +94,7 @@ fn request_of(a: &Args) -> Result<Value, String> {
 /// `forwarder trace`.
 pub fn run(config: &Path, a: &Args, out: &mut dyn Write) -> Result<(), String> {
     if a.live {
-        return Err("--live: not built yet".into());
+        return live_trace(config, a, out);
     }
     let req = request_of(a)?;
     let answer = if a.offline {
@@ -121,4 +121,35 @@ pub fn run(config: &Path, a: &Args, out: &mut dyn Write) -> Result<(), String> {
         crate::trace::render(t)
     };
     out.write_all(text.as_bytes()).map_err(|e| e.to_string())
+}
+
+/// `forwarder trace --live`: the next packets of a port, traced on the
+/// workers, described as they come.
+pub fn live_trace(
+    config: &Path,
+    a: &super::trace::Args,
+    out: &mut dyn Write,
+) -> Result<(), String> {
+    let mut req = json!({
+        "request": "trace_live",
+        "port": a.port,
+        "count": a.count,
+        "json": a.json,
+        "timeout_s": a.timeout,
+    });
+    if let Some(f) = &a.filter {
+        req["filter"] = json!(f);
+    }
+    let socket = config::control_socket(config);
+    let mut failed = None;
+    request_stream(&socket, &req.to_string(), |line| {
+        match out.write_all(line).and_then(|_| out.flush()) {
+            Ok(()) => true,
+            Err(e) => {
+                failed = (e.kind() != std::io::ErrorKind::BrokenPipe).then(|| e.to_string());
+                false
+            }
+        }
+    })?;
+    failed.map_or(Ok(()), Err)
 }

@@ -25,14 +25,17 @@ pub mod diff;
 pub mod elements;
 mod follow;
 mod inspect;
+mod live;
 pub mod mirror;
 mod origins;
 pub mod prometheus;
 mod reload;
+pub mod reply;
 pub mod routes;
 mod runtime;
 pub mod server;
 pub mod stats;
+mod taps;
 mod watch;
 
 pub use crate::shared::Status;

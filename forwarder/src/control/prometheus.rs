@@ -200,6 +200,38 @@ impl Source {
                 vec![(String::new(), n("events"))],
             );
         }
+        let taps = self.shared.taps.json();
+        let n = |a: &str, b: &str| taps[a][b].as_u64().unwrap_or(0);
+        family(
+            &mut o,
+            "taps_armed",
+            "gauge",
+            "Captures and live traces armed now.",
+            vec![
+                ("kind=\"capture\"".into(), n("capture", "armed")),
+                ("kind=\"trace\"".into(), n("trace", "armed")),
+            ],
+        );
+        family(
+            &mut o,
+            "capture_frames_total",
+            "counter",
+            "Frames captured: written to a capture, or lost because a worker's ring was full.",
+            vec![
+                ("result=\"written\"".into(), n("capture", "frames")),
+                ("result=\"lost\"".into(), n("capture", "lost")),
+            ],
+        );
+        family(
+            &mut o,
+            "trace_packets_total",
+            "counter",
+            "Packets traced live: described, or lost because a ring or the reader was too slow.",
+            vec![
+                ("result=\"traced\"".into(), n("trace", "packets")),
+                ("result=\"lost\"".into(), n("trace", "lost")),
+            ],
+        );
         family(
             &mut o,
             "last_reload_ok",

@@ -66,6 +66,8 @@ pub struct Control {
     pub(super) mirror: Option<super::mirror::Mirror>,
     /// The prefixes the last staged route change touched.
     staged_keys: Vec<RouteKey>,
+    /// The live traces being served.
+    pub(super) live: Vec<super::live::Live>,
 }
 
 type RouteKey = (bool, u128, u32);
@@ -120,6 +122,7 @@ impl Control {
             retired: Vec::new(),
             mirror: None,
             staged_keys: Vec::new(),
+            live: Vec::new(),
             shared: Arc::new(Shared::new(Snapshot::empty(), workers, ports)),
         };
         let fib = c.w.fib.publish();
@@ -151,6 +154,7 @@ impl Control {
             retired: Vec::new(),
             mirror: None,
             staged_keys: Vec::new(),
+            live: Vec::new(),
             shared: Arc::new(Shared::new(Snapshot::empty(), workers, ports)),
         };
         // The kernel's routes as this control mirrors them now, on the

@@ -11,6 +11,7 @@
 //! most [`MAX_CONNECTIONS`] at once, each given [`READ_TIMEOUT`] to send
 //! its line): a client that sends half a request holds up only itself.
 
+use super::reply::{Job, Reply};
 use super::stats::Source;
 use super::watch::watch;
 use super::{Control, ElementOp};
@@ -275,6 +276,7 @@ fn control_loop(
             reload(&mut control, "file changed", false);
         }
         control.expire();
+        control.serve_live();
         control.kernel_poll();
         if control.compact_due() {
             control.compact();
@@ -382,23 +384,6 @@ impl Links {
     }
 }
 
-/// What writes a streamed answer, on a thread of its own.
-pub type Job = Box<dyn FnOnce(&mut UnixStream) + Send>;
-
-/// An answer: one line of JSON, or lines a thread streams.
-pub enum Reply {
-    /// One line.
-    Line(serde_json::Value),
-    /// Lines written by `Job` until it is done.
-    Stream(Job),
-}
-
-impl From<serde_json::Value> for Reply {
-    fn from(v: serde_json::Value) -> Reply {
-        Reply::Line(v)
-    }
-}
-
 /// The answer to the request `line` from `peer` (or why neither is
 /// known).
 fn answer(
@@ -481,6 +466,18 @@ fn json_request(control: &mut Control, text: &str) -> Reply {
             return control
                 .diff_file(v["config"].as_str().map(std::path::Path::new))
                 .into()
+        }
+        Some("capture") => {
+            return match control.capture_request(&v) {
+                Ok(job) => Reply::Stream(job),
+                Err(e) => e.into(),
+            }
+        }
+        Some("trace_live") => {
+            return match control.live_trace_request(&v) {
+                Ok(job) => Reply::Stream(job),
+                Err(e) => e.into(),
+            }
         }
         Some("route_get") => {
             return control

@@ -101,7 +101,9 @@ impl Source {
     /// Everything as one JSON object: `generation`, `last_reload`,
     /// `reloads`, `reloads_failed`, `last_reload_us`, `elements_expired`,
     /// `total`, `cores`,
-    /// `ports`, `sets`, `route_cache`, `flow_cache`.
+    /// `ports`, `sets`, `route_cache`, `flow_cache`, `router`,
+    /// `kernel_routes`, `capture` and `trace` (armed, started, frames or
+    /// packets, lost).
     pub fn json(&self) -> Value {
         let st = &self.shared.status;
         let reads = self.read();
@@ -159,6 +161,8 @@ impl Source {
             "flow_cache": object(&FlowCacheStats::NAMES, &flow_cache),
             "router": self.router(),
             "kernel_routes": self.shared.kernel.lock().unwrap_or_else(|e| e.into_inner()).clone(),
+            "capture": self.shared.taps.json()["capture"],
+            "trace": self.shared.taps.json()["trace"],
         })
     }
 

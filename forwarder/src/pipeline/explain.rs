@@ -282,3 +282,26 @@ impl Pipeline {
         }
     }
 }
+
+impl Pipeline {
+    /// Why packet `i` of the last burst was not forwarded (`None`: it
+    /// was): each drop writes its reason as the packet's fate.
+    pub fn dropped_reason(&self, i: usize) -> Option<DropReason> {
+        match self.fate.get(i) {
+            Some(Fate::Dropped(d)) => Some(*d),
+            _ => None,
+        }
+    }
+
+    /// Forgets which packets went to the slow path (before a burst whose
+    /// [`Pipeline::was_punted`] will be asked).
+    pub fn clear_punted(&self) {
+        self.punted.set(0);
+    }
+
+    /// Whether packet `i` of the burst went to the slow path (since
+    /// [`Pipeline::clear_punted`]).
+    pub fn was_punted(&self, i: usize) -> bool {
+        self.punted.get() >> (i % 64) & 1 != 0
+    }
+}
