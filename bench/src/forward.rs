@@ -6,7 +6,11 @@
 //! `full`: + classification against the example's rule sets, the flow
 //! cache off; `full+flowcache`: the same with the default flow cache;
 //! `+resolved`: the same two with every next hop a gateway given by
-//! address and resolved (as ARP or neighbour discovery leave it).
+//! address and resolved (as ARP or neighbour discovery leave it);
+//! `+capture`: the same two with a capture of port p0's received frames
+//! armed (at the default budget of frames a burst; `+capture+all`: every
+//! frame), written as pcapng into a socket by the writer on the other
+//! core (one worker).
 //! Then `io` and both full variants again at other numbers of flows per
 //! port (`io@N`: the synthetic port's own cost at that many flows).
 //! Each run counts what the workers forward after a warm-up, from their
@@ -71,6 +75,23 @@ type Variant<'a> = (
     Option<&'a Arc<forwarder::neigh::NeighTable>>,
 );
 
+/// The capture a variant runs with, if any: `+capture`, port 0's
+/// received frames at the default per-burst budget; `+capture+all`,
+/// every frame (one worker, the writer on the other core). The budget.
+fn capture_of(name: &str) -> Option<u32> {
+    if name.ends_with("+capture+all") {
+        Some(0)
+    } else if name.ends_with("+capture") {
+        Some(forwarder::tap::PER_BURST)
+    } else {
+        None
+    }
+}
+
+fn captures(name: &str) -> bool {
+    capture_of(name).is_some()
+}
+
 /// The burst sizes a run measures (`--burst`), or the configuration's.
 fn burst_sizes(asked: &[usize], cfg: &Config) -> Vec<usize> {
     if asked.is_empty() {
@@ -80,8 +101,63 @@ fn burst_sizes(asked: &[usize], cfg: &Config) -> Vec<usize> {
     }
 }
 
-/// Runs `mode` on `cores` for `secs` after [`WARM_UP`]: forwarded Mpps in
-/// steady state, from the workers' published counters.
+/// A capture of port 0's received frames, written as pcapng into a
+/// socket whose reader throws it away (what `forwarder capture -w
+/// /dev/null` does), for the run: its writer thread and the frames it
+/// wrote.
+struct Capturing {
+    stop: Arc<std::sync::atomic::AtomicBool>,
+    writer: std::thread::JoinHandle<forwarder::tap::capture::Ended>,
+    session: Arc<forwarder::tap::Session>,
+}
+
+fn start_capture(shared: &Arc<Shared>, workers: usize, ports: usize, per_burst: u32) -> Capturing {
+    use forwarder::tap::{Session, CAPTURE_SLOTS};
+    let s = Session::capture(
+        forwarder::filter::Filter::default(),
+        (1, 0, 0),
+        (forwarder::port::FRAME_CAP as u16, per_burst),
+        (workers, ports),
+        CAPTURE_SLOTS,
+    );
+    let session = shared.taps.arm(s).expect("a capture arms");
+    let (mut ours, mut theirs) = std::os::unix::net::UnixStream::pair().expect("a socket pair");
+    // Both on the core the worker does not use, as the control thread's
+    // are (it runs on a core no worker has, where there is one).
+    let off = || {
+        core_affinity::set_for_current(core_affinity::CoreId { id: 1 });
+    };
+    std::thread::spawn(move || {
+        off();
+        let mut sink = vec![0u8; 1 << 16];
+        use std::io::Read;
+        while matches!(theirs.read(&mut sink), Ok(n) if n > 0) {}
+    });
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let (sh, st, se) = (shared.clone(), stop.clone(), session.clone());
+    let writer = std::thread::spawn(move || {
+        off();
+        let ports = [(0u16, "p0".to_string())];
+        forwarder::tap::capture::serve(&sh.taps, se, &ports, None, &st, &mut ours)
+    });
+    Capturing {
+        stop,
+        writer,
+        session,
+    }
+}
+
+/// What one run measured: forwarded Mpps, and with a capture the frames
+/// it wrote and lost (millions a second).
+struct Measured {
+    mpps: f64,
+    captured: Option<(f64, f64)>,
+}
+
+/// Runs `mode` on `cores` for `secs` after [`WARM_UP`] (with a capture of
+/// port 0 armed, with that per-burst budget, when `capture`): forwarded
+/// Mpps in steady state, from the workers' published counters.
+#[allow(clippy::too_many_arguments)]
 fn measure(
     cfg: &Config,
     tables: &Arc<Snapshot>,
@@ -90,7 +166,8 @@ fn measure(
     cores: &[usize],
     burst: usize,
     secs: f64,
-) -> f64 {
+    capture: Option<u32>,
+) -> Measured {
     let mut cfg = cfg.clone();
     cfg.forwarder.cores = cores.to_vec();
     cfg.forwarder.burst = burst;
@@ -100,16 +177,36 @@ fn measure(
     }
     shared.snapshot.store(tables.clone());
     let workers = worker::spawn(&cfg, shared.clone(), mode).expect("workers start");
+    let tap = capture.map(|b| start_capture(&shared, cores.len(), cfg.ports.len(), b));
     let sent = || -> u64 { workers.iter().map(|(p, _)| p.tx.load(Relaxed)).sum() };
+    let seen = || {
+        tap.as_ref()
+            .map(|t| (t.session.taken.load(Relaxed), t.session.lost()))
+            .unwrap_or_default()
+    };
     std::thread::sleep(WARM_UP);
-    let (tx0, start) = (sent(), Instant::now());
+    let (tx0, c0, start) = (sent(), seen(), Instant::now());
     std::thread::sleep(Duration::from_secs_f64(secs));
-    let (tx1, elapsed) = (sent(), start.elapsed().as_secs_f64());
+    let (tx1, c1, elapsed) = (sent(), seen(), start.elapsed().as_secs_f64());
     shared.stop.store(true, Relaxed);
     for (_, h) in workers {
         h.join().expect("worker");
     }
-    (tx1 - tx0) as f64 / elapsed / 1e6
+    if let Some(t) = &tap {
+        t.stop.store(true, Relaxed);
+    }
+    if let Some(t) = tap {
+        let _ = t.writer.join();
+    }
+    Measured {
+        mpps: (tx1 - tx0) as f64 / elapsed / 1e6,
+        captured: capture.map(|_| {
+            (
+                (c1.0 - c0.0) as f64 / elapsed / 1e6,
+                (c1.1 - c0.1) as f64 / elapsed / 1e6,
+            )
+        }),
+    }
 }
 
 pub fn run(
@@ -189,6 +286,35 @@ pub fn run(
             &t_res_fc,
             Some(&neigh),
         ),
+        // With a capture of p0's received frames armed.
+        (
+            "full+capture".into(),
+            Mode::Full,
+            &no_flow_cache,
+            &t_nfc,
+            None,
+        ),
+        (
+            "full+capture+all".into(),
+            Mode::Full,
+            &no_flow_cache,
+            &t_nfc,
+            None,
+        ),
+        (
+            "full+flowcache+capture".into(),
+            Mode::Full,
+            &flow_cached,
+            &t_fc,
+            None,
+        ),
+        (
+            "full+flowcache+capture+all".into(),
+            Mode::Full,
+            &flow_cached,
+            &t_fc,
+            None,
+        ),
     ];
     for (n, off, on, io) in &sweep {
         // The synthetic port's own cost at that many flows (its frames
@@ -210,11 +336,24 @@ pub fn run(
         .count();
     let core_sets: [&[usize]; 2] = [&[0], &[0, 1]];
     let mut samples = vec![vec![Vec::new(); core_sets.len()]; rows.len()];
+    // Per row, the capture's frames written and lost (M/s), one core.
+    let mut taken = vec![(Vec::new(), Vec::new()); rows.len()];
     for _ in 0..reps {
         for (r, &(v, burst)) in rows.iter().enumerate() {
-            let (_, mode, cfg, tables, neigh) = &variants[v];
+            let (name, mode, cfg, tables, neigh) = &variants[v];
+            let capture = capture_of(name);
             for (c, cores) in core_sets.iter().enumerate() {
-                samples[r][c].push(measure(cfg, tables, *neigh, *mode, cores, burst, secs));
+                if capture.is_some() && cores.len() > 1 {
+                    // The writer needs the other core.
+                    samples[r][c].push(f64::NAN);
+                    continue;
+                }
+                let m = measure(cfg, tables, *neigh, *mode, cores, burst, secs, capture);
+                samples[r][c].push(m.mpps);
+                if let Some((w, l)) = m.captured {
+                    taken[r].0.push(w);
+                    taken[r].1.push(l);
+                }
             }
         }
     }
@@ -262,7 +401,13 @@ pub fn run(
                 if let Some(n) = flows {
                     line["flows"] = n.into();
                 }
-                row(line);
+                if captures(name) && cores == 1 {
+                    line["captured_mfps"] = round(median(&mut taken[v].0.clone()), 2);
+                    line["lost_mfps"] = round(median(&mut taken[v].1.clone()), 2);
+                }
+                if !mpps.is_nan() {
+                    row(line);
+                }
             }
         } else {
             if v == main_rows {
@@ -273,6 +418,16 @@ pub fn run(
                     "| variant | 1 core | 2 cores | 2 cores / 1 core | ns per packet (1 core, median) |"
                 );
                 println!("|---|---:|---:|---:|---:|");
+            }
+            if captures(name) {
+                println!(
+                    "| {label} | {one:.2} ({:.2}) | - | - | {:.1} (capture: {:.2} M frames/s written, {:.2} M/s lost) |",
+                    best(&runs[0]),
+                    1e3 / one,
+                    median(&mut taken[v].0.clone()),
+                    median(&mut taken[v].1.clone()),
+                );
+                continue;
             }
             println!(
                 "| {label} | {one:.2} ({:.2}) | {two:.2} ({:.2}) | {:.2}x | {:.1} |",

@@ -1,6 +1,7 @@
 //! One worker's loop without threads: receive a burst from each of the
-//! config's ports, run it through the pipeline, send it out, for a given
-//! number of turns. Prints nanoseconds per packet; under `valgrind
+//! config's ports, run it through the pipeline (as the worker does: one
+//! reading of the taps a turn, one test a burst; nothing armed), send it
+//! out, for a given number of turns. Prints nanoseconds per packet; under `valgrind
 //! --tool=cachegrind --cache-sim=no` it gives instructions per packet,
 //! which (unlike time on a noisy machine) moves with every change.
 //!
@@ -14,9 +15,13 @@
 //! generated IPv4 and IPv6 routes over its next hops, as `bench forward`'s
 //! full table does (its flows then go to those routes).
 use forwarder::control::build;
+use forwarder::filter::Filter;
 use forwarder::pipeline::Snapshot;
 use forwarder::pipeline::{Mode, Pipeline};
 use forwarder::port::{Burst, Port};
+use forwarder::tap::worker::{run_burst, WorkerTaps};
+use forwarder::tap::{Session, Taps, Work};
+use std::sync::atomic::Ordering::Relaxed;
 use std::time::Instant;
 
 fn main() {
@@ -51,19 +56,62 @@ fn main() {
     }
     let mut burst = Burst::new();
     let burst_size = cfg.forwarder.burst;
-    let mut run = |turns| {
-        for _ in 0..turns {
-            turn(&tables, &mut pipe, &mut ports, &mut burst, burst_size);
-        }
+    let mut w = Worker {
+        taps: Taps::default(),
+        mine: WorkerTaps::default(),
     };
-    run(warm);
+    // With TURNS_CAPTURE=N a capture of port 0's received frames is armed
+    // with a budget of N frames a burst (0: all), and a thread takes its
+    // slots and gives them back as the writer does (without writing;
+    // asleep for a millisecond when none is full, as the writer): the
+    // worker's cost of a capture.
+    let capture = std::env::var("TURNS_CAPTURE").ok().map(|v| {
+        let per_burst = v.parse().expect("TURNS_CAPTURE=frames a burst");
+        let s = Session::capture(
+            Filter::default(),
+            (1, 0, 0),
+            (forwarder::port::FRAME_CAP as u16, per_burst),
+            (1, ports.len()),
+            forwarder::tap::CAPTURE_SLOTS,
+        );
+        let s = w.taps.arm(s).expect("a capture arms");
+        let taker = s.clone();
+        let reader = std::thread::spawn(move || {
+            let Work::Capture { rings, .. } = &taker.work else {
+                unreachable!()
+            };
+            let mut frames = 0u64;
+            while !taker.done.load(Relaxed) {
+                match rings[0].take() {
+                    Some(b) => {
+                        frames += b.len() as u64;
+                        rings[0].give_back(b);
+                    }
+                    None => std::thread::sleep(std::time::Duration::from_millis(1)),
+                }
+            }
+            frames
+        });
+        (s, reader)
+    });
+    for _ in 0..warm {
+        turn(
+            &tables, &mut pipe, &mut ports, &mut burst, burst_size, &mut w,
+        );
+    }
     let (rx0, f0) = (pipe.counters.rx, pipe.flow_cache_stats());
     let start = Instant::now();
     measured(
-        &tables, &mut pipe, &mut ports, &mut burst, burst_size, turns,
+        &tables, &mut pipe, &mut ports, &mut burst, burst_size, turns, &mut w,
     );
     let secs = start.elapsed().as_secs_f64();
     let packets = pipe.counters.rx - rx0;
+    if let Some((s, reader)) = capture {
+        w.mine.hand_over(0);
+        w.taps.disarm(&s);
+        let frames = reader.join().expect("the reader");
+        println!("capture: {frames} frames taken, {} lost", s.lost());
+    }
     let f = pipe.flow_cache_stats();
     println!(
         "{packets} packets measured, {:.1} ns per packet; flow cache hits {} misses {} bypassed {}",
@@ -74,6 +122,12 @@ fn main() {
     );
 }
 
+/// What a worker has besides its pipeline: the taps it looks at.
+struct Worker {
+    taps: Taps,
+    mine: WorkerTaps,
+}
+
 #[inline(never)]
 fn measured(
     tables: &Snapshot,
@@ -82,9 +136,10 @@ fn measured(
     burst: &mut Burst,
     burst_size: usize,
     turns: u64,
+    w: &mut Worker,
 ) {
     for _ in 0..turns {
-        turn(tables, pipe, ports, burst, burst_size);
+        turn(tables, pipe, ports, burst, burst_size, w);
     }
 }
 
@@ -95,13 +150,29 @@ fn turn(
     ports: &mut [Box<dyn Port>],
     burst: &mut Burst,
     burst_size: usize,
+    w: &mut Worker,
 ) {
+    let armed = w.taps.armed.load(Relaxed);
+    if armed != 0 {
+        forwarder::tap::worker::turn(0, &mut w.mine);
+    } else if w.mine.holds() {
+        w.mine.let_go(0);
+    }
     for rx in 0..ports.len() {
         burst.clear();
         if ports[rx].rx_burst(burst, burst_size) == 0 {
             continue;
         }
-        pipe.process(tables, burst);
+        run_burst(
+            &w.taps,
+            armed,
+            0,
+            pipe,
+            tables,
+            burst,
+            rx as u16,
+            &mut w.mine,
+        );
         for (tx, which) in pipe.out.iter().enumerate() {
             if !which.is_empty() {
                 ports[tx].tx_burst(burst, which);

@@ -196,7 +196,7 @@ impl Injected {
         r: &crate::punt::RouterShared,
         q: usize,
         ports: &mut [Box<dyn Port>],
-        taps: Option<&crate::tap::Taps>,
+        mut taps: Option<(&crate::tap::Taps, &mut crate::tap::worker::WorkerTaps)>,
     ) {
         let Some(queue) = r.inject.get(q) else { return };
         if queue.is_empty() {
@@ -218,8 +218,8 @@ impl Injected {
                     .map(|(i, _)| i as u8),
             );
             if !self.which.is_empty() {
-                if let Some(t) = taps {
-                    crate::tap::worker::injected(t, q, &self.burst, &self.which, p as u16);
+                if let Some((t, mine)) = taps.as_mut() {
+                    crate::tap::worker::injected(t, q, &self.burst, &self.which, p as u16, mine);
                 }
                 port.tx_burst(&mut self.burst, &self.which);
             }
@@ -297,25 +297,27 @@ pub fn spawn_with(
                     // Captures and live traces: one load a turn, one
                     // test a burst while none is armed.
                     let armed = shared.taps.armed.load(Relaxed);
+                    if armed != 0 {
+                        crate::tap::worker::turn(q, &mut mine);
+                    } else if mine.holds() {
+                        mine.let_go(q);
+                    }
                     for rx in 0..ports.len() {
                         burst.clear();
                         if ports[rx].rx_burst(&mut burst, burst_size) == 0 {
                             continue;
                         }
                         pipe.rx_port = rx as u16;
-                        if armed == 0 {
-                            pipe.process(&tables, &mut burst);
-                        } else {
-                            crate::tap::worker::tapped(
-                                &shared.taps,
-                                q,
-                                &mut pipe,
-                                &tables,
-                                &mut burst,
-                                rx as u16,
-                                &mut mine,
-                            );
-                        }
+                        crate::tap::worker::run_burst(
+                            &shared.taps,
+                            armed,
+                            q,
+                            &mut pipe,
+                            &tables,
+                            &mut burst,
+                            rx as u16,
+                            &mut mine,
+                        );
                         for (tx, which) in pipe.out.iter().enumerate() {
                             if !which.is_empty() {
                                 ports[tx].tx_burst(&mut burst, which);
@@ -324,7 +326,8 @@ pub fn spawn_with(
                         ports[rx].release(&mut burst);
                     }
                     if tables.routing {
-                        injected.send(&router, q, &mut ports, (armed != 0).then_some(&shared.taps));
+                        let taps = (armed != 0).then_some((&shared.taps, &mut mine));
+                        injected.send(&router, q, &mut ports, taps);
                     }
                     turns += 1;
                     if turns.is_multiple_of(PUBLISH_EVERY) {

@@ -39,10 +39,17 @@ pub struct Args {
     /// Bytes kept of each frame (default: all, up to 2048).
     #[arg(short = 's', long = "snaplen")]
     pub snaplen: Option<u16>,
-    /// Frames each worker's ring holds (default 4096): a larger ring
-    /// rides out longer pauses of the writer.
+    /// Slots of 1,024 frames each worker's ring holds (default 16): a
+    /// larger ring rides out longer pauses of the writer.
     #[arg(long)]
     pub ring: Option<u64>,
+    /// Frames a worker copies of each burst, at most (default 8; 0: all).
+    /// Below full rate bursts are short and every frame is kept; at full
+    /// rate each burst's first frames are, the rest counted as not kept,
+    /// so that forwarding keeps its rate. `0` keeps everything the
+    /// writer keeps up with, at a cost to forwarding (BENCHMARKS.md).
+    #[arg(long)]
+    pub per_burst: Option<u32>,
     /// Where to write: a file, or `-` for standard output.
     #[arg(short = 'w', long = "write")]
     pub write: String,
@@ -68,6 +75,9 @@ pub fn run(config: &Path, a: &Args) -> Result<(), String> {
     }
     if let Some(r) = a.ring {
         req["slots"] = json!(r);
+    }
+    if let Some(b) = a.per_burst {
+        req["per_burst"] = json!(b);
     }
     let socket = config::control_socket(config);
     let mut s = std::os::unix::net::UnixStream::connect(&socket).map_err(|e| {

@@ -48,7 +48,8 @@ impl Control {
     }
 
     /// `{"request": "capture", "ports": [NAME, ...], "rx": B, "tx": B,
-    /// "drops": B, "filter": EXPR, "count": N, "snaplen": N, "slots": N}`:
+    /// "drops": B, "filter": EXPR, "count": N, "snaplen": N, "slots": N,
+    /// "per_burst": N}`:
     /// arms a capture (received and sent frames when none of `rx`, `tx`,
     /// `drops` is asked) and returns the job that streams it as pcapng.
     pub fn capture_request(&self, v: &Value) -> Result<Job, Value> {
@@ -86,16 +87,20 @@ impl Control {
             .unwrap_or(crate::tap::CAPTURE_SLOTS as u64)
             .clamp(16, 1 << 20) as usize;
         let count = v["count"].as_u64().filter(|&c| c > 0);
+        let per_burst = v["per_burst"]
+            .as_u64()
+            .unwrap_or(crate::tap::PER_BURST as u64)
+            .min(u32::MAX as u64) as u32;
         let workers = self.cfg.forwarder.cores.len();
         let session = Session::capture(
             filter,
             (on(rx), on(tx), on(drops)),
-            snaplen,
+            (snaplen, per_burst),
             (workers, self.cfg.ports.len()),
             slots,
         );
         let shared = self.shared.clone();
-        let session = shared.taps.arm(session);
+        let session = shared.taps.arm(session).map_err(error)?;
         log(
             Level::Info,
             &format!(
@@ -135,7 +140,7 @@ impl Control {
         let count = v["count"].as_u64().unwrap_or(1).clamp(1, 1 << 20);
         let timeout = v["timeout_s"].as_u64().unwrap_or(60).clamp(1, 86_400);
         let session = Session::trace(filter, port, count, self.cfg.forwarder.cores.len());
-        let session = self.shared.taps.arm(session);
+        let session = self.shared.taps.arm(session).map_err(error)?;
         let (lines, rx) = sync_channel(256);
         let watched = session.clone();
         self.live.push(Live {
@@ -207,7 +212,7 @@ impl Control {
                     match l.lines.try_send(line) {
                         Ok(()) => {}
                         // The reader is slow: this record is lost to it.
-                        Err(TrySendError::Full(_)) => l.session.lose(0),
+                        Err(TrySendError::Full(_)) => l.session.lose(0, 1),
                         Err(TrySendError::Disconnected(_)) => alive = false,
                     }
                 }

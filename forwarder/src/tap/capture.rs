@@ -74,40 +74,55 @@ pub fn serve(
     'outer: loop {
         let mut any = false;
         for ring in rings {
-            while let Some(f) = ring.take() {
+            while let Some(b) = ring.take() {
                 any = true;
-                let (flags, comment) = match f.dir {
-                    Direction::Rx => (INBOUND, None),
-                    Direction::Tx => (OUTBOUND, None),
-                    Direction::Drop(d, punted) => (
-                        INBOUND,
-                        Some(format!(
-                            "{}: {}",
-                            if punted { "punt" } else { "drop" },
-                            d.name()
-                        )),
-                    ),
-                };
-                let r = match iface(f.port) {
-                    Some(i) => w.packet(
+                let mut failed = false;
+                let mut enough = false;
+                let mut kept = 0;
+                for e in b.entries() {
+                    let (flags, comment) = match e.dir {
+                        Direction::Rx => (INBOUND, None),
+                        Direction::Tx => (OUTBOUND, None),
+                        Direction::Drop(d, punted) => (
+                            INBOUND,
+                            Some(format!(
+                                "{}: {}",
+                                if punted { "punt" } else { "drop" },
+                                d.name()
+                            )),
+                        ),
+                    };
+                    let Some(i) = iface(e.port) else { continue };
+                    if w.packet(
                         i,
-                        f.time_ns,
-                        f.bytes(),
-                        f.len as u32,
+                        e.time_ns,
+                        b.bytes(&e),
+                        e.len as u32,
                         flags,
                         comment.as_deref(),
-                    ),
-                    None => Ok(()),
-                };
-                ring.give_back(f);
-                if r.is_err() {
+                    )
+                    .is_err()
+                    {
+                        failed = true;
+                        break;
+                    }
+                    end.written += 1;
+                    kept += 1;
+                    // The rest of the slot is not wanted: not lost.
+                    if count.is_some_and(|c| end.written >= c) {
+                        enough = true;
+                        break;
+                    }
+                }
+                ring.give_back(b);
+                // Counted a slot at a time: the workers' lines stay theirs.
+                s.taken.fetch_add(kept, Relaxed);
+                taps.totals.captured.fetch_add(kept, Relaxed);
+                if failed {
                     end.why = "reader gone";
                     break 'outer;
                 }
-                end.written += 1;
-                s.taken.fetch_add(1, Relaxed);
-                taps.totals.captured.fetch_add(1, Relaxed);
-                if count.is_some_and(|c| end.written >= c) {
+                if enough {
                     end.why = "count";
                     break 'outer;
                 }

@@ -7,26 +7,42 @@
 //! module runs. While a tap is armed, bursts go through [`worker::tapped`]:
 //! frames are copied into a ring of preallocated slots each worker has
 //! of its own for the session ([`Ring`]: a bounded pool and a bounded
-//! queue, nothing allocated per packet), and a thread of the control side
-//! empties the rings (pcapng for a capture, each record described for a
-//! trace). A full ring loses the copy, counted; forwarding never waits.
+//! queue, nothing allocated per packet; a capture's slot takes a whole
+//! burst, so that a burst costs one slot taken and handed over), and a
+//! thread of the control side empties the rings (pcapng for a capture,
+//! each record described for a trace). A full ring loses the copies,
+//! counted; forwarding never waits.
 
 pub mod capture;
+mod lines;
 pub mod worker;
 
 use crate::filter::Filter;
 use crate::pipeline::Stages;
-use crate::port::FRAME_CAP;
+use crate::port::{FRAME_CAP, MAX_BURST};
 use crate::reason::DropReason;
 use arc_swap::ArcSwap;
 use crossbeam_queue::ArrayQueue;
-use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicUsize, Ordering::Relaxed};
+use crossbeam_utils::CachePadded;
+pub use lines::Line;
+use std::sync::atomic::{
+    AtomicBool, AtomicI64, AtomicU64, AtomicUsize, Ordering::Relaxed, Ordering::Release,
+};
 use std::sync::{Arc, Mutex};
 
-/// Slots a worker's ring of a capture has by default: with 2 KiB frames,
-/// 8 MiB a worker, about a millisecond of a worker's full rate to ride
-/// out the writer's pauses.
-pub const CAPTURE_SLOTS: usize = 4096;
+/// Slots a worker's ring of a capture has by default: 16 of 1,024
+/// frames (16,384 minimum-size frames, about 0.5 ms of a worker's full
+/// rate to ride out the writer's pauses), 4.5 MiB a worker.
+pub const CAPTURE_SLOTS: usize = 16;
+/// Captures and live traces armed at once, at most: a worker holds a
+/// slot of each capture while it runs a burst.
+pub const MAX_TAPS: usize = 8;
+/// Frames of a burst a worker copies for a capture, by default: bursts of
+/// up to 8 frames (traffic below a worker's full rate) are kept whole;
+/// of a full burst of 64, the first 8, and the rest counted as not kept.
+/// What that costs forwarding at full rate, and what copying every frame
+/// does: `bench forward`'s `+capture` variants (BENCHMARKS.md).
+pub const PER_BURST: u32 = 8;
 /// Records a worker's ring of a live trace has.
 pub const TRACE_SLOTS: usize = 64;
 
@@ -42,10 +58,9 @@ pub enum Direction {
     Drop(DropReason, bool),
 }
 
-/// A captured frame.
-pub struct Frame {
-    /// When (nanoseconds since the Unix epoch).
-    pub time_ns: u64,
+/// One captured frame of a [`Frames`]: where it is and what it was.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Entry {
     /// The port it was received on or sent out of.
     pub port: u16,
     /// Which way.
@@ -54,25 +69,167 @@ pub struct Frame {
     pub len: u16,
     /// Bytes kept (at most the snap length).
     pub kept: u16,
-    /// The bytes.
-    pub data: [u8; FRAME_CAP],
+    /// Its first line in the slot.
+    at: u32,
+    /// When it was received or sent (nanoseconds since the Unix epoch).
+    pub time_ns: u64,
 }
 
-impl Frame {
-    fn new() -> Box<Frame> {
-        Box::new(Frame {
+impl Direction {
+    fn code(self) -> u16 {
+        match self {
+            Direction::Rx => 0,
+            Direction::Tx => 1,
+            Direction::Drop(d, punted) => 2 + 2 * d.index() as u16 + punted as u16,
+        }
+    }
+
+    fn of(code: u16) -> Direction {
+        match code {
+            0 => Direction::Rx,
+            1 => Direction::Tx,
+            c => Direction::Drop(
+                DropReason::ALL[((c - 2) / 2) as usize % DropReason::COUNT],
+                (c - 2) % 2 == 1,
+            ),
+        }
+    }
+}
+
+/// A run of captured frames (received, sent, not forwarded) one after
+/// another, from as many bursts as fill it or [`FLUSH_NS`]: a worker
+/// keeps its slot across bursts, so that the cost of taking and handing
+/// over a slot is spread over many frames. Its lines (the frames' bytes,
+/// their entries) are written with streaming stores: the writer on
+/// another core read them last, and ordinary stores would fetch each
+/// back first (`bench forward`'s `+capture`: half the rate without
+/// them).
+pub struct Frames {
+    /// When its first frame came (nanoseconds since the Unix epoch).
+    pub time_ns: u64,
+    count: usize,
+    /// The entries being packed into a line.
+    stage: Line,
+    /// The entries, 16 bytes each, four a line.
+    index: Vec<Line>,
+    /// The frames' bytes, each from the start of a line.
+    lines: Vec<Line>,
+    used: usize,
+}
+
+/// Frames a slot holds: sixteen bursts.
+pub const SLOT_FRAMES: usize = 16 * MAX_BURST;
+/// Lines a slot holds: four lines a frame (128 full-size frames).
+pub const SLOT_LINES: usize = SLOT_FRAMES * 4;
+const _: () = assert!(SLOT_LINES * 64 >= 64 * FRAME_CAP);
+/// The longest a worker keeps a slot it has begun before handing it
+/// over, so that a capture's frames reach the writer within a
+/// millisecond or so even when few come.
+pub const FLUSH_NS: u64 = 1_000_000;
+
+impl Frames {
+    fn new() -> Box<Frames> {
+        Box::new(Frames {
             time_ns: 0,
-            port: 0,
-            dir: Direction::Rx,
-            len: 0,
-            kept: 0,
-            data: [0; FRAME_CAP],
+            count: 0,
+            stage: Line([0; 64]),
+            index: vec![Line([0; 64]); SLOT_FRAMES / 4],
+            lines: vec![Line([0; 64]); SLOT_LINES],
+            used: 0,
         })
     }
 
-    /// The bytes kept.
-    pub fn bytes(&self) -> &[u8] {
-        &self.data[..self.kept as usize]
+    /// How many frames it holds.
+    pub fn len(&self) -> usize {
+        self.count
+    }
+
+    /// Whether it holds none.
+    pub fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+
+    /// The frames, in order (once [`Frames::seal`]ed).
+    pub fn entries(&self) -> impl Iterator<Item = Entry> + '_ {
+        (0..self.count).map(|i| {
+            let b = &self.index[i / 4].0[(i % 4) * 16..(i % 4) * 16 + 16];
+            let u16_at = |k: usize| u16::from_le_bytes([b[k], b[k + 1]]);
+            let u32_at = |k: usize| u32::from_le_bytes([b[k], b[k + 1], b[k + 2], b[k + 3]]);
+            Entry {
+                port: u16_at(0),
+                dir: Direction::of(u16_at(2)),
+                len: u16_at(4),
+                kept: u16_at(6),
+                at: u32_at(8),
+                time_ns: self.time_ns + u32_at(12) as u64,
+            }
+        })
+    }
+
+    /// Frame `e`'s bytes.
+    pub fn bytes(&self, e: &Entry) -> &[u8] {
+        let first = e.at as usize;
+        let n = (e.kept as usize).div_ceil(64);
+        let lines = self.lines.get(first..first + n).unwrap_or(&[]);
+        let all = lines::as_bytes(lines);
+        &all[..(e.kept as usize).min(all.len())]
+    }
+
+    /// Appends `f` unless the slot is full (nothing allocates); false if
+    /// it is.
+    #[inline]
+    pub fn push(
+        &mut self,
+        f: &[u8],
+        port: u16,
+        dir: Direction,
+        snaplen: u16,
+        time_ns: u64,
+    ) -> bool {
+        let kept = f.len().min(snaplen as usize);
+        let n = kept.div_ceil(64);
+        if self.count == SLOT_FRAMES || self.used + n > self.lines.len() {
+            return false;
+        }
+        if self.count == 0 {
+            self.time_ns = time_ns;
+        }
+        let k = (self.count % 4) * 16;
+        let e = &mut self.stage.0[k..k + 16];
+        e[0..2].copy_from_slice(&port.to_le_bytes());
+        e[2..4].copy_from_slice(&dir.code().to_le_bytes());
+        e[4..6].copy_from_slice(&(f.len() as u16).to_le_bytes());
+        e[6..8].copy_from_slice(&(kept as u16).to_le_bytes());
+        e[8..12].copy_from_slice(&(self.used as u32).to_le_bytes());
+        let dt = time_ns.saturating_sub(self.time_ns).min(u32::MAX as u64) as u32;
+        e[12..16].copy_from_slice(&dt.to_le_bytes());
+        self.count += 1;
+        if self.count.is_multiple_of(4) {
+            let at = self.count / 4 - 1;
+            lines::stream(&mut self.index[at..at + 1], &self.stage.0);
+        }
+        lines::stream(&mut self.lines[self.used..self.used + n], &f[..kept]);
+        self.used += n;
+        true
+    }
+
+    /// Writes out the entries still being packed and makes every
+    /// streaming store visible, before the slot is handed over (they are
+    /// not ordered by the queue's release).
+    #[inline]
+    pub fn seal(&mut self) {
+        if !self.count.is_multiple_of(4) {
+            let at = self.count / 4;
+            let stage = self.stage.0;
+            lines::stream(&mut self.index[at..at + 1], &stage);
+        }
+        lines::fence();
+    }
+
+    /// Empties it for reuse.
+    pub fn clear(&mut self) {
+        self.count = 0;
+        self.used = 0;
     }
 }
 
@@ -136,8 +293,13 @@ pub enum Work {
         drops: u64,
         /// Bytes of a frame kept.
         snaplen: u16,
+        /// Frames a worker copies of one burst, at most (0: all): at full
+        /// rate a capture samples each burst's first frames and counts
+        /// the rest as not kept, so that forwarding keeps its rate; below
+        /// it (bursts this short) it keeps every frame.
+        per_burst: u32,
         /// Per worker.
-        rings: Vec<Ring<Frame>>,
+        rings: Vec<Ring<Frames>>,
     },
     /// Trace packets received on a port.
     Trace {
@@ -158,11 +320,14 @@ pub struct Session {
     pub filter: Filter,
     /// What to do with them.
     pub work: Work,
-    /// Frames or records handed to the consumer.
-    pub taken: AtomicU64,
+    /// Frames or records handed to the consumer (on a line of its own:
+    /// the consumer writes it while the workers read `done` and `work`).
+    pub taken: CachePadded<AtomicU64>,
     /// Set by the consumer when it is done (the workers stop at once).
     pub done: AtomicBool,
-    /// Copies lost because a ring was full, per port (a trace's at 0).
+    /// Copies not kept, per port (a trace's at 0): a ring was full, or
+    /// the burst was over the worker's budget ([`Work::Capture`]'s
+    /// `per_burst`).
     pub lost: Vec<AtomicU64>,
 }
 
@@ -172,7 +337,7 @@ impl Session {
     pub fn capture(
         filter: Filter,
         (rx, tx, drops): (u64, u64, u64),
-        snaplen: u16,
+        (snaplen, per_burst): (u16, u32),
         (workers, ports): (usize, usize),
         slots: usize,
     ) -> Session {
@@ -185,11 +350,12 @@ impl Session {
                 tx,
                 drops,
                 snaplen,
+                per_burst,
                 rings: (0..workers.max(1))
-                    .map(|_| Ring::new(slots, Frame::new))
+                    .map(|_| Ring::new(slots, Frames::new))
                     .collect(),
             },
-            taken: AtomicU64::new(0),
+            taken: CachePadded::new(AtomicU64::new(0)),
             done: AtomicBool::new(false),
         }
     }
@@ -207,7 +373,7 @@ impl Session {
                     .map(|_| Ring::new(TRACE_SLOTS, || Box::new(Stages::default())))
                     .collect(),
             },
-            taken: AtomicU64::new(0),
+            taken: CachePadded::new(AtomicU64::new(0)),
             done: AtomicBool::new(false),
         }
     }
@@ -217,11 +383,14 @@ impl Session {
         self.lost.iter().map(|l| l.load(Relaxed)).sum()
     }
 
-    /// Worker side: a copy lost on `port`.
+    /// Worker side: `n` copies lost on `port`.
     #[inline]
-    pub fn lose(&self, port: u16) {
+    pub fn lose(&self, port: u16, n: u64) {
+        if n == 0 {
+            return;
+        }
         if let Some(l) = self.lost.get(port as usize).or(self.lost.first()) {
-            l.fetch_add(1, Relaxed);
+            l.fetch_add(n, Relaxed);
         }
     }
 }
@@ -234,11 +403,17 @@ pub struct Taps {
     /// else here.
     pub armed: AtomicUsize,
     sessions: ArcSwap<Vec<Arc<Session>>>,
+    /// Bumped each time `sessions` is replaced: a worker keeps its own
+    /// hold on the list and loads it again only when this moved (one
+    /// plain load a burst, where loading the list is two fenced writes).
+    pub changes: AtomicU64,
     change: Mutex<u64>,
     /// Totals over ended sessions and counted as they go: captures and
     /// traces started, frames written, frames lost, packets traced,
-    /// records lost.
-    pub totals: TapTotals,
+    /// records lost. On lines of their own: the writers count while every
+    /// worker reads `armed` a turn, and a line both touch would move
+    /// between their cores.
+    pub totals: CachePadded<TapTotals>,
 }
 
 /// Counts of the taps, for `stats` and Prometheus.
@@ -266,9 +441,14 @@ impl Taps {
         self.sessions.load()
     }
 
-    /// Arms `s`; returns it numbered.
-    pub fn arm(&self, mut s: Session) -> Arc<Session> {
+    /// Arms `s`; returns it numbered, or why not (too many armed).
+    pub fn arm(&self, mut s: Session) -> Result<Arc<Session>, String> {
         let mut n = self.change.lock().unwrap_or_else(|e| e.into_inner());
+        if self.sessions.load().len() >= MAX_TAPS {
+            return Err(format!(
+                "{MAX_TAPS} captures and live traces are armed already: end one first"
+            ));
+        }
         *n += 1;
         s.id = *n;
         match s.work {
@@ -280,7 +460,8 @@ impl Taps {
         v.push(s.clone());
         self.armed.store(v.len(), Relaxed);
         self.sessions.store(Arc::new(v));
-        s
+        self.changes.fetch_add(1, Release);
+        Ok(s)
     }
 
     /// Disarms `s` and counts what it lost.
@@ -295,6 +476,7 @@ impl Taps {
         }
         self.armed.store(v.len(), Relaxed);
         self.sessions.store(Arc::new(v));
+        self.changes.fetch_add(1, Release);
         match s.work {
             Work::Capture { .. } => self.totals.capture_lost.fetch_add(s.lost(), Relaxed),
             Work::Trace { .. } => self.totals.trace_lost.fetch_add(s.lost(), Relaxed),

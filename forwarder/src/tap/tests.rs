@@ -76,7 +76,15 @@ fn captures_copy_what_the_burst_did() {
     let t = snapshot();
     let taps = Taps::default();
     let all = Filter::default();
-    let s = taps.arm(Session::capture(all, (0b01, 0b10, 0b01), 2048, (1, 2), 256));
+    let s = taps
+        .arm(Session::capture(
+            all,
+            (0b01, 0b10, 0b01),
+            (2048, 0),
+            (1, 2),
+            4,
+        ))
+        .unwrap();
     let mut pipe = Pipeline::new(&t, 2);
     let mut plain = Pipeline::new(&t, 2);
     let (mut b, frames) = burst();
@@ -84,6 +92,7 @@ fn captures_copy_what_the_burst_did() {
     let mut mine = WorkerTaps::default();
     pipe.rx_port = 0;
     tapped(&taps, 0, &mut pipe, &t, &mut b, 0, &mut mine);
+    mine.hand_over(0);
     plain.process(&t, &mut c);
     assert_eq!(
         pipe.out, plain.out,
@@ -93,9 +102,11 @@ fn captures_copy_what_the_burst_did() {
         unreachable!()
     };
     let mut got = Vec::new();
-    while let Some(f) = rings[0].take() {
-        got.push((f.port, f.dir, f.bytes().to_vec()));
-        rings[0].give_back(f);
+    while let Some(b) = rings[0].take() {
+        for e in b.entries() {
+            got.push((e.port, e.dir, b.bytes(&e).to_vec()));
+        }
+        rings[0].give_back(b);
     }
     let rx: Vec<_> = got.iter().filter(|g| g.1 == Direction::Rx).collect();
     let tx: Vec<_> = got.iter().filter(|g| g.1 == Direction::Tx).collect();
@@ -128,24 +139,79 @@ fn captures_copy_what_the_burst_did() {
     assert_eq!(s.lost(), 0);
     taps.disarm(&s);
     assert_eq!(taps.armed.load(Relaxed), 0);
+    // Too many at once: refused, saying so.
+    let many: Vec<_> = (0..MAX_TAPS)
+        .map(|_| {
+            taps.arm(Session::trace(Filter::default(), 0, 1, 1))
+                .unwrap()
+        })
+        .collect();
+    assert!(taps
+        .arm(Session::trace(Filter::default(), 0, 1, 1))
+        .is_err());
+    for m in &many {
+        taps.disarm(m);
+    }
 
-    // A filter, and a ring of 16: the rest is lost, counted on the port.
+    // A filter, and a ring of one slot. The worker keeps filling its slot
+    // across bursts; handed over, it is the writer's, and while the
+    // writer has not given it back the next burst's copies are lost,
+    // counted on the port.
     let f = Filter::parse("udp dport 80", &names()).unwrap();
-    let s = taps.arm(Session::capture(f, (0b01, 0, 0), 2048, (1, 2), 16));
-    let (mut b, _) = burst();
-    tapped(&taps, 0, &mut pipe, &t, &mut b, 0, &mut mine);
+    let s = taps
+        .arm(Session::capture(f, (0b01, 0, 0), (2048, 0), (1, 2), 1))
+        .unwrap();
     let Work::Capture { rings, .. } = &s.work else {
         unreachable!()
     };
-    let mut n = 0;
-    while let Some(f) = rings[0].take() {
-        assert_eq!(crate::wire::parse(f.bytes()).unwrap().dport, 80);
-        rings[0].give_back(f);
-        n += 1;
+    for _ in 0..2 {
+        let (mut b, _) = burst();
+        tapped(&taps, 0, &mut pipe, &t, &mut b, 0, &mut mine);
     }
-    assert_eq!((n, s.lost.first().map(|l| l.load(Relaxed))), (16, Some(32)));
+    mine.hand_over(0);
+    let (mut b2, _) = burst();
+    tapped(&taps, 0, &mut pipe, &t, &mut b2, 0, &mut mine);
+    let lost = || s.lost.first().map(|l| l.load(Relaxed));
+    assert_eq!(lost(), Some(48));
+    let b = rings[0].take().unwrap();
+    assert_eq!(b.len(), 96);
+    assert!(b
+        .entries()
+        .all(|e| crate::wire::parse(b.bytes(&e)).unwrap().dport == 80));
+    rings[0].give_back(b);
+    let (mut c, _) = burst();
+    tapped(&taps, 0, &mut pipe, &t, &mut c, 0, &mut mine);
+    mine.hand_over(0);
+    assert_eq!(rings[0].take().unwrap().len(), 48);
+    assert_eq!(lost(), Some(48));
     taps.disarm(&s);
-    assert_eq!(taps.json()["capture"]["lost"], 32);
+    assert_eq!(taps.json()["capture"]["lost"], 48);
+    // A slot that fills is handed over and the next one taken: 1,024
+    // frames a slot.
+    let (mut d, _) = burst();
+    let s2 = taps
+        .arm(Session::capture(
+            Filter::default(),
+            (0b01, 0, 0),
+            (2048, 0),
+            (1, 2),
+            4,
+        ))
+        .unwrap();
+    for _ in 0..17 {
+        tapped(&taps, 0, &mut pipe, &t, &mut d, 0, &mut mine);
+    }
+    let Work::Capture { rings: r2, .. } = &s2.work else {
+        unreachable!()
+    };
+    assert_eq!(s2.lost(), 0);
+    assert_eq!(r2[0].take().unwrap().len(), SLOT_FRAMES);
+    assert!(
+        r2[0].take().is_none(),
+        "the second slot is still being filled"
+    );
+    taps.disarm(&s2);
+    mine.hand_over(0);
 }
 
 /// A live trace records the next packets of its port that pass its
@@ -155,7 +221,7 @@ fn live_traces_record_the_packets_asked_for() {
     let t = snapshot();
     let taps = Taps::default();
     let f = Filter::parse("udp dport 53", &names()).unwrap();
-    let s = taps.arm(Session::trace(f, 0, 5, 1));
+    let s = taps.arm(Session::trace(f, 0, 5, 1)).unwrap();
     let mut pipe = Pipeline::new(&t, 2);
     let mut mine = WorkerTaps::default();
     let (mut b, frames) = burst();
