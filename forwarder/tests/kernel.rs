@@ -338,6 +338,17 @@ fn kernel_routes_change_forwarding() {
     let k = &stats(&cfg)["kernel_routes"];
     assert_eq!(k["shadowed"], 1, "{k}");
     assert_eq!(k["unusable"], 0, "{k}");
+    // `route get` says where each came from: the kernel's table with
+    // its protocol (`ip route add` gives `boot`), or the configuration.
+    let from = |a: &str| json(&["route", "get", a, "--json"], &cfg)["origin"].clone();
+    assert_eq!(
+        (
+            from("203.0.113.5")["from"].as_str(),
+            from("203.0.113.5")["protocol"].as_str()
+        ),
+        (Some("kernel"), Some("boot"))
+    );
+    assert_eq!(from("203.0.113.130")["from"], "config");
 
     // Added: forwarding follows (the time from `ip` returning to the
     // first datagram through).

@@ -118,6 +118,8 @@ fn route_get_and_list_say_where_routes_lead_and_come_from() {
         t.starts_with("2.1.2.3 via gw2 dev p1  prefix 2.0.0.0/8 ("),
         "{t}"
     );
+    // And a line a next hop, with what the frames are sent to.
+    assert!(t.contains("\n    nexthop gw2 dev p1 "), "{t}");
 
     // route list: every route, sorted, streamed as JSON lines.
     let o = forwarder()

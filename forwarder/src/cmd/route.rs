@@ -104,9 +104,33 @@ fn get(
     let text = if as_json {
         v.to_string()
     } else {
-        v["summary"].as_str().unwrap_or("").to_string()
+        let mut t = v["summary"].as_str().unwrap_or("").to_string();
+        // A line a next hop (each member of an ECMP group): its port,
+        // kind, and the neighbour the frames go to.
+        for h in v["hops"].as_array().into_iter().flatten() {
+            let s = |k: &str| h[k].as_str().unwrap_or("-").to_string();
+            let n = &h["neighbour"];
+            let neighbour = match (n["state"].as_str(), n["mac"].as_str()) {
+                (Some(st), Some(m)) => format!("{} lladdr {m} {st}", s_of(&n["address"])),
+                (Some(st), None) => format!("{} {st}", s_of(&n["address"])),
+                (None, Some(m)) => format!("lladdr {m}"),
+                (None, None) if h["kind"] == "local" => "this forwarder".to_string(),
+                (None, None) => "no neighbour entry".to_string(),
+            };
+            t.push_str(&format!(
+                "\n    nexthop {} dev {} {}: {neighbour}",
+                s("hop"),
+                s("port"),
+                s("kind")
+            ));
+        }
+        t
     };
     writeln!(out, "{text}").map_err(|e| e.to_string())
+}
+
+fn s_of(v: &Value) -> &str {
+    v.as_str().unwrap_or("-")
 }
 
 fn list(

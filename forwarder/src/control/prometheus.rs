@@ -216,7 +216,7 @@ impl Source {
             &mut o,
             "capture_frames_total",
             "counter",
-            "Frames captured: written to a capture, or lost because a worker's ring was full.",
+            "Frames captured: written to a capture, or lost (over a worker's per-burst budget, or its ring full).",
             vec![
                 ("result=\"written\"".into(), n("capture", "frames")),
                 ("result=\"lost\"".into(), n("capture", "lost")),
