@@ -34,17 +34,19 @@
 //!
 //! | module | uses |
 //! |---|---|
-//! | `clock`, `log`, `reason`, `neigh`, `kernel` | nothing of the crate |
+//! | `clock`, `log`, `reason`, `neigh`, `kernel`, `corelock` | nothing of the crate |
 //! | [`wire`] | `reason` |
 //! | [`port`] | `wire`, `neigh` (the synthetic port's resolved gateways) |
 //! | [`punt`] | `port` (a frame's size), `neigh`, `reason` |
 //! | [`tables`] | `wire` (what a set needs of a packet) |
 //! | [`pipeline`] | `tables`, `wire`, `port`, `punt`, `neigh`, `reason`, `clock` |
-//! | [`shared`] | `pipeline` (the published snapshot), `punt`, `neigh` |
-//! | [`router`] | `shared`, `tables`, `punt`, `neigh`, `wire`, `kernel` (TAPs) |
 //! | [`filter`] | `wire`, `port` (a frame's size) |
+//! | [`pcap`] | nothing of the crate |
+//! | [`tap`] | `pipeline` (the explaining run), `filter`, `pcap` (the writer), `port`, `wire`, `reason` |
+//! | [`shared`] | `pipeline` (the published snapshot), `tap` (what is armed), `punt`, `neigh` |
+//! | [`router`] | `shared`, `tables`, `punt`, `neigh`, `wire`, `kernel` (TAPs) |
 //! | [`trace`] | `pipeline`, `router` (the slow path's answer), `tables`, `filter`, `punt`, `neigh`, `wire` |
-//! | [`worker`] | `shared`, `pipeline`, `port`, `punt`, `reason` |
+//! | [`worker`] | `shared`, `pipeline`, `tap`, `port`, `punt`, `reason`, `log` |
 //! | [`control`] | all of the above |
 //! | [`cmd`] | `control` and all of the above |
 #![deny(unsafe_code)]
@@ -52,6 +54,7 @@
 pub mod clock;
 pub mod cmd;
 pub mod control;
+pub mod corelock;
 pub mod filter;
 pub mod kernel;
 pub mod log;

@@ -150,6 +150,50 @@ fn rate_lines_name_the_workers_core() {
     std::fs::remove_dir_all(dir).ok();
 }
 
+/// A second forwarder started on a core the first one polls says so,
+/// naming the first (its pid and configuration), and still runs.
+#[test]
+fn a_core_polled_twice_is_said() {
+    let (dir, text) = example_elsewhere("twice");
+    let run = dir.join("run");
+    let (a, b) = (dir.join("a.toml"), dir.join("b.toml"));
+    std::fs::write(&a, &text).unwrap();
+    std::fs::write(&b, &text).unwrap();
+    let mut first = forwarder()
+        .env("RUNTIME_DIRECTORY", &run)
+        .args(["run", "--duration", "4s", "--config"])
+        .arg(&a)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let lock = run.join("core-0.lock");
+    let start = std::time::Instant::now();
+    while !std::fs::read_to_string(&lock).is_ok_and(|t| t.starts_with(&first.id().to_string())) {
+        assert!(
+            start.elapsed().as_secs() < 10,
+            "the first never claimed core 0"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let o = forwarder()
+        .env("RUNTIME_DIRECTORY", &run)
+        .args(["run", "--duration", "1s", "--config"])
+        .arg(&b)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    let said = format!(
+        "core 0 is already polled by another forwarder's worker (pid {}, {})",
+        first.id(),
+        a.display()
+    );
+    assert!(err.contains(&said), "{err}");
+    first.wait().unwrap();
+    std::fs::remove_dir_all(dir).ok();
+}
+
 /// `examples/linux.toml` loads; a bad option is refused as the file loads,
 /// naming the value's place; an interface this namespace lacks is an
 /// error naming where the port is declared.

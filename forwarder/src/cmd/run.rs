@@ -56,6 +56,13 @@ pub fn run_mode(
     let mut control = Control::with_config(config, cfg.clone(), loader)?;
     control.start_mirror()?;
     let shared = control.shared();
+    // Another forwarder's workers on these cores would halve both: said,
+    // not refused (the cores are held until this process ends).
+    let (_cores, shared_cores) =
+        crate::corelock::claim(&config::runtime_dir(), &cfg.forwarder.cores, config);
+    for w in &shared_cores {
+        crate::log::log(crate::log::Level::Warn, w);
+    }
     let workers = worker::spawn(&cfg, shared.clone(), mode)?;
     // The router's slow path: idle (a poll every 10 ms) until a snapshot
     // has ports with addresses.
