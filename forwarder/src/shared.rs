@@ -30,6 +30,8 @@ pub struct Shared {
     pub kernel: Mutex<serde_json::Value>,
     /// The captures and live traces armed.
     pub taps: crate::tap::Taps,
+    /// When this process started (for `uptime_s`).
+    pub started: std::time::SystemTime,
 }
 
 impl Shared {
@@ -44,6 +46,7 @@ impl Shared {
             neighbours: Mutex::new(Vec::new()),
             kernel: Mutex::new(serde_json::Value::Null),
             taps: crate::tap::Taps::default(),
+            started: std::time::SystemTime::now(),
         }
     }
 }
@@ -57,8 +60,12 @@ pub struct Status {
     pub reloads: AtomicU64,
     /// Reloads refused.
     pub failed: AtomicU64,
-    /// Microseconds the last applied reload took (parse to swap).
+    /// Microseconds the last reload took (parse to swap, or to its
+    /// refusal): the one `last_reload` describes.
     pub last_reload_us: AtomicU64,
+    /// When the last reload was tried, milliseconds since the Unix epoch
+    /// (0: none yet).
+    pub last_reload_at_ms: AtomicU64,
     /// Run-time elements removed because their timeout passed.
     pub expired: AtomicU64,
     last: Mutex<String>,

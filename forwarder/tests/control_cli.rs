@@ -96,6 +96,12 @@ fn reload_by_file_signal_and_socket_and_statistics() {
     let mut second = String::new();
     stdout.read_line(&mut second).unwrap();
     assert!(second.starts_with("control socket "), "{second}");
+    let mut third = String::new();
+    stdout.read_line(&mut third).unwrap();
+    assert_eq!(
+        third,
+        format!("prometheus http://127.0.0.1:{prom}/metrics\n")
+    );
     std::thread::spawn(move || {
         let mut sink = String::new();
         let _ = stdout.read_to_string(&mut sink);
@@ -104,6 +110,17 @@ fn reload_by_file_signal_and_socket_and_statistics() {
     let v = wait_for(&cfg, "traffic", |v| v["total"]["tx"].as_u64() > Some(1000));
     assert_eq!(v["generation"], 1);
     assert_eq!(v["last_reload"], "ok");
+    assert_eq!(v["last_reload_at"], serde_json::Value::Null, "none yet");
+    assert_eq!(v["version"], env!("CARGO_PKG_VERSION"));
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap();
+    let time = v["time"].as_f64().unwrap();
+    assert!((time - now.as_secs_f64()).abs() < 60.0, "{v}");
+    assert!(
+        v["uptime_s"].as_f64().is_some_and(|u| u > 0.0 && u < 600.0),
+        "{v}"
+    );
     assert_eq!(v["cores"].as_array().unwrap().len(), 1);
     assert!(v["sets"]["deny"]["drop"].as_u64() > Some(0), "{v}");
     assert!(v["ports"]["p0"]["rx"].as_u64() > Some(0), "{v}");
@@ -158,6 +175,10 @@ fn reload_by_file_signal_and_socket_and_statistics() {
         v["last_reload"].as_str().is_some_and(|s| s.contains(&at))
     });
     assert_eq!(v["generation"], 3);
+    // When and how long: this refusal's, not the last success's.
+    let when = v["last_reload_at"].as_f64().unwrap();
+    assert!(when <= v["time"].as_f64().unwrap() && when > time, "{v}");
+    assert!(v["last_reload_us"].as_u64().is_some(), "{v}");
     let before = v["total"]["tx"].as_u64().unwrap();
     wait_for(&cfg, "traffic after the refusal", |v| {
         v["total"]["tx"].as_u64() > Some(before)
@@ -179,6 +200,11 @@ fn reload_by_file_signal_and_socket_and_statistics() {
         "forwarder_drops_total{core=\"0\",reason=\"rule\"}",
         "forwarder_route_cache_total{core=\"0\",result=\"misses\"}",
         "forwarder_flow_cache_total{core=\"0\",result=\"hits\"}",
+        &format!(
+            "forwarder_build_info{{version=\"{}\"}} 1",
+            env!("CARGO_PKG_VERSION")
+        ),
+        "forwarder_start_time_seconds 1",
     ] {
         assert!(m.contains(want), "no `{want}` in\n{m}");
     }

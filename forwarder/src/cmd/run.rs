@@ -136,7 +136,7 @@ fn write(out: &mut dyn Write, s: &str) -> Result<(), String> {
 
 /// The lines printed before the first rates.
 fn banner(config: &Path, cfg: &Config, server: &Server) -> String {
-    format!(
+    let mut s = format!(
         "forwarder: {} worker(s) on core(s) {:?}, {} port(s), {} set(s), burst {}\n\
          control socket {} (forwarder stats|reload --config {})\n",
         cfg.forwarder.cores.len(),
@@ -146,7 +146,11 @@ fn banner(config: &Path, cfg: &Config, server: &Server) -> String {
         cfg.forwarder.burst,
         server.socket.display(),
         config.display()
-    )
+    );
+    if let Some(addr) = cfg.control.prometheus {
+        s.push_str(&format!("prometheus http://{addr}/metrics\n"));
+    }
+    s
 }
 
 /// What a worker had published at the last tick: rx, tx, drops.

@@ -234,6 +234,28 @@ impl Source {
         );
         family(
             &mut o,
+            "build_info",
+            "gauge",
+            "The forwarder's version, as a label (the value is always 1).",
+            vec![(
+                format!("version=\"{}\"", escape(env!("CARGO_PKG_VERSION"))),
+                1,
+            )],
+        );
+        let started = self
+            .shared
+            .started
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        family(
+            &mut o,
+            "start_time_seconds",
+            "gauge",
+            "When the forwarder started, seconds since the Unix epoch.",
+            vec![(String::new(), started)],
+        );
+        family(
+            &mut o,
             "last_reload_ok",
             "gauge",
             "1 if the last reload was applied (or none was tried).",

@@ -324,6 +324,13 @@ impl Control {
                 self.apply(new, start).map(|r| Reload { parse, ..r })
             });
         let st = &self.shared.status;
+        // The time, the outcome and the duration all of this attempt, a
+        // refused one too (an earlier success's duration beside this
+        // failure would describe two reloads as one).
+        let at = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as u64);
+        st.last_reload_at_ms.store(at, Relaxed);
         match &r {
             Ok(rep) => {
                 st.reloads.fetch_add(1, Relaxed);
@@ -333,6 +340,8 @@ impl Control {
             }
             Err(e) => {
                 st.failed.fetch_add(1, Relaxed);
+                st.last_reload_us
+                    .store(start.elapsed().as_micros() as u64, Relaxed);
                 st.set_last(e);
             }
         }

@@ -98,8 +98,11 @@ impl Source {
             .collect()
     }
 
-    /// Everything as one JSON object: `generation`, `last_reload`,
-    /// `reloads`, `reloads_failed`, `last_reload_us`, `elements_expired`,
+    /// Everything as one JSON object: `version`, `time` and `uptime_s`
+    /// (seconds; `time` since the Unix epoch), `generation`,
+    /// `last_reload` (`ok` or the refusal), `last_reload_at` (when, null
+    /// before the first), `reloads`, `reloads_failed`, `last_reload_us`
+    /// (how long that reload took, refused or not), `elements_expired`,
     /// `total`, `cores`,
     /// `ports`, `sets`, `route_cache`, `flow_cache`, `router`,
     /// `kernel_routes`, `capture` and `trace` (armed, started, frames or
@@ -146,9 +149,21 @@ impl Source {
             .iter()
             .map(|(n, m)| (n.clone(), Value::Object(object(&verdicts, m))))
             .collect();
+        let now = std::time::SystemTime::now();
+        let unix = |t: std::time::SystemTime| {
+            t.duration_since(std::time::UNIX_EPOCH)
+                .map_or(0.0, |d| d.as_millis() as f64 / 1e3)
+        };
+        let at = st.last_reload_at_ms.load(Relaxed);
         json!({
+            "version": env!("CARGO_PKG_VERSION"),
+            "time": unix(now),
+            "uptime_s": now
+                .duration_since(self.shared.started)
+                .map_or(0.0, |d| d.as_millis() as f64 / 1e3),
             "generation": st.generation.load(Relaxed),
             "last_reload": st.last_reload(),
+            "last_reload_at": if at == 0 { Value::Null } else { json!(at as f64 / 1e3) },
             "reloads": st.reloads.load(Relaxed),
             "reloads_failed": st.failed.load(Relaxed),
             "last_reload_us": st.last_reload_us.load(Relaxed),
