@@ -161,6 +161,10 @@ enum Cmd {
         /// MATCHER_IMPL, else the fastest this CPU runs).
         #[arg(long = "impl")]
         imp: Option<String>,
+        /// Print each answer after its key: `KEY -> ELEMENT` (or
+        /// `-> nomatch`).
+        #[arg(long)]
+        with_keys: bool,
     },
 }
 
@@ -281,12 +285,14 @@ fn main() -> ExitCode {
             trace,
             delete,
             imp,
+            with_keys,
         } => match (classbench, trace, set, keys) {
             (Some(rules), Some(trace), _, _) => {
                 forwarder::cmd::lookup::classbench(&rules, &trace, imp.as_deref(), out)
             }
             (_, _, Some(set), Some(keys)) => {
-                forwarder::cmd::lookup::run(&set, &keys, delete.as_deref(), imp.as_deref(), out)
+                let files = (set.as_path(), keys.as_path(), delete.as_deref());
+                forwarder::cmd::lookup::run(files, imp.as_deref(), with_keys, out)
             }
             _ => Err("error: lookup needs --set and --keys, or --classbench and --trace".into()),
         },

@@ -90,6 +90,15 @@ fn selftest_sets_match_a_linear_scan() {
             assert!(ok, "{err}");
             assert_eq!(again, out, "{} --impl {imp}", case.name());
         }
+        // `--with-keys`: each answer after its key.
+        let (ok, keyed, err) = lookup_with(&[&s, &k, &d], &["--with-keys"]);
+        assert!(ok, "{err}");
+        let want: Vec<String> = keys
+            .iter()
+            .zip(&got)
+            .map(|(v, m)| format!("{} -> {m}", decl.format_key(&decl.key_from_values(v))))
+            .collect();
+        assert_eq!(keyed.lines().collect::<Vec<_>>(), want, "{}", case.name());
     }
     std::fs::remove_dir_all(dir).ok();
 }

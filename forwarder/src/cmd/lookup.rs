@@ -71,11 +71,12 @@ pub fn classbench(
 /// `imp` chooses the lookup implementation (`None`: `MATCHER_IMPL`, else
 /// the fastest this CPU runs); keys are looked up in bursts of 32, as the
 /// data plane does.
+/// With `with_keys` each answer follows its key (`KEY -> ANSWER`), so
+/// that the output reads without the key file beside it.
 pub fn run(
-    set_path: &Path,
-    keys_path: &Path,
-    delete_path: Option<&Path>,
+    (set_path, keys_path, delete_path): (&Path, &Path, Option<&Path>),
     imp: Option<&str>,
+    with_keys: bool,
     out: &mut dyn Write,
 ) -> Result<(), String> {
     let imp = implementation(imp)?;
@@ -122,7 +123,10 @@ pub fn run(
         }
         let n = chunk.len();
         snap.lookup_burst_with(imp, &burst, klen, &mut found[..n], &mut scratch);
-        for id in &found[..n] {
+        for (id, (_, key)) in found[..n].iter().zip(chunk) {
+            if with_keys {
+                let _ = write!(w, "{} -> ", decl.format_key(key));
+            }
             let r = match id.and_then(|id| snap.element(id)) {
                 Some(e) => writeln!(w, "{}", decl.format_element(e)),
                 None => writeln!(w, "nomatch"),
