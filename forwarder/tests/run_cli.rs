@@ -88,7 +88,17 @@ mac = "02:00:00:00:00:99"
     .unwrap();
     let out = ran(&cfg);
     assert!(out.contains("core 0:") && out.contains("core 1:"), "{out}");
-    assert!(out.contains("frames failing the port's check 0"), "{out}");
+    assert!(
+        out.contains("sent frames the synthetic port's self-check found wrong (TTL or MACs) 0"),
+        "{out}"
+    );
+    // Rates say their unit, drops too.
+    assert!(
+        out.lines().any(|l| l.starts_with("  total: rx")
+            && l.contains(" Mpps  drops rule ")
+            && l.ends_with(" Mpps")),
+        "{out}"
+    );
     let total = out
         .lines()
         .find(|l| l.starts_with("  total: rx") && l.contains("forwarded"))

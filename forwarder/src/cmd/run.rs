@@ -212,18 +212,20 @@ fn print_rates(
     }
 }
 
-/// `rx .. Mpps  tx .. Mpps  drops REASON RATE ...` (reasons with none
-/// left out).
+/// `rx .. Mpps  tx .. Mpps  drops REASON RATE Mpps, ...` (reasons with
+/// none left out).
 fn rates(rx: f64, tx: f64, drops: &[f64; DropReason::COUNT]) -> String {
-    let mut s = format!("rx {rx:7.2} Mpps  tx {tx:7.2} Mpps  drops");
-    let before = s.len();
-    for d in DropReason::ALL.iter().filter(|d| drops[d.index()] > 0.0) {
-        s.push_str(&format!(" {} {:.2}", d.name(), drops[d.index()]));
-    }
-    if s.len() == before {
-        s.push_str(" none");
-    }
-    s
+    let said: Vec<String> = DropReason::ALL
+        .iter()
+        .filter(|d| drops[d.index()] > 0.0)
+        .map(|d| format!("{} {:.2} Mpps", d.name(), drops[d.index()]))
+        .collect();
+    let drops = if said.is_empty() {
+        "none".to_string()
+    } else {
+        said.join(", ")
+    };
+    format!("rx {rx:7.2} Mpps  tx {tx:7.2} Mpps  drops {drops}")
 }
 
 /// `1234567` as `1,234,567`.
@@ -276,7 +278,7 @@ fn summary(reports: &[Report], elapsed: f64) -> String {
         let bad: u64 = r.ports.iter().map(|(_, p)| p.tx_bad).sum();
         let fc = r.flow_cache;
         s.push_str(&format!(
-            "  core {}: rx {} tx {} ({:.2} Mpps), frames failing the port's check {bad}, flow cache hits {:.1} %\n",
+            "  core {}: rx {} tx {} (tx {:.2} Mpps), sent frames the synthetic port's self-check found wrong (TTL or MACs) {bad}, flow cache hits {:.1} %\n",
             r.core,
             r.counters.rx,
             r.counters.tx,
