@@ -107,6 +107,10 @@ pub const ROUTE_PROTOCOLS: &[(&str, u8)] = &[
     ("eigrp", 192),
 ];
 
+/// The packet fields a set's `match` may name, for messages.
+pub const SOURCES: &str = "ip saddr|daddr, ip6 saddr|daddr, tcp|udp|sctp|th sport|dport, \
+                           meta l4proto (ip protocol, ip6 nexthdr), ether saddr|daddr, meta mark";
+
 /// Which packet field feeds a set's field, in nft's words.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Source {
@@ -156,7 +160,12 @@ impl Source {
             ["ether", "saddr"] => Source::EtherSaddr,
             ["ether", "daddr"] => Source::EtherDaddr,
             ["meta", "mark"] => Source::Mark,
-            _ => return Err(format!("unknown packet field `{}`", w.join(" "))),
+            _ => {
+                return Err(format!(
+                    "unknown packet field `{}` (known: {SOURCES})",
+                    w.join(" ")
+                ))
+            }
         })
     }
 

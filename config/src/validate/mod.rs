@@ -46,7 +46,8 @@ pub(crate) fn validate_all(
     let loc = Located { file, text };
     let raw: schema::File = toml::from_str(text).map_err(|e| {
         let span = e.span().unwrap_or(0..0);
-        vec![loc.at(span, e.message().trim().to_string())]
+        let said = typed(text, span.clone(), e.message().trim());
+        vec![loc.at(span, said)]
     })?;
     fn take<T>(r: Result<T, ConfigError>, errs: &mut Vec<ConfigError>) -> Option<T> {
         r.map_err(|e| errs.push(e)).ok()
@@ -135,5 +136,85 @@ pub(crate) fn validate_all(
     match config {
         Some(c) if errs.is_empty() => Ok(c),
         _ => Err(errs),
+    }
+}
+
+/// A TOML decoding error as an operator reads it: which key in which
+/// table, the value given, and for numbers the range the key's type
+/// holds (the decoder says `invalid type: string "64", expected usize`
+/// or `number too large to fit in target type` and names neither).
+/// Later checks narrow the range further (`burst` is 1-64); this is the
+/// first wall a value hits.
+fn typed(text: &str, span: std::ops::Range<usize>, message: &str) -> String {
+    let start = span.start.min(text.len());
+    if !text.is_char_boundary(start) {
+        return message.to_string();
+    }
+    let line_start = text[..start].rfind('\n').map_or(0, |i| i + 1);
+    // The key: the last `name =` before the value on its line (a table
+    // line or an inline table alike).
+    let before = &text[line_start..start];
+    let key = before.rfind('=').and_then(|eq| {
+        let k = before[..eq].trim_end();
+        let from = k
+            .char_indices()
+            .rev()
+            .find(|&(_, c)| !(c.is_alphanumeric() || c == '_' || c == '-' || c == '.'))
+            .map_or(0, |(i, c)| i + c.len_utf8());
+        let k = &k[from..];
+        (!k.is_empty()).then_some(k)
+    });
+    // The table: the nearest header above.
+    let table = text[..line_start]
+        .lines()
+        .rev()
+        .map(str::trim)
+        .find(|l| l.starts_with('['))
+        .map(|l| l.split('#').next().unwrap_or(l).trim());
+    // The value: the span, or (a number's span may be one character) the
+    // whole bare token it starts.
+    let value = if text[start..].starts_with(['"', '\'', '[', '{']) {
+        text.get(span.clone())
+    } else {
+        let rest = &text[start..];
+        let end = rest
+            .find(|c: char| c.is_whitespace() || matches!(c, ',' | ']' | '}' | '#'))
+            .unwrap_or(rest.len());
+        let end = end.max(span.end.saturating_sub(start).min(rest.len()));
+        rest.get(..end)
+    }
+    .map(str::trim)
+    .filter(|v| !v.is_empty() && v.len() <= 60 && !v.contains('\n'));
+    let ranges = [
+        ("expected usize", "expected a whole number (0 or more)"),
+        (
+            "expected u64",
+            "expected a whole number, 0 to 18446744073709551615",
+        ),
+        ("expected u32", "expected a whole number, 0 to 4294967295"),
+        ("expected u16", "expected a whole number, 0 to 65535"),
+        ("expected u8", "expected a whole number, 0 to 255"),
+        ("expected i64", "expected a whole number"),
+        ("expected f64", "expected a number"),
+        ("expected a boolean", "expected true or false"),
+        (
+            "number too large to fit in target type",
+            "too large for this key",
+        ),
+        (
+            "number too small to fit in target type",
+            "too small for this key (negative?)",
+        ),
+    ];
+    let mut said = message.to_string();
+    for (from, to) in ranges {
+        said = said.replace(from, to);
+    }
+    match (key, value) {
+        (Some(k), Some(v)) => match table {
+            Some(t) => format!("{t} {k} = {v}: {said}"),
+            None => format!("{k} = {v}: {said}"),
+        },
+        _ => said,
     }
 }
