@@ -34,3 +34,23 @@ fn decoding_errors_name_the_key_and_range() {
         assert_eq!(got, want, "{text}");
     }
 }
+
+/// Every error at once, in the order an editor meets them (the sections
+/// are checked in their own order: the forwarder's before the routes).
+#[test]
+fn errors_come_in_line_order() {
+    let text = format!(
+        "{BASE}\n[[next_hop]]\nname = \"gw\"\nport = \"p0\"\nmac = \"02:00:00:00:00:fe\"\n\
+         [[route]]\nprefix = \"192.0.2.1/24\"\nvia = \"gw\"\n[forwarder]\ncores = [0]\nburst = 0\n"
+    );
+    let dir = std::env::temp_dir().join(format!("config-order-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let f = dir.join("f.toml");
+    std::fs::write(&f, text).unwrap();
+    let errs = config::Loader::new().load_all(&f).unwrap_err();
+    let got: Vec<(usize, usize)> = errs.iter().map(|e| (e.line, e.col)).collect();
+    assert_eq!(got, [(10, 10), (14, 9)], "{errs:?}");
+    assert!(errs[0].message.contains("host bits set"), "{errs:?}");
+    assert!(errs[1].message.starts_with("burst 0"), "{errs:?}");
+    std::fs::remove_dir_all(dir).ok();
+}

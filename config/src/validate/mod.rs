@@ -135,7 +135,20 @@ pub(crate) fn validate_all(
     })();
     match config {
         Some(c) if errs.is_empty() => Ok(c),
-        _ => Err(errs),
+        _ => {
+            // In the order an editor meets them: this file's by line and
+            // column, then each other file's (set and route files) the
+            // same way (the sections are checked in their own order).
+            errs.sort_by(|a, b| {
+                (a.file != file, &a.file, a.line, a.col).cmp(&(
+                    b.file != file,
+                    &b.file,
+                    b.line,
+                    b.col,
+                ))
+            });
+            Err(errs)
+        }
     }
 }
 
