@@ -296,7 +296,11 @@ fn routes_from_a_route_file() {
         ),
         (
             "198.51.100.0/24 gw\n  192.0.2.0/24 gw\n",
-            format!("{name}:2:3: route `192.0.2.0/24` is given twice"),
+            format!("{name}:2:3: route `192.0.2.0/24` is given twice (first at f.toml:1)"),
+        ),
+        (
+            "198.51.100.0/24 gw\n\n198.51.100.0/24 gw\n",
+            format!("{name}:3:1: route `198.51.100.0/24` is given twice (first at {name}:1)"),
         ),
         (
             "198.51.100.0/24 gw9\n",

@@ -54,3 +54,17 @@ fn errors_come_in_line_order() {
     assert!(errs[1].message.starts_with("burst 0"), "{errs:?}");
     std::fs::remove_dir_all(dir).ok();
 }
+
+/// A route given twice says where the first one is.
+#[test]
+fn a_route_given_twice_says_where_the_first_is() {
+    let text = format!(
+        "{BASE}\n[[next_hop]]\nname = \"gw\"\nport = \"p0\"\nmac = \"02:00:00:00:00:fe\"\n\
+         [[route]]\nprefix = \"192.0.2.0/24\"\nvia = \"gw\"\n\
+         [[route]]\nprefix = \"192.0.2.0/24\"\nvia = \"gw\"\n"
+    );
+    assert_eq!(
+        err(&text),
+        "f.toml:13:10: route `192.0.2.0/24` is given twice (first at f.toml:10)"
+    );
+}

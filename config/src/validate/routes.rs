@@ -7,7 +7,7 @@ use crate::files::{holds, sort_routes, Files, Gave, Got};
 use crate::schema;
 use crate::types::*;
 use matcher::excerpt;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::net::IpAddr;
 use std::path::Path;
 use std::sync::Arc;
@@ -30,7 +30,7 @@ pub(super) fn all_routes(
     ConfigError,
 > {
     let (inline, file) = raw;
-    let mut seen = HashSet::new();
+    let mut seen = Seen::new();
     let routes = inline_routes(loc, inline, targets, &mut seen)?;
     let (route_file, file_routes) = match file {
         Some(f) => {
@@ -267,8 +267,18 @@ impl Targets<'_> {
     }
 }
 
-/// The routes `seen` so far, to refuse one given twice.
-type Seen = HashSet<(bool, u128, u32)>;
+/// The routes `seen` so far, to refuse one given twice saying where the
+/// first is: the line, in the route file (`true`) or the configuration.
+type Seen = HashMap<(bool, u128, u32), (bool, u32)>;
+
+/// Where [`Seen`] says a route first was, as `file:line`.
+fn first_at(loc: &Located, route_file: &str, (in_file, line): (bool, u32)) -> String {
+    if in_file {
+        format!("{route_file}:{line}")
+    } else {
+        format!("{}:{line}", loc.file)
+    }
+}
 
 pub(super) fn inline_routes(
     loc: &Located,
@@ -280,12 +290,17 @@ pub(super) fn inline_routes(
     for r in raw {
         let (v6, prefix, len) =
             parse_prefix(r.prefix.get_ref()).map_err(|e| loc.of(&r.prefix, e))?;
-        if !seen.insert((v6, prefix, len)) {
+        if let Some(&first) = seen.get(&(v6, prefix, len)) {
             return Err(loc.of(
                 &r.prefix,
-                format!("route `{}` is given twice", r.prefix.get_ref()),
+                format!(
+                    "route `{}` is given twice (first at {})",
+                    r.prefix.get_ref(),
+                    first_at(loc, "", first)
+                ),
             ));
         }
+        seen.insert((v6, prefix, len), (false, loc.line(&r.prefix)));
         if let Some(p) = targets.ports.iter().find(|p| {
             p.addresses
                 .iter()
@@ -373,12 +388,17 @@ pub(super) fn route_file(
             ));
         }
         let (v6, p, len) = fast_prefix(prefix).map_err(|e| at(prefix, e))?;
-        if !seen.insert((v6, p, len)) {
+        if let Some(&first) = seen.get(&(v6, p, len)) {
             return Err(at(
                 prefix,
-                format!("route `{}` is given twice", excerpt(prefix)),
+                format!(
+                    "route `{}` is given twice (first at {})",
+                    excerpt(prefix),
+                    first_at(loc, &name, first)
+                ),
             ));
         }
+        seen.insert((v6, p, len), (true, n as u32 + 1));
         let via = targets.via(via).map_err(|e| at(via, e))?;
         routes.push(RouteConfig {
             v6,
