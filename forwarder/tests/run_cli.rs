@@ -446,8 +446,20 @@ fn check_reports_everything_and_opens_nothing() {
         .as_array()
         .unwrap()
         .iter()
-        .filter_map(|e| e.as_str())
+        .filter_map(|e| e["text"].as_str())
         .collect();
+    // Each with its place apart: the file, line and column, and the
+    // message.
+    for e in v["errors"].as_array().unwrap() {
+        let text = format!(
+            "{}:{}:{}: {}",
+            e["file"].as_str().unwrap(),
+            e["line"],
+            e["col"],
+            e["message"].as_str().unwrap()
+        );
+        assert_eq!(e["text"].as_str(), Some(text.as_str()), "{e}");
+    }
     assert!(errs.iter().any(|e| e.contains("burst 99")), "{errs:?}");
     assert!(
         errs.iter().any(|e| e.contains("02:00:00:00:01")),
