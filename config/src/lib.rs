@@ -57,7 +57,7 @@ pub use driver::Driver;
 pub use error::ConfigError;
 pub use files::LoadStats;
 pub use loader::Loader;
-pub use paths::{control_socket, default_socket, runtime_dir};
+pub use paths::{control_socket, default_socket, runtime_dir, socket_for};
 pub use types::{
     Action, Config, ControlConfig, EcmpGroup, ElementLines, FlowCache, Forwarder, IcmpSettings,
     KernelRoutes, NeighbourSettings, NextHopConfig, PortConfig, RouteCache, RouteConfig,

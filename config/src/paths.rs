@@ -55,6 +55,19 @@ pub fn runtime_dir() -> std::path::PathBuf {
     }
 }
 
+/// [`control_socket`] for a client: an error naming the file when there
+/// is none (the socket's name is derived from the file, so without it
+/// any answer would be about some other path).
+pub fn socket_for(config: &Path) -> Result<std::path::PathBuf, String> {
+    match std::fs::metadata(config) {
+        Ok(_) => Ok(control_socket(config)),
+        Err(e) => Err(format!(
+            "{}: {e} (the configuration the forwarder was started with: --config)",
+            config.display()
+        )),
+    }
+}
+
 /// The control socket of the instance run with `config`, read leniently:
 /// a file with errors elsewhere (the reason for a reload) still names its
 /// socket.

@@ -160,6 +160,30 @@ fn rate_lines_name_the_workers_core() {
     std::fs::remove_dir_all(dir).ok();
 }
 
+/// A client given a configuration file that is not there says so, not
+/// which socket it could not reach (its name comes from the file).
+#[test]
+fn clients_name_a_missing_configuration() {
+    for args in [
+        &["stats"][..],
+        &["reload"],
+        &["neighbours"],
+        &["route", "get", "192.0.2.1"],
+    ] {
+        let o = forwarder()
+            .args(args)
+            .args(["--config", "/nonexistent/nope.toml"])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(!o.status.success(), "{args:?}");
+        assert!(
+            err.contains("/nonexistent/nope.toml: No such file or directory"),
+            "{args:?}: {err}"
+        );
+    }
+}
+
 /// A second forwarder started on a core the first one polls says so,
 /// naming the first (its pid and configuration), and still runs.
 #[test]
