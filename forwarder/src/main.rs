@@ -9,11 +9,16 @@ use std::process::ExitCode;
     name = "forwarder",
     version,
     about = "User-space packet forwarder",
-    after_help = "Without --config, a command reads examples/forwarder.toml under the working \
-                  directory if there is one (a checkout), else /etc/forwarder/forwarder.toml \
-                  (an installed forwarder)."
+    after_help = "--config (-c) goes before or after the command; without it, a command reads \
+                  $FORWARDER_CONFIG, else examples/forwarder.toml under the working directory if \
+                  there is one (a checkout), else /etc/forwarder/forwarder.toml (an installed \
+                  forwarder). `capture -c N` is tcpdump's count: there, --config."
 )]
 struct Cli {
+    /// The configuration file, for any command (a command's own
+    /// `--config` wins); else $FORWARDER_CONFIG.
+    #[arg(long, short = 'c', env = "FORWARDER_CONFIG", value_name = "CONFIG")]
+    config: Option<PathBuf>,
     #[command(subcommand)]
     cmd: Cmd,
 }
@@ -24,7 +29,7 @@ enum Cmd {
     /// second, a summary at the end.
     Run {
         /// The configuration file.
-        #[arg(long)]
+        #[arg(long, short = 'c')]
         config: Option<PathBuf>,
         /// Stop after this long (`10s`, `500ms`, `2m`); default: Ctrl-C.
         #[arg(long, value_parser = parse_duration)]
@@ -45,7 +50,7 @@ enum Cmd {
     /// now (it also reloads on SIGHUP and when the files change).
     Reload {
         /// The configuration file the forwarder was started with.
-        #[arg(long)]
+        #[arg(long, short = 'c')]
         config: Option<PathBuf>,
         /// Check the configuration first (as `forwarder check`) and, if it
         /// has problems, print them and ask nothing of the forwarder.
@@ -66,7 +71,7 @@ enum Cmd {
     /// and exit 0, or every problem as `file:line:col: message` and exit 1.
     Check {
         /// The configuration file.
-        #[arg(long)]
+        #[arg(long, short = 'c')]
         config: Option<PathBuf>,
         /// Print JSON (`ok`, and `errors` or the summary's figures).
         #[arg(long)]
@@ -84,7 +89,7 @@ enum Cmd {
     /// configuration, as JSON; `--watch` prints per-second rates.
     Stats {
         /// The configuration file the forwarder was started with.
-        #[arg(long)]
+        #[arg(long, short = 'c')]
         config: Option<PathBuf>,
         /// Print rates once a second, as `run` does.
         #[arg(long)]
@@ -97,7 +102,7 @@ enum Cmd {
     /// forwarder running with this configuration, as JSON.
     Neighbours {
         /// The configuration file the forwarder was started with.
-        #[arg(long)]
+        #[arg(long, short = 'c')]
         config: Option<PathBuf>,
     },
     /// Explain a packet stage by stage, in the order the pipeline runs
@@ -178,7 +183,7 @@ enum ElementCmd {
     /// Print the set's elements in force, as `nft -n list set` does.
     List {
         /// The configuration file the forwarder was started with.
-        #[arg(long)]
+        #[arg(long, short = 'c')]
         config: Option<PathBuf>,
         /// The set's name.
         set: String,
@@ -188,7 +193,7 @@ enum ElementCmd {
 #[derive(clap::Args)]
 struct ElementArgs {
     /// The configuration file the forwarder was started with.
-    #[arg(long)]
+    #[arg(long, short = 'c')]
     config: Option<PathBuf>,
     /// The set's name.
     set: String,
@@ -202,7 +207,11 @@ struct ElementArgs {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let out = &mut std::io::stdout().lock();
-    let conf = |c: Option<PathBuf>| c.unwrap_or_else(forwarder::cmd::default_config);
+    let global = cli.config.clone();
+    let conf = |c: Option<PathBuf>| {
+        c.or_else(|| global.clone())
+            .unwrap_or_else(forwarder::cmd::default_config)
+    };
     let r = match cli.cmd {
         Cmd::Run {
             config,

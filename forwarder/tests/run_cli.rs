@@ -160,6 +160,36 @@ fn rate_lines_name_the_workers_core() {
     std::fs::remove_dir_all(dir).ok();
 }
 
+/// `--config` (or `-c`) before or after the command, or
+/// `$FORWARDER_CONFIG`; a command's own wins over the others.
+#[test]
+fn the_configuration_is_found_every_way() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let good = root.join("examples/forwarder.toml");
+    let good = good.to_str().unwrap();
+    let checked = |args: &[&str], env: Option<&str>| {
+        let mut c = forwarder();
+        c.args(args).current_dir("/");
+        if let Some(e) = env {
+            c.env("FORWARDER_CONFIG", e);
+        }
+        let o = c.output().unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        (v["ok"].as_bool(), v["config"].as_str().map(str::to_string))
+    };
+    let ok = (Some(true), Some(good.to_string()));
+    assert_eq!(checked(&["--config", good, "check", "--json"], None), ok);
+    assert_eq!(checked(&["-c", good, "check", "--json"], None), ok);
+    assert_eq!(checked(&["check", "-c", good, "--json"], None), ok);
+    assert_eq!(checked(&["check", "--json"], Some(good)), ok);
+    assert_eq!(
+        checked(&["check", "--json", "-c", good], Some("/nonexistent.toml")),
+        ok
+    );
+    let (_, said) = checked(&["check", "--json"], Some("/nonexistent.toml"));
+    assert_eq!(said.as_deref(), Some("/nonexistent.toml"));
+}
+
 /// A client given a configuration file that is not there says so, not
 /// which socket it could not reach (its name comes from the file).
 #[test]

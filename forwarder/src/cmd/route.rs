@@ -19,7 +19,7 @@ pub enum Cmd {
         /// The address.
         address: String,
         /// The configuration file.
-        #[arg(long)]
+        #[arg(long, short = 'c')]
         config: Option<PathBuf>,
         /// The file's tables, not the running forwarder's.
         #[arg(long)]
@@ -38,7 +38,7 @@ pub enum Cmd {
         #[arg(long)]
         origin: Option<String>,
         /// The configuration file.
-        #[arg(long)]
+        #[arg(long, short = 'c')]
         config: Option<PathBuf>,
         /// The file's tables, not the running forwarder's.
         #[arg(long)]

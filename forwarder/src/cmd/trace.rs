@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 pub struct Args {
     /// The configuration file (the running forwarder's, or the one to
     /// trace against with `--offline`).
-    #[arg(long)]
+    #[arg(long, short = 'c')]
     pub config: Option<PathBuf>,
     /// The packet in the words of a set's `match`: `iif wan ip saddr
     /// 192.0.2.7 ip daddr 198.51.100.9 tcp dport 443` (fields not given
