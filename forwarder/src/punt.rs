@@ -112,7 +112,7 @@ pub const CONTROL_QUEUE: usize = 256;
 pub const INJECT_QUEUE: usize = 512;
 
 /// The slow path's counters (the `stats` JSON's `router` object and the
-/// Prometheus `forwarder_router_total` series).
+/// Prometheus `forwarder_router_NAME_total` families).
 #[derive(Default)]
 pub struct Counters {
     values: [AtomicU64; Counter::ALL.len()],

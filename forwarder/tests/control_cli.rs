@@ -55,6 +55,53 @@ fn wait_for(cfg: &std::path::Path, what: &str, ok: impl Fn(&Value) -> bool) -> V
     }
 }
 
+/// The exposition read by the official Python client's parser (the
+/// names, types and samples a Prometheus server takes): the families it
+/// finds. `None` where the client is not installed, unless asked for
+/// (`.ci/run` installs it).
+fn parsed_by_python(body: &str) -> Option<Vec<String>> {
+    let script = "import sys\n\
+from prometheus_client.parser import text_string_to_metric_families as p\n\
+for f in p(sys.stdin.read()):\n    print(f.name, f.type, len(f.samples))\n";
+    // Debian's Python, where `.ci/run` installs the client (a `python3`
+    // earlier on the PATH may be another one).
+    let python = ["/usr/bin/python3", "python3"]
+        .into_iter()
+        .find(|p| !p.starts_with('/') || std::path::Path::new(p).exists())
+        .unwrap_or("python3");
+    let child = std::process::Command::new(python)
+        .args(["-c", script])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn();
+    let Ok(mut child) = child else {
+        assert!(!wanted(), "no python3 to parse the metrics");
+        return None;
+    };
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(body.as_bytes())
+        .unwrap();
+    let o = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    if err.contains("No module named 'prometheus_client'") && !wanted() {
+        return None;
+    }
+    assert!(
+        o.status.success(),
+        "the Python client refused the metrics: {err}"
+    );
+    Some(
+        String::from_utf8_lossy(&o.stdout)
+            .lines()
+            .map(str::to_string)
+            .collect(),
+    )
+}
+
 fn scrape(port: u16) -> String {
     let mut c = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
     c.write_all(b"GET /metrics HTTP/1.0\r\n\r\n").unwrap();
@@ -196,10 +243,12 @@ fn reload_by_file_signal_and_socket_and_statistics() {
         "forwarder_reloads_total{result=\"failed\"}",
         "forwarder_last_reload_ok 0",
         "forwarder_set_matches_total{core=\"0\",set=\"deny\",verdict=\"drop\"}",
-        "forwarder_port_packets_total{core=\"0\",port=\"p0\",counter=\"rx\"}",
+        "forwarder_port_rx_packets_total{core=\"0\",port=\"p0\"}",
+        "forwarder_port_tx_bytes_total{core=\"0\",port=\"p0\"}",
         "forwarder_drops_total{core=\"0\",reason=\"rule\"}",
-        "forwarder_route_cache_total{core=\"0\",result=\"misses\"}",
-        "forwarder_flow_cache_total{core=\"0\",result=\"hits\"}",
+        "forwarder_route_cache_lookups_total{core=\"0\",result=\"misses\"}",
+        "forwarder_flow_cache_lookups_total{core=\"0\",result=\"hits\"}",
+        "forwarder_router_punted_total ",
         &format!(
             "forwarder_build_info{{version=\"{}\"}} 1",
             env!("CARGO_PKG_VERSION")
@@ -207,6 +256,27 @@ fn reload_by_file_signal_and_socket_and_statistics() {
         "forwarder_start_time_seconds 1",
     ] {
         assert!(m.contains(want), "no `{want}` in\n{m}");
+    }
+    // The official client reads it all: each family once, with its type.
+    let body = m.split_once("\r\n\r\n").map_or("", |(_, b)| b);
+    if let Some(families) = parsed_by_python(body) {
+        let names: Vec<&str> = families
+            .iter()
+            .filter_map(|l| l.split(' ').next())
+            .collect();
+        let mut unique = names.clone();
+        unique.sort_unstable();
+        unique.dedup();
+        assert_eq!(unique.len(), names.len(), "{families:?}");
+        for want in [
+            "forwarder_port_tx_bytes counter",
+            "forwarder_build_info gauge",
+        ] {
+            assert!(
+                families.iter().any(|l| l.starts_with(want)),
+                "{want}: {families:?}"
+            );
+        }
     }
     let o = forwarder()
         .args(["stats", "--watch", "--count", "1", "--config"])

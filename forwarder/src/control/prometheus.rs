@@ -55,8 +55,41 @@ fn within(outer: &str, name: &str, inner: Samples) -> Samples {
 /// A worker's samples of one per-core family (labels after `core`).
 type PerCore = fn(&Source, &Read) -> Samples;
 
+/// The port counters' families, in [`PortStats::NAMES`] order: name and
+/// help (labels `core` and `port`).
+const PORT_FAMILIES: [(&str, &str); 8] = [
+    (
+        "port_rx_packets_total",
+        "Frames received, per core and port.",
+    ),
+    ("port_tx_packets_total", "Frames sent, per core and port."),
+    ("port_tx_bytes_total", "Bytes sent, per core and port."),
+    (
+        "port_tx_dropped_packets_total",
+        "Frames the port could not send, per core and port.",
+    ),
+    (
+        "port_tx_bad_packets_total",
+        "Frames sent that failed the synthetic port's self-check (TTL, MACs).",
+    ),
+    (
+        "port_rx_dropped_packets_total",
+        "Frames the kernel dropped before the port read them (ring full), per core and port.",
+    ),
+    (
+        "port_rx_ignored_packets_total",
+        "Frames received not for this port (another station's, a group's, our own going out).",
+    ),
+    (
+        "port_rx_truncated_packets_total",
+        "Frames longer than a ring slot (receive offloads such as GRO), not passed on.",
+    ),
+];
+
+const _: () = assert!(PORT_FAMILIES.len() == PortStats::NAMES.len());
+
 /// The per-core families: name, help, samples.
-const PER_CORE: [(&str, &str, PerCore); 7] = [
+const PER_CORE: [(&str, &str, PerCore); 6] = [
     (
         "rx_packets_total",
         "Frames received, per worker core.",
@@ -76,19 +109,6 @@ const PER_CORE: [(&str, &str, PerCore); 7] = [
         },
     ),
     (
-        "port_packets_total",
-        "Port counters, per core, port and counter.",
-        |src, r| {
-            src.ports
-                .iter()
-                .zip(&r.counters.ports)
-                .flat_map(|(name, v)| {
-                    within("port", name, labelled("counter", &PortStats::NAMES, v))
-                })
-                .collect()
-        },
-    ),
-    (
         "set_matches_total",
         "Rule set matches, per set and verdict.",
         |_, r| {
@@ -100,12 +120,12 @@ const PER_CORE: [(&str, &str, PerCore); 7] = [
         },
     ),
     (
-        "route_cache_total",
+        "route_cache_lookups_total",
         "Route stage lookups, per result.",
         |_, r| labelled("result", &CacheStats::NAMES, &r.counters.cache),
     ),
     (
-        "flow_cache_total",
+        "flow_cache_lookups_total",
         "Flow cache lookups, per result.",
         |_, r| labelled("result", &FlowCacheStats::NAMES, &r.counters.flow_cache),
     ),
@@ -124,6 +144,25 @@ impl Source {
                     samples(self, r)
                         .into_iter()
                         .map(move |(l, v)| (format!("core=\"{}\"{l}", r.core), v))
+                })
+                .collect();
+            family(&mut o, name, "counter", help, all);
+        }
+        // A family a port counter, its unit in its name (one metric mixing
+        // packets and bytes under a `counter` label could not be summed).
+        for (k, (name, help)) in PORT_FAMILIES.iter().enumerate() {
+            let all = reads
+                .iter()
+                .flat_map(|r| {
+                    self.ports
+                        .iter()
+                        .zip(&r.counters.ports)
+                        .map(move |(port, v)| {
+                            (
+                                format!("core=\"{}\",port=\"{}\"", r.core, escape(port)),
+                                v[k],
+                            )
+                        })
                 })
                 .collect();
             family(&mut o, name, "counter", help, all);
@@ -153,17 +192,18 @@ impl Source {
             vec![(String::new(), st.expired.load(Relaxed))],
         );
         let r = &self.shared.router;
-        family(
-            &mut o,
-            "router_total",
-            "counter",
-            "The router's slow path: ARP and ND messages, held and unresolved frames, ICMP sent and rate-limited, punts.",
-            r.counters
-                .values()
-                .into_iter()
-                .map(|(k, v)| (format!("event=\"{k}\""), v))
-                .collect(),
-        );
+        // A family an event of the slow path (ARP and ND messages in and
+        // out, held and unresolved frames, ICMP sent and rate-limited,
+        // punts, the host's frames): they count different things.
+        for (k, v) in r.counters.values() {
+            family(
+                &mut o,
+                &format!("router_{k}_total"),
+                "counter",
+                &format!("The router's slow path: {}.", k.replace('_', " ")),
+                vec![(String::new(), v)],
+            );
+        }
         family(
             &mut o,
             "neighbours",
