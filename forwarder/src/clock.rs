@@ -1,7 +1,8 @@
 //! The clock element deadlines are kept on: milliseconds of the
 //! monotonic clock at its coarse resolution (a jiffy, 1-4 ms), which the
 //! vDSO serves without a system call, so a worker may read it once a
-//! burst when some element can expire.
+//! burst when some element can expire. And the wall clock timestamps
+//! are written in ([`unix_ns`]).
 #![allow(unsafe_code)]
 
 /// Milliseconds since an arbitrary point (the system's boot), never
@@ -16,6 +17,19 @@ pub fn now_ms() -> u64 {
     // exists on every Linux this runs on, so the call cannot fail.
     unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC_COARSE, &mut ts) };
     ts.tv_sec as u64 * 1000 + ts.tv_nsec as u64 / 1_000_000
+}
+
+/// Nanoseconds since the Unix epoch at `t` (0 before it): the wall
+/// clock of timestamps (captures, logs, statistics), not of deadlines.
+pub fn unix_ns_of(t: std::time::SystemTime) -> u64 {
+    t.duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64)
+}
+
+/// Nanoseconds since the Unix epoch, now (a vDSO read: tens of
+/// nanoseconds, so a worker takes it once a turn at most).
+pub fn unix_ns() -> u64 {
+    unix_ns_of(std::time::SystemTime::now())
 }
 
 #[cfg(test)]

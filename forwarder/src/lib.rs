@@ -42,7 +42,7 @@
 //! | [`pipeline`] | `tables`, `wire`, `port`, `punt`, `neigh`, `reason`, `clock` |
 //! | [`filter`] | `wire`, `port` (a frame's size) |
 //! | [`pcap`] | nothing of the crate |
-//! | [`tap`] | `pipeline` (the explaining run), `filter`, `pcap` (the writer), `port`, `wire`, `reason` |
+//! | [`tap`] | `pipeline` (the explaining run), `filter`, `pcap` (the writer), `port`, `wire`, `reason`, `clock` |
 //! | [`shared`] | `pipeline` (the published snapshot), `tap` (what is armed), `punt`, `neigh` |
 //! | [`router`] | `shared`, `tables`, `punt`, `neigh`, `wire`, `kernel` (TAPs) |
 //! | [`trace`] | `pipeline`, `router` (the slow path's answer), `tables`, `filter`, `punt`, `neigh`, `wire` |

@@ -108,7 +108,6 @@ fn get(
         // A line a next hop (each member of an ECMP group): its port,
         // kind, and the neighbour the frames go to.
         for h in v["hops"].as_array().into_iter().flatten() {
-            let s = |k: &str| h[k].as_str().unwrap_or("-").to_string();
             let n = &h["neighbour"];
             let neighbour = match (n["state"].as_str(), n["mac"].as_str()) {
                 (Some(st), Some(m)) => format!("{} lladdr {m} {st}", s_of(&n["address"])),
@@ -119,9 +118,9 @@ fn get(
             };
             t.push_str(&format!(
                 "\n    nexthop {} dev {} {}: {neighbour}",
-                s("hop"),
-                s("port"),
-                s("kind")
+                s_of(&h["hop"]),
+                s_of(&h["port"]),
+                s_of(&h["kind"])
             ));
         }
         t
@@ -129,6 +128,7 @@ fn get(
     writeln!(out, "{text}").map_err(|e| e.to_string())
 }
 
+/// A JSON string's text, `-` where there is none.
 fn s_of(v: &Value) -> &str {
     v.as_str().unwrap_or("-")
 }

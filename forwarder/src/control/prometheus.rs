@@ -282,11 +282,7 @@ impl Source {
                 1,
             )],
         );
-        let started = self
-            .shared
-            .started
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_secs());
+        let started = crate::clock::unix_ns_of(self.shared.started) / 1_000_000_000;
         family(
             &mut o,
             "start_time_seconds",

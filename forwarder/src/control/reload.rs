@@ -327,9 +327,7 @@ impl Control {
         // The time, the outcome and the duration all of this attempt, a
         // refused one too (an earlier success's duration beside this
         // failure would describe two reloads as one).
-        let at = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_millis() as u64);
+        let at = crate::clock::unix_ns() / 1_000_000;
         st.last_reload_at_ms.store(at, Relaxed);
         match &r {
             Ok(rep) => {

@@ -150,14 +150,11 @@ impl Source {
             .map(|(n, m)| (n.clone(), Value::Object(object(&verdicts, m))))
             .collect();
         let now = std::time::SystemTime::now();
-        let unix = |t: std::time::SystemTime| {
-            t.duration_since(std::time::UNIX_EPOCH)
-                .map_or(0.0, |d| d.as_millis() as f64 / 1e3)
-        };
         let at = st.last_reload_at_ms.load(Relaxed);
+        let taps = self.shared.taps.json();
         json!({
             "version": env!("CARGO_PKG_VERSION"),
-            "time": unix(now),
+            "time": (crate::clock::unix_ns_of(now) / 1_000_000) as f64 / 1e3,
             "uptime_s": now
                 .duration_since(self.shared.started)
                 .map_or(0.0, |d| d.as_millis() as f64 / 1e3),
@@ -176,8 +173,8 @@ impl Source {
             "flow_cache": object(&FlowCacheStats::NAMES, &flow_cache),
             "router": self.router(),
             "kernel_routes": self.shared.kernel.lock().unwrap_or_else(|e| e.into_inner()).clone(),
-            "capture": self.shared.taps.json()["capture"],
-            "trace": self.shared.taps.json()["trace"],
+            "capture": taps["capture"],
+            "trace": taps["trace"],
         })
     }
 

@@ -152,10 +152,7 @@ pub fn serve(
     taps.disarm(&s);
     end.lost = s.lost();
     if end.why != "reader gone" {
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_nanos() as u64)
-            .unwrap_or(0);
+        let now = crate::clock::unix_ns();
         for (i, (port, _)) in ports.iter().enumerate() {
             let lost = s
                 .lost

@@ -116,14 +116,6 @@ impl WorkerTaps {
     }
 }
 
-/// Now, in nanoseconds since the Unix epoch (one reading a burst).
-fn now_ns() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_nanos() as u64)
-        .unwrap_or(0)
-}
-
 #[inline]
 fn bit(port: u16) -> u64 {
     1u64.checked_shl(port as u32).unwrap_or(0)
@@ -219,7 +211,7 @@ fn copy<'f>(
         }
         if now == 0 {
             // The turn's first copy: its one reading of the clock.
-            now = now_ns();
+            now = crate::clock::unix_ns();
             mine.now = now;
         }
         budget.left -= 1;
@@ -318,7 +310,7 @@ pub fn tapped(
             pipe.explain(tables, burst, &mut mine.records);
             if let Work::Trace { left, rings, .. } = &s.work {
                 if mine.now == 0 {
-                    mine.now = now_ns();
+                    mine.now = crate::clock::unix_ns();
                 }
                 let now = mine.now;
                 for (i, r) in mine.records.iter_mut().enumerate().take(n) {
@@ -396,7 +388,7 @@ pub fn turn(q: usize, mine: &mut WorkerTaps) {
     }
     mine.ticks = mine.ticks.wrapping_add(1);
     if mine.ticks.is_multiple_of(AGE_EVERY) {
-        let now = now_ns();
+        let now = crate::clock::unix_ns();
         mine.now = now;
         mine.flush(q, now, false);
     }
