@@ -110,18 +110,7 @@ fn icmp_socket(v6: bool) -> OwnedFd {
         let fd = libc::socket(dom, libc::SOCK_RAW | libc::SOCK_CLOEXEC, p);
         assert!(fd >= 0, "raw socket: {}", std::io::Error::last_os_error());
         let fd = OwnedFd::from_raw_fd(fd);
-        let tv = libc::timeval {
-            tv_sec: 0,
-            tv_usec: 100_000,
-        };
-        libc::setsockopt(
-            fd.as_raw_fd(),
-            libc::SOL_SOCKET,
-            libc::SO_RCVTIMEO,
-            &tv as *const _ as *const libc::c_void,
-            std::mem::size_of::<libc::timeval>() as u32,
-        );
-        fd
+        timed(fd)
     }
 }
 

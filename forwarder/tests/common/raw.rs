@@ -4,6 +4,27 @@
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::time::{Duration, Instant};
 
+/// `fd` with a receive timeout of 100 ms: a test reading frames that do
+/// not come polls its deadline instead of hanging.
+pub fn timed(fd: OwnedFd) -> OwnedFd {
+    let tv = libc::timeval {
+        tv_sec: 0,
+        tv_usec: 100_000,
+    };
+    // SAFETY: a plain system call on a socket we own and a timeval that
+    // outlives it.
+    unsafe {
+        libc::setsockopt(
+            fd.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_RCVTIMEO,
+            &tv as *const _ as *const libc::c_void,
+            std::mem::size_of::<libc::timeval>() as u32,
+        );
+    }
+    fd
+}
+
 /// A packet socket bound to `dev` (in the calling thread's namespace).
 pub fn packet_socket(dev: &str) -> OwnedFd {
     // SAFETY: plain system calls on values we own.
@@ -31,18 +52,7 @@ pub fn packet_socket(dev: &str) -> OwnedFd {
             std::mem::size_of::<libc::sockaddr_ll>() as u32,
         );
         assert_eq!(r, 0, "bind {dev}: {}", std::io::Error::last_os_error());
-        let tv = libc::timeval {
-            tv_sec: 0,
-            tv_usec: 100_000,
-        };
-        libc::setsockopt(
-            fd.as_raw_fd(),
-            libc::SOL_SOCKET,
-            libc::SO_RCVTIMEO,
-            &tv as *const _ as *const libc::c_void,
-            std::mem::size_of::<libc::timeval>() as u32,
-        );
-        fd
+        timed(fd)
     }
 }
 
