@@ -141,7 +141,9 @@ pub(crate) fn forwarder_run(
     }
     let mut tx: Vec<f64> = out
         .lines()
-        .filter(|l| l.starts_with("  total: rx") && l.contains("Mpps  tx"))
+        // `  total: rx ..` with several workers, `  total (core N): rx ..`
+        // with one.
+        .filter(|l| l.starts_with("  total") && l.contains("Mpps  tx"))
         .filter_map(|l| {
             l.split("tx")
                 .nth(1)?
@@ -160,7 +162,7 @@ pub(crate) fn forwarder_run(
     if std::env::var_os("BENCH_DPDK_VERBOSE").is_some() {
         eprintln!("forwarder --mode {mode}:\n{out}");
     }
-    // `  total: rx 61802240 tx 55925285 in 2.0 s: ...`
+    // `  total: rx 61,802,240 tx 55,925,285 in 2.0 s: ...`
     let share = out
         .lines()
         .rev()
@@ -168,7 +170,10 @@ pub(crate) fn forwarder_run(
             let w: Vec<&str> = l.split_whitespace().collect();
             match w.as_slice() {
                 ["total:", "rx", rx, "tx", tx, "in", ..] => {
-                    let (rx, tx): (f64, f64) = (rx.parse().ok()?, tx.parse().ok()?);
+                    let (rx, tx): (f64, f64) = (
+                        rx.replace(',', "").parse().ok()?,
+                        tx.replace(',', "").parse().ok()?,
+                    );
                     (rx > 0.0).then(|| tx / rx)
                 }
                 _ => None,

@@ -52,7 +52,7 @@ pub struct Published {
     /// Flow cache counters ([`FlowCacheStats::NAMES`]).
     pub flow_cache: Atomics<4>,
     /// Per port (configuration order): [`PortStats::NAMES`].
-    pub ports: Vec<Atomics<8>>,
+    pub ports: Vec<Atomics<{ PortStats::N }>>,
 }
 
 /// What a [`Published`] holds, read once.
@@ -74,7 +74,7 @@ pub struct Reading {
     /// The flow cache's counters, by [`FlowCacheStats::NAMES`].
     pub flow_cache: [u64; 4],
     /// Per port, by [`PortStats::NAMES`].
-    pub ports: Vec<[u64; 8]>,
+    pub ports: Vec<[u64; PortStats::N]>,
 }
 
 impl Published {

@@ -102,6 +102,40 @@ for f in p(sys.stdin.read()):\n    print(f.name, f.type, len(f.samples))\n";
     )
 }
 
+/// `promtool check metrics` on the exposition (Prometheus's own linter:
+/// counters end in `_total`, units are base units, help is given):
+/// what it says, or `None` where it is not installed, unless asked for
+/// (`.ci/run` installs Debian's `prometheus`, which ships it).
+fn promtool_problems(body: &str) -> Option<String> {
+    let child = std::process::Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn();
+    let Ok(mut child) = child else {
+        assert!(!wanted(), "no promtool to lint the metrics");
+        return None;
+    };
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(body.as_bytes())
+        .unwrap();
+    let o = child.wait_with_output().unwrap();
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    Some(if o.status.success() {
+        said
+    } else {
+        format!("exit {:?}: {said}", o.status.code())
+    })
+}
+
 fn scrape(port: u16) -> String {
     let mut c = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
     c.write_all(b"GET /metrics HTTP/1.0\r\n\r\n").unwrap();
@@ -259,6 +293,9 @@ fn reload_by_file_signal_and_socket_and_statistics() {
     }
     // The official client reads it all: each family once, with its type.
     let body = m.split_once("\r\n\r\n").map_or("", |(_, b)| b);
+    if let Some(said) = promtool_problems(body) {
+        assert!(said.trim().is_empty(), "promtool check metrics: {said}");
+    }
     if let Some(families) = parsed_by_python(body) {
         let names: Vec<&str> = families
             .iter()
@@ -270,6 +307,7 @@ fn reload_by_file_signal_and_socket_and_statistics() {
         assert_eq!(unique.len(), names.len(), "{families:?}");
         for want in [
             "forwarder_port_tx_bytes counter",
+            "forwarder_port_rx_bytes counter",
             "forwarder_build_info gauge",
         ] {
             assert!(
@@ -285,7 +323,10 @@ fn reload_by_file_signal_and_socket_and_statistics() {
         .unwrap();
     let w = String::from_utf8_lossy(&o.stdout);
     assert!(
-        w.contains("generation 3") && w.contains("core 0: rx") && w.contains("Mpps"),
+        w.contains("generation 3")
+            && w.contains("  total (core 0): rx")
+            && w.contains("  port p0: rx ")
+            && w.contains("Mpps"),
         "{w}"
     );
 

@@ -67,16 +67,17 @@ fn run(cfg: &std::path::Path) -> (bool, String, String) {
     )
 }
 
-/// `port NAME: rx .. tx .. tx_dropped .. rx_dropped .. rx_ignored ..`
-/// of the summary, as numbers.
+/// `port NAME: rx .. tx .. tx_dropped .. rx_dropped .. rx_ignored ..
+/// rx_truncated .., bytes rx .. tx ..` of the summary (indented under
+/// its core, unlike the rate lines), as numbers.
 #[cfg(feature = "dpdk")]
 fn port_line(out: &str, name: &str) -> Vec<u64> {
     let l = out
         .lines()
-        .find(|l| l.trim_start().starts_with(&format!("port {name}:")))
+        .find(|l| l.starts_with(&format!("    port {name}: rx ")))
         .unwrap_or_else(|| panic!("no port {name} in\n{out}"));
     l.split_whitespace()
-        .filter_map(|w| w.parse().ok())
+        .filter_map(|w| w.trim_end_matches(',').replace(',', "").parse().ok())
         .collect()
 }
 
@@ -87,7 +88,8 @@ fn total(out: &str) -> (u64, u64) {
         .find(|l| l.starts_with("  total: rx") && l.contains("forwarded"))
         .unwrap();
     let w: Vec<&str> = l.split_whitespace().collect();
-    (w[2].parse().unwrap(), w[4].parse().unwrap())
+    let n = |w: &str| w.replace(',', "").parse().unwrap();
+    (n(w[2]), n(w[4]))
 }
 
 /// `net_ring0` sends what it is given back to itself: every frame the
@@ -273,7 +275,7 @@ fn null_device_sink() {
         .split("drops: rule ")
         .nth(1)
         .and_then(|s| s.split_whitespace().next())
-        .and_then(|s| s.parse().ok())
+        .and_then(|s| s.replace(',', "").parse().ok())
         .unwrap();
     assert!(drops > gen[0] / 4 && drops < gen[0] * 3 / 4, "{out}");
     std::fs::remove_dir_all(d).ok();

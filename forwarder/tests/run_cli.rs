@@ -89,7 +89,7 @@ mac = "02:00:00:00:00:99"
     let out = ran(&cfg);
     assert!(out.contains("core 0:") && out.contains("core 1:"), "{out}");
     assert!(
-        out.contains("sent frames the synthetic port's self-check found wrong (TTL or MACs) 0"),
+        out.contains("sent frames the synthetic port's self-check found wrong (TTL or MACs): 0"),
         "{out}"
     );
     // Rates say their unit, drops too.
@@ -103,8 +103,30 @@ mac = "02:00:00:00:00:99"
         .lines()
         .find(|l| l.starts_with("  total: rx") && l.contains("forwarded"))
         .unwrap();
-    let tx: u64 = total.split_whitespace().nth(4).unwrap().parse().unwrap();
+    // Counts with thousands separators; rates per port, in packets and
+    // bits.
+    let tx: u64 = total
+        .split_whitespace()
+        .nth(4)
+        .unwrap()
+        .replace(',', "")
+        .parse()
+        .unwrap();
     assert!(tx > 10_000, "{total}");
+    assert!(
+        total.split_whitespace().nth(4).unwrap().contains(','),
+        "{total}"
+    );
+    assert!(
+        out.lines()
+            .any(|l| l.starts_with("  port p0: rx ") && l.contains(" Gbit/s  tx ")),
+        "{out}"
+    );
+    assert!(
+        out.lines()
+            .any(|l| l.starts_with("    port p0: rx ") && l.contains(", bytes rx ")),
+        "{out}"
+    );
     assert!(total.contains("drops: rule"), "{total}");
     // A broken configuration: nothing runs, the error says where.
     std::fs::write(&cfg, "[forwarder]\ncores = [0]\nburst = 0\n").unwrap();
@@ -147,12 +169,14 @@ fn rate_lines_name_the_workers_core() {
     assert!(text.contains("cores = [1]"));
     std::fs::write(&cfg, text).unwrap();
     let out = ran(&cfg);
-    let rates: Vec<&str> = out
-        .lines()
-        .filter(|l| l.starts_with("  core ") && l.contains("Mpps  tx"))
-        .collect();
+    // One worker: its core's line would repeat the total; the total
+    // names the core instead.
+    let rates: Vec<&str> = out.lines().filter(|l| l.contains("Mpps  tx")).collect();
     assert!(!rates.is_empty(), "{out}");
-    assert!(rates.iter().all(|l| l.starts_with("  core 1: rx")), "{out}");
+    assert!(
+        rates.iter().all(|l| l.starts_with("  total (core 1): rx")),
+        "{out}"
+    );
     assert!(
         out.contains("  core 1: rx ") && !out.contains("  core 0:"),
         "{out}"

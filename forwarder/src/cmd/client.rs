@@ -84,27 +84,6 @@ fn answered(v: Value, refused: &str, out: &mut dyn Write) -> Result<(), String> 
     }
 }
 
-fn rates(dt: f64, now: &Value, before: &Value) -> String {
-    let d = |k: &str| {
-        (now[k].as_u64().unwrap_or(0) as f64 - before[k].as_u64().unwrap_or(0) as f64) / dt / 1e6
-    };
-    let mut s = format!("rx {:7.2} Mpps  tx {:7.2} Mpps  drops", d("rx"), d("tx"));
-    let mut any = false;
-    if let (Some(a), Some(b)) = (now["drops"].as_object(), before["drops"].as_object()) {
-        for (k, v) in a {
-            let r = (v.as_u64().unwrap_or(0) as f64 - b[k].as_u64().unwrap_or(0) as f64) / dt / 1e6;
-            if r > 0.0 {
-                s.push_str(&format!(" {k} {r:.2}"));
-                any = true;
-            }
-        }
-    }
-    if !any {
-        s.push_str(" none");
-    }
-    s
-}
-
 /// `forwarder stats`: the counters as JSON; with `watch`, the per-second
 /// rates, as `forwarder run` prints them, until interrupted (or for
 /// `count` seconds).
@@ -132,14 +111,10 @@ pub fn stats(
             now["generation"],
             now["last_reload"]
         );
-        if let (Some(a), Some(b)) = (now["cores"].as_array(), before["cores"].as_array()) {
-            for (c, p) in a.iter().zip(b) {
-                s.push_str(&format!("  core {}: {}\n", c["core"], rates(dt, c, p)));
-            }
-        }
-        s.push_str(&format!(
-            "  total: {}\n",
-            rates(dt, &now["total"], &before["total"])
+        s.push_str(&super::console::rate_lines(
+            &super::console::Tick::of_stats(&before),
+            &super::console::Tick::of_stats(&now),
+            dt,
         ));
         out.write_all(s.as_bytes()).map_err(|e| e.to_string())?;
         before = now;

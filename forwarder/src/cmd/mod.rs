@@ -1,11 +1,13 @@
 //! The `forwarder` subcommands: [`run`] forwards, [`lookup`] classifies
 //! keys from files against a set file, [`client`] asks a running
 //! forwarder to `reload` or for its `stats`, [`check`] verifies a
-//! configuration without running it.
+//! configuration without running it, [`console`] prints rates and the
+//! summary for `run` and `stats --watch`.
 
 pub mod capture;
 pub mod check;
 pub mod client;
+pub mod console;
 pub mod lookup;
 pub mod notify;
 pub mod route;

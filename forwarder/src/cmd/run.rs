@@ -2,13 +2,12 @@
 //! their cores and the control thread, print rates once a second, and a
 //! summary at the end.
 
+use super::console::{self, Tick};
 use crate::control::server::{self, Server};
 use crate::control::stats::Source;
 use crate::control::Control;
-use crate::pipeline::{DropCounts, Mode, Outcome};
-use crate::reason::DropReason;
-use crate::worker::Report;
-use crate::worker::{self, Published, Running};
+use crate::pipeline::Mode;
+use crate::worker::{self, Report, Running};
 use config::Config;
 use std::io::Write;
 use std::path::Path;
@@ -127,7 +126,10 @@ pub fn run_mode(
     #[cfg(feature = "dpdk")]
     crate::port::dpdk::shutdown();
     let start = started?;
-    write(out, &summary(&reports, start.elapsed().as_secs_f64()))
+    write(
+        out,
+        &console::summary(&cfg, &reports, start.elapsed().as_secs_f64()),
+    )
 }
 
 fn write(out: &mut dyn Write, s: &str) -> Result<(), String> {
@@ -153,16 +155,37 @@ fn banner(config: &Path, cfg: &Config, server: &Server) -> String {
     s
 }
 
-/// What a worker had published at the last tick: rx, tx, drops.
-type Tick = (u64, u64, DropCounts);
-
-fn tick(p: &Published) -> Tick {
-    let r = p.read();
-    (r.rx, r.tx, r.drops)
+/// The console's reading of the workers' counters now.
+fn tick(cfg: &Config, workers: &[Running]) -> Tick {
+    let reads: Vec<_> = workers.iter().map(|(p, _)| p.read()).collect();
+    let cores = cfg
+        .forwarder
+        .cores
+        .iter()
+        .zip(&reads)
+        .map(|(&core, r)| (core, r.rx, r.tx, r.drops))
+        .collect();
+    let ports = cfg
+        .ports
+        .iter()
+        .enumerate()
+        .map(|(i, p)| {
+            let mut sum = [0; 4];
+            for r in &reads {
+                if let Some(v) = r.ports.get(i) {
+                    for (s, v) in sum.iter_mut().zip(console::port_rates_of(v)) {
+                        *s += v;
+                    }
+                }
+            }
+            (p.name.clone(), sum)
+        })
+        .collect();
+    Tick { cores, ports }
 }
 
-/// Prints every worker's rates once a second until `duration` is over
-/// or `stop` is set.
+/// Prints the rates once a second until `duration` is over or `stop` is
+/// set.
 fn print_rates(
     cfg: &Config,
     workers: &[Running],
@@ -171,7 +194,7 @@ fn print_rates(
     duration: Option<Duration>,
     out: &mut dyn Write,
 ) -> Result<(), String> {
-    let mut last: Vec<Tick> = vec![(0, 0, [0; DropReason::COUNT]); workers.len()];
+    let mut last = Tick::default();
     let mut last_t = start;
     let deadline = duration.map(|d| start + d);
     loop {
@@ -183,127 +206,15 @@ fn print_rates(
         let now = Instant::now();
         let dt = now.duration_since(last_t).as_secs_f64();
         last_t = now;
-        let per_s = |a: u64, b: u64| (a - b) as f64 / dt / 1e6;
-        let mut total = (0.0, 0.0, [0.0; DropReason::COUNT]);
-        let mut lines = String::new();
-        for (i, (p, _)) in workers.iter().enumerate() {
-            let cur = tick(p);
-            let (rx, tx) = (per_s(cur.0, last[i].0), per_s(cur.1, last[i].1));
-            let drops: [f64; DropReason::COUNT] =
-                std::array::from_fn(|k| per_s(cur.2[k], last[i].2[k]));
-            total.0 += rx;
-            total.1 += tx;
-            for (t, d) in total.2.iter_mut().zip(drops) {
-                *t += d;
-            }
-            // Labelled by the core the worker is pinned to, as in the
-            // summary (not by its index: `cores = [1]` is core 1).
-            let core = cfg.forwarder.cores[i];
-            lines.push_str(&format!("  core {core}: {}\n", rates(rx, tx, &drops)));
-            last[i] = cur;
-        }
-        let (rx, tx, drops) = total;
-        lines.push_str(&format!("  total: {}\n", rates(rx, tx, &drops)));
+        let cur = tick(cfg, workers);
+        let lines = console::rate_lines(&last, &cur, dt);
+        last = cur;
         let secs = now.duration_since(start).as_secs_f64();
         write(out, &format!("[{secs:.0}s]\n{lines}"))?;
         if deadline.is_some_and(|d| now >= d) || stop.load(Relaxed) {
             return Ok(());
         }
     }
-}
-
-/// `rx .. Mpps  tx .. Mpps  drops REASON RATE Mpps, ...` (reasons with
-/// none left out).
-fn rates(rx: f64, tx: f64, drops: &[f64; DropReason::COUNT]) -> String {
-    let said: Vec<String> = DropReason::ALL
-        .iter()
-        .filter(|d| drops[d.index()] > 0.0)
-        .map(|d| format!("{} {:.2} Mpps", d.name(), drops[d.index()]))
-        .collect();
-    let drops = if said.is_empty() {
-        "none".to_string()
-    } else {
-        said.join(", ")
-    };
-    format!("rx {rx:7.2} Mpps  tx {tx:7.2} Mpps  drops {drops}")
-}
-
-/// `1234567` as `1,234,567`.
-fn thousands(n: u64) -> String {
-    let digits = n.to_string();
-    let mut s = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            s.push(',');
-        }
-        s.push(c);
-    }
-    s
-}
-
-/// A rule set's matches as a person reads them: `blocklist: 41,191,447
-/// dropped`, outcomes without matches left out.
-fn set_line(name: &str, m: &[u64; 3]) -> String {
-    let said: Vec<String> = Outcome::ALL
-        .iter()
-        .filter(|o| m[o.index()] > 0)
-        .map(|o| {
-            let verb = match o {
-                Outcome::Drop => "dropped",
-                Outcome::Accept => "accepted",
-                Outcome::Continue => "matched, went on",
-            };
-            format!("{} {verb}", thousands(m[o.index()]))
-        })
-        .collect();
-    if said.is_empty() {
-        format!("{name}: no matches")
-    } else {
-        format!("{name}: {}", said.join(", "))
-    }
-}
-
-/// The end-of-run account: per worker, its rates, its rule sets' matches
-/// and its port queues; then the totals.
-fn summary(reports: &[Report], elapsed: f64) -> String {
-    let mut s = String::from("summary:\n");
-    let (mut rx, mut tx) = (0u64, 0u64);
-    let mut drops = [0u64; DropReason::COUNT];
-    for r in reports {
-        rx += r.counters.rx;
-        tx += r.counters.tx;
-        for (d, v) in drops.iter_mut().zip(r.counters.drops) {
-            *d += v;
-        }
-        let bad: u64 = r.ports.iter().map(|(_, p)| p.tx_bad).sum();
-        let fc = r.flow_cache;
-        s.push_str(&format!(
-            "  core {}: rx {} tx {} (tx {:.2} Mpps), sent frames the synthetic port's self-check found wrong (TTL or MACs) {bad}, flow cache hits {:.1} %\n",
-            r.core,
-            r.counters.rx,
-            r.counters.tx,
-            r.counters.tx as f64 / elapsed / 1e6,
-            100.0 * fc.hits as f64 / (fc.hits + fc.misses).max(1) as f64
-        ));
-        for (name, m) in r.counters.set_names.iter().zip(&r.counters.matches) {
-            s.push_str(&format!("    set {}\n", set_line(name, m)));
-        }
-        for (name, p) in &r.ports {
-            s.push_str(&format!(
-                "    port {name}: rx {} tx {} tx_dropped {} rx_dropped {} rx_ignored {} rx_truncated {}\n",
-                p.rx, p.tx, p.tx_dropped, p.rx_dropped, p.rx_ignored, p.rx_truncated
-            ));
-        }
-    }
-    s.push_str(&format!(
-        "  total: rx {rx} tx {tx} in {elapsed:.1} s: {:.2} Mpps forwarded; drops:",
-        tx as f64 / elapsed / 1e6
-    ));
-    for d in DropReason::ALL.iter().filter(|d| drops[d.index()] > 0) {
-        s.push_str(&format!(" {} {}", d.name(), drops[d.index()]));
-    }
-    s.push('\n');
-    s
 }
 
 /// Releases DPDK's EAL when dropped (see [`crate::port::dpdk::shutdown`]).
@@ -314,27 +225,5 @@ struct EalRelease;
 impl std::ops::Drop for EalRelease {
     fn drop(&mut self) {
         crate::port::dpdk::shutdown();
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn counts_read_as_a_person_reads_them() {
-        assert_eq!(thousands(0), "0");
-        assert_eq!(thousands(999), "999");
-        assert_eq!(thousands(1000), "1,000");
-        assert_eq!(thousands(41191447), "41,191,447");
-        assert_eq!(
-            set_line("blocklist", &[41191447, 0, 0]),
-            "blocklist: 41,191,447 dropped"
-        );
-        assert_eq!(
-            set_line("v6", &[0, 12, 3]),
-            "v6: 12 accepted, 3 matched, went on"
-        );
-        assert_eq!(set_line("idle", &[0, 0, 0]), "idle: no matches");
     }
 }

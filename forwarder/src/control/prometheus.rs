@@ -57,11 +57,12 @@ type PerCore = fn(&Source, &Read) -> Samples;
 
 /// The port counters' families, in [`PortStats::NAMES`] order: name and
 /// help (labels `core` and `port`).
-const PORT_FAMILIES: [(&str, &str); 8] = [
+const PORT_FAMILIES: [(&str, &str); PortStats::N] = [
     (
         "port_rx_packets_total",
         "Frames received, per core and port.",
     ),
+    ("port_rx_bytes_total", "Bytes received, per core and port."),
     ("port_tx_packets_total", "Frames sent, per core and port."),
     ("port_tx_bytes_total", "Bytes sent, per core and port."),
     (

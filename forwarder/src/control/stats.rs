@@ -90,7 +90,7 @@ impl Source {
     }
 
     /// The ports' counters of one worker, by port name.
-    fn ports(&self, per_port: &[[u64; 8]]) -> Map<String, Value> {
+    fn ports(&self, per_port: &[[u64; PortStats::N]]) -> Map<String, Value> {
         self.ports
             .iter()
             .zip(per_port)
@@ -114,7 +114,7 @@ impl Source {
         let mut total_drops = [0; DropReason::COUNT];
         let mut cache = [0; 4];
         let mut flow_cache = [0; 4];
-        let mut ports = vec![[0; 8]; self.ports.len()];
+        let mut ports = vec![[0; PortStats::N]; self.ports.len()];
         let mut sets: Vec<(String, SetMatches)> = Vec::new();
         let mut cores = Vec::new();
         for r in &reads {

@@ -263,6 +263,7 @@ impl Port for AfPacketPort {
     }
 
     fn rx_burst(&mut self, burst: &mut Burst, max: usize) -> usize {
+        let first = burst.len();
         if self.tx_pending {
             self.kick();
         }
@@ -307,6 +308,7 @@ impl Port for AfPacketPort {
             self.rx.status(i).store(libc::TP_STATUS_KERNEL, Release);
             self.rx.head = if i + 1 == self.rx.slots { 0 } else { i + 1 };
         }
+        self.stats.rx_bytes += burst.bytes_from(first);
         self.stats.rx += n as u64;
         n
     }

@@ -488,6 +488,7 @@ impl Port for AfXdpPort {
     }
 
     fn rx_burst(&mut self, burst: &mut Burst, max: usize) -> usize {
+        let first = burst.len();
         if self.tx_pending {
             self.kick();
         }
@@ -551,6 +552,7 @@ impl Port for AfXdpPort {
                 )
             };
         }
+        self.stats.rx_bytes += burst.bytes_from(first);
         self.stats.rx += n as u64;
         n
     }

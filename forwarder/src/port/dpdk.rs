@@ -414,6 +414,7 @@ impl Port for DpdkPort {
     }
 
     fn rx_burst(&mut self, burst: &mut Burst, max: usize) -> usize {
+        let first = burst.len();
         register_thread();
         let slots = burst.free_slots();
         let room = slots.room.min(max).min(MAX_BURST);
@@ -445,6 +446,7 @@ impl Port for DpdkPort {
         unsafe { burst.commit_slots(n) };
         self.stats.rx_truncated += segmented;
         self.stats.rx_ignored += ignored;
+        self.stats.rx_bytes += burst.bytes_from(first);
         self.stats.rx += n as u64;
         n
     }

@@ -8,6 +8,9 @@ use super::burst::Burst;
 pub struct PortStats {
     /// Frames received and passed on.
     pub rx: u64,
+    /// Bytes of the frames received and passed on (Ethernet header to
+    /// the end of the payload, no FCS: as the kernel's `rx_bytes`).
+    pub rx_bytes: u64,
     /// Frames the kernel dropped before we could read them (ring full).
     pub rx_dropped: u64,
     /// Frames received but not for us (another station's, a group's
@@ -28,10 +31,14 @@ pub struct PortStats {
 }
 
 impl PortStats {
+    /// How many counters a port has.
+    pub const N: usize = 9;
+
     /// The counters' names, in [`PortStats::values`] order (the names of
     /// the `stats` JSON and the Prometheus `counter` label).
-    pub const NAMES: [&'static str; 8] = [
+    pub const NAMES: [&'static str; Self::N] = [
         "rx",
+        "rx_bytes",
         "tx",
         "tx_bytes",
         "tx_dropped",
@@ -42,9 +49,10 @@ impl PortStats {
     ];
 
     /// The counters, in [`PortStats::NAMES`] order.
-    pub fn values(&self) -> [u64; 8] {
+    pub fn values(&self) -> [u64; Self::N] {
         [
             self.rx,
+            self.rx_bytes,
             self.tx,
             self.tx_bytes,
             self.tx_dropped,

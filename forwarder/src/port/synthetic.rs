@@ -220,6 +220,7 @@ impl Port for SyntheticPort {
     }
 
     fn rx_burst(&mut self, burst: &mut Burst, max: usize) -> usize {
+        let first = burst.len();
         let mut left = max.min(MAX_BURST - burst.len());
         let mut n = 0;
         // The mix's next frames, a run up to the end of the mix at a time,
@@ -243,6 +244,7 @@ impl Port for SyntheticPort {
                 break;
             }
         }
+        self.stats.rx_bytes += burst.bytes_from(first);
         self.stats.rx += n as u64;
         n
     }
