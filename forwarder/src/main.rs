@@ -19,6 +19,11 @@ struct Cli {
     /// `--config` wins); else $FORWARDER_CONFIG.
     #[arg(long, short = 'c', env = "FORWARDER_CONFIG", value_name = "CONFIG")]
     config: Option<PathBuf>,
+    /// The control socket of the running forwarder, for the commands that
+    /// talk to it (stats, reload, element, route, trace, capture,
+    /// neighbours): instead of the one the configuration names.
+    #[arg(long, global = true, env = "FORWARDER_SOCKET", value_name = "PATH")]
+    socket: Option<PathBuf>,
     #[command(subcommand)]
     cmd: Cmd,
 }
@@ -208,6 +213,9 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let out = &mut std::io::stdout().lock();
     let global = cli.config.clone();
+    if let Some(s) = cli.socket.clone() {
+        forwarder::cmd::set_socket(s);
+    }
     let conf = |c: Option<PathBuf>| {
         c.or_else(|| global.clone())
             .unwrap_or_else(forwarder::cmd::default_config)
@@ -219,6 +227,13 @@ fn main() -> ExitCode {
             mode,
             log_format,
         } => {
+            if let Some(s) = &cli.socket {
+                return report(Err(format!(
+                    "--socket {}: `run` listens where its configuration says ([control] socket); \
+                     --socket is for the commands that talk to a running forwarder",
+                    s.display()
+                )));
+            }
             forwarder::log::set_json(log_format == "json");
             forwarder::cmd::run::run_mode(&conf(config), duration, mode, out)
         }

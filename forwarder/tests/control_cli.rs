@@ -330,6 +330,35 @@ fn reload_by_file_signal_and_socket_and_statistics() {
         "{w}"
     );
 
+    // `--socket` (or $FORWARDER_SOCKET) reaches it without the
+    // configuration file, from anywhere.
+    let socket = config::socket_for(&cfg).unwrap();
+    for (args, env) in [
+        (vec!["--socket", socket.to_str().unwrap(), "stats"], None),
+        (vec!["stats", "--socket", socket.to_str().unwrap()], None),
+        (vec!["stats"], Some(socket.to_str().unwrap())),
+    ] {
+        let mut c = forwarder();
+        c.args(&args).current_dir("/");
+        if let Some(e) = env {
+            c.env("FORWARDER_SOCKET", e);
+        }
+        let o = c.output().unwrap();
+        let v: Value = serde_json::from_slice(&o.stdout)
+            .unwrap_or_else(|e| panic!("{args:?}: {e}: {}", String::from_utf8_lossy(&o.stderr)));
+        assert_eq!(v["generation"], 3, "{args:?}");
+    }
+    let o = forwarder()
+        .args(["--socket", "/nonexistent.sock", "run", "-c"])
+        .arg(&cfg)
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("`run` listens where its configuration says"),
+        "{o:?}"
+    );
+
     // SAFETY: signalling our own child.
     unsafe { libc::kill(child.0.id() as i32, libc::SIGINT) };
     assert!(child.0.wait().unwrap().success());

@@ -79,7 +79,7 @@ pub fn run(config: &Path, a: &Args) -> Result<(), String> {
     if let Some(b) = a.per_burst {
         req["per_burst"] = json!(b);
     }
-    let socket = config::socket_for(config)?;
+    let socket = super::socket(config)?;
     let mut s = std::os::unix::net::UnixStream::connect(&socket).map_err(|e| {
         format!(
             "cannot reach the forwarder at {}: {e} (is it running with this configuration?)",

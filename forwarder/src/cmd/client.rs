@@ -9,7 +9,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 fn ask(config: &Path, what: &str) -> Result<Value, String> {
-    let socket = config::socket_for(config)?;
+    let socket = super::socket(config)?;
     let line = request(&socket, what)?;
     let v: Value = serde_json::from_str(&line)
         .map_err(|e| format!("bad answer from the forwarder: {e}: {line}"))?;

@@ -26,5 +26,27 @@ pub fn default_config() -> std::path::PathBuf {
     }
 }
 
+/// The control socket `--socket` (or `$FORWARDER_SOCKET`) names, for
+/// every client command of this process: set once, by `main`.
+static SOCKET: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
+
+/// Makes the client commands talk to `path` instead of the socket their
+/// configuration names (a forwarder whose configuration file is not at
+/// hand: another host's copy, another user's `allow_uids`). Only the
+/// first call counts.
+pub fn set_socket(path: std::path::PathBuf) {
+    let _ = SOCKET.set(path);
+}
+
+/// The control socket of the forwarder a client command talks to: the
+/// one `--socket` gave, else the one `config` names (`[control] socket`,
+/// or derived from the file's path; a missing file is named).
+pub fn socket(config: &std::path::Path) -> Result<std::path::PathBuf, String> {
+    match SOCKET.get() {
+        Some(s) => Ok(s.clone()),
+        None => config::socket_for(config),
+    }
+}
+
 /// The configuration of an installed forwarder.
 pub const INSTALLED_CONFIG: &str = "/etc/forwarder/forwarder.toml";

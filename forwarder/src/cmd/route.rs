@@ -90,7 +90,7 @@ fn get(
     let v: Value = if offline {
         Control::start(config)?.route_get(address)
     } else {
-        let socket = config::socket_for(config)?;
+        let socket = super::socket(config)?;
         let line = request(
             &socket,
             &json!({ "request": "route_get", "address": address }).to_string(),
@@ -145,7 +145,7 @@ fn list(
         let l = Control::start(config)?.route_list(within, origin)?;
         return l.write(out, json).map_err(|e| e.to_string());
     }
-    let socket = config::socket_for(config)?;
+    let socket = super::socket(config)?;
     let mut req = serde_json::json!({ "request": "route_list", "json": json });
     if let Some(p) = within {
         req["prefix"] = serde_json::json!(p);

@@ -101,7 +101,7 @@ pub fn run(config: &Path, a: &Args, out: &mut dyn Write) -> Result<(), String> {
         let c = Control::start(config)?;
         c.trace_request(&req)
     } else {
-        let socket = config::socket_for(config)?;
+        let socket = super::socket(config)?;
         let line = request(&socket, &req.to_string()).map_err(|e| {
             format!("{e}\n(to trace against the file without a running forwarder: --offline)")
         })?;
@@ -140,7 +140,7 @@ pub fn live_trace(
     if let Some(f) = &a.filter {
         req["filter"] = json!(f);
     }
-    let socket = config::socket_for(config)?;
+    let socket = super::socket(config)?;
     let mut failed = None;
     request_stream(&socket, &req.to_string(), |line| {
         match out.write_all(line).and_then(|_| out.flush()) {
