@@ -19,9 +19,8 @@ struct Cli {
     /// `--config` wins); else $FORWARDER_CONFIG.
     #[arg(long, short = 'c', env = "FORWARDER_CONFIG", value_name = "CONFIG")]
     config: Option<PathBuf>,
-    /// The control socket of the running forwarder, for the commands that
-    /// talk to it (stats, reload, element, route, trace, capture,
-    /// neighbours): instead of the one the configuration names.
+    /// The running forwarder's control socket, instead of the one the
+    /// configuration names (for the commands that talk to it).
     #[arg(long, global = true, env = "FORWARDER_SOCKET", value_name = "PATH")]
     socket: Option<PathBuf>,
     #[command(subcommand)]
@@ -30,8 +29,11 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Cmd {
-    /// Forward: workers on the configured cores, rates printed once a
-    /// second, a summary at the end.
+    /// Forward packets; print rates once a second and a summary at the end
+    ///
+    /// Workers on the configured cores, the control socket, the router's
+    /// slow path and the kernel mirror, until `--duration` is over or
+    /// Ctrl-C.
     Run {
         /// The configuration file.
         #[arg(long, short = 'c')]
@@ -51,8 +53,10 @@ enum Cmd {
         #[arg(long, default_value = "text", value_parser = ["text", "json"])]
         log_format: String,
     },
-    /// Ask the forwarder running with this configuration to reload it
-    /// now (it also reloads on SIGHUP and when the files change).
+    /// Make the running forwarder reload its configuration now
+    ///
+    /// It also reloads on SIGHUP and when its files change. A refused
+    /// reload changes nothing: the tables in force stay.
     Reload {
         /// The configuration file the forwarder was started with.
         #[arg(long, short = 'c')]
@@ -70,10 +74,12 @@ enum Cmd {
         #[arg(long)]
         json: bool,
     },
-    /// Check a configuration as `run` would read it (the TOML, every set
-    /// and route file, drivers, interfaces, cores, the tables built)
-    /// without opening a port or touching a running forwarder: a summary
-    /// and exit 0, or every problem as `file:line:col: message` and exit 1.
+    /// Check a configuration without running it
+    ///
+    /// As `run` would read it (the TOML, every set and route file,
+    /// drivers, interfaces, cores, the tables built) without opening a
+    /// port or touching a running forwarder: a summary and exit 0, or
+    /// every problem as `file:line:col: message` and exit 1.
     Check {
         /// The configuration file.
         #[arg(long, short = 'c')]
@@ -81,6 +87,11 @@ enum Cmd {
         /// Print JSON (`ok`, and `errors` or the summary's figures).
         #[arg(long)]
         json: bool,
+        /// Check it for another host: everything but this host's
+        /// interfaces and cores (the ports' drivers, files, sets, routes
+        /// and tables all the same).
+        #[arg(long, conflicts_with = "diff")]
+        offline: bool,
         /// Also print what a reload of it would change in the running
         /// forwarder (applying nothing).
         #[arg(long)]
@@ -90,8 +101,10 @@ enum Cmd {
         #[arg(long, requires = "diff")]
         against: Option<PathBuf>,
     },
-    /// Print the counters of the forwarder running with this
-    /// configuration, as JSON; `--watch` prints per-second rates.
+    /// Print the running forwarder's counters (JSON), or its rates
+    ///
+    /// One JSON object; `--watch` prints the rates once a second, as
+    /// `run` does.
     Stats {
         /// The configuration file the forwarder was started with.
         #[arg(long, short = 'c')]
@@ -103,45 +116,55 @@ enum Cmd {
         #[arg(long)]
         count: Option<u64>,
     },
-    /// Print the neighbour table (ARP and neighbour discovery) of the
-    /// forwarder running with this configuration, as JSON.
+    /// Print the running forwarder's neighbour table (JSON)
+    ///
+    /// ARP and neighbour discovery: each neighbour's address, port, MAC
+    /// and state.
     Neighbours {
         /// The configuration file the forwarder was started with.
         #[arg(long, short = 'c')]
         config: Option<PathBuf>,
     },
-    /// Explain a packet stage by stage, in the order the pipeline runs
-    /// (the port's filter, the parse, the flow cache, each set, the
-    /// route, the ECMP member, the next hop and its neighbour, the
-    /// rewrite, the fate), against the running forwarder's tables
-    /// (`--offline`: the file's; `--candidate`: also a new file's, with
-    /// what changes), or `--live` the next packets of a port.
+    /// Explain what the pipeline does to a packet, stage by stage
+    ///
+    /// In the order the pipeline runs (the port's filter, the parse, the
+    /// flow cache, each set, the route, the ECMP member, the next hop and
+    /// its neighbour, the rewrite, the fate), against the running
+    /// forwarder's tables (`--offline`: the file's; `--candidate`: also a
+    /// new file's, with what changes), or `--live` the next packets of a
+    /// port.
     Trace(forwarder::cmd::trace::Args),
-    /// Capture the frames of ports of the running forwarder as pcapng
-    /// (tcpdump, tshark and Wireshark read it): received, sent, and those
-    /// not forwarded with why; copied on the workers into bounded rings
+    /// Capture the running forwarder's frames as pcapng
+    ///
+    /// Received, sent, and those not forwarded with why (tcpdump, tshark
+    /// and Wireshark read it); copied on the workers into bounded rings
     /// (a full ring loses the copy, counted and reported, never a
     /// packet). `-w -` writes to standard output: `forwarder capture
     /// --port wan -w - | tcpdump -r - -n`.
     Capture(forwarder::cmd::capture::Args),
-    /// The routes of the running forwarder's workers: `route get ADDR`
-    /// (as `ip route get`) and `route list [PREFIX] [--origin KIND]` (as
-    /// `ip route show`), each with where it came from.
+    /// Show the running forwarder's routes: `get ADDR`, `list`
+    ///
+    /// `route get ADDR` (as `ip route get`) and `route list [PREFIX]
+    /// [--origin KIND]` (as `ip route show`), each route with where it
+    /// came from.
     Route {
         #[command(subcommand)]
         cmd: forwarder::cmd::route::Cmd,
     },
-    /// Add, delete or list elements of a set of the forwarder running
-    /// with this configuration (as `nft add|delete element`, `nft list
-    /// set`): in force at once, kept across reloads, dropped at restart.
+    /// Add, delete or list a set's elements in the running forwarder
+    ///
+    /// As `nft add|delete element` and `nft list set`: in force at once,
+    /// kept across reloads, dropped at restart.
     Element {
         #[command(subcommand)]
         cmd: ElementCmd,
     },
-    /// Load a set file and print the element each key matches, or `nomatch`;
-    /// or, with `--classbench RULES --trace TRACE`, a ClassBench rule set
-    /// as a first-match set and the matching rule's number (0-based line)
-    /// per trace header.
+    /// Classify keys from a file against a set file, without packets
+    ///
+    /// Prints the element each key matches, or `nomatch`; or, with
+    /// `--classbench RULES --trace TRACE`, a ClassBench rule set as a
+    /// first-match set and the matching rule's number (0-based line) per
+    /// trace header.
     Lookup {
         /// Set file: a `type ...` line, then one element per line.
         #[arg(
@@ -180,12 +203,13 @@ enum Cmd {
 
 #[derive(Subcommand)]
 enum ElementCmd {
-    /// Add elements (all or none): `forwarder element add blocklist
-    /// '192.0.2.7 . 22'`.
+    /// Add elements (all or none)
+    ///
+    /// `forwarder element add blocklist '192.0.2.7 . 22'`.
     Add(ElementArgs),
-    /// Delete elements by their exact key (all or none).
+    /// Delete elements by their exact key (all or none)
     Delete(ElementArgs),
-    /// Print the set's elements in force, as `nft -n list set` does.
+    /// Print the set's elements in force, as `nft -n list set` does
     List {
         /// The configuration file the forwarder was started with.
         #[arg(long, short = 'c')]
@@ -240,11 +264,14 @@ fn main() -> ExitCode {
         Cmd::Check {
             config,
             json,
+            offline,
             diff,
             against,
         } => {
+            use forwarder::cmd::check::Host;
             let config = conf(config);
-            return match forwarder::cmd::check::run(&config, json, out) {
+            let host = if offline { Host::Other } else { Host::This };
+            return match forwarder::cmd::check::run(&config, host, json, out) {
                 Ok(true) if diff => {
                     let against = against.unwrap_or_else(|| config.clone());
                     report(forwarder::cmd::client::diff(&config, &against, json, out))
@@ -262,7 +289,9 @@ fn main() -> ExitCode {
         } => {
             let config = conf(config);
             if check {
-                if let Err(errs) = forwarder::cmd::check::check(&config) {
+                if let Err(errs) =
+                    forwarder::cmd::check::check(&config, forwarder::cmd::check::Host::This)
+                {
                     return report(Err(format!(
                         "{}\nnot reloaded: the configuration has the problems above",
                         errs.join("\n")

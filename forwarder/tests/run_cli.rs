@@ -506,6 +506,23 @@ fn check_reports_everything_and_opens_nothing() {
     assert!(!ok);
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert_eq!(v["errors"].as_array().unwrap().len(), 2, "{out}");
+    // Checked for another host: the rest is good, and it says what it
+    // left out.
+    let (ok, out) = check(&["--offline"]);
+    assert!(ok, "{out}");
+    assert!(
+        out.trim_end()
+            .ends_with("(offline: interfaces and cores not checked)"),
+        "{out}"
+    );
+    let (ok, out) = check(&["--offline", "--json"]);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert!(ok && v["offline"] == true && v["cores"][0] == 4095, "{out}");
+    // ... but not what another host would refuse just the same.
+    std::fs::write(&cfg, bad.replacen("burst = 64", "burst = 99", 1)).unwrap();
+    let (ok, out) = check(&["--offline"]);
+    assert!(!ok && out.contains("burst 99"), "{out}");
+    std::fs::write(&cfg, &bad).unwrap();
 
     // Not TOML: that error, with its place.
     std::fs::write(&cfg, text.replacen("cores = [0]", "cores = [0", 1)).unwrap();

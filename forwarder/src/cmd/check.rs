@@ -33,6 +33,8 @@ pub struct Summary {
     /// Bytes the tables take once built (sets and FIB; the workers'
     /// caches and the ports' rings come on top).
     pub memory: usize,
+    /// Where it was checked.
+    pub host: Host,
 }
 
 /// The driver's name in the configuration.
@@ -45,10 +47,21 @@ fn driver_name(d: &Driver) -> &'static str {
     }
 }
 
+/// Where a configuration is checked: on the host that runs it (its
+/// interfaces and cores too), or elsewhere (`--offline`: a build host, a
+/// CI job, a laptop), where those would be another machine's.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Host {
+    /// This host: everything.
+    This,
+    /// Another: everything but the interfaces and the cores.
+    Other,
+}
+
 /// The problems of the loaded `cfg` (from `path`) that `run` checks
 /// before it opens anything: no ports or routes, drivers this build
-/// lacks, cores that cannot be pinned.
-pub fn problems(path: &Path, cfg: &Config) -> Vec<String> {
+/// lacks, cores that cannot be pinned (on this host only).
+pub fn problems(path: &Path, cfg: &Config, host: Host) -> Vec<String> {
     let mut errs = Vec::new();
     if cfg.ports.is_empty() {
         errs.push(format!(
@@ -69,7 +82,11 @@ pub fn problems(path: &Path, cfg: &Config) -> Vec<String> {
         }
     }
     let allowed = crate::worker::allowed_cores();
-    for c in &cfg.forwarder.cores {
+    let cores: &[usize] = match host {
+        Host::This => &cfg.forwarder.cores,
+        Host::Other => &[],
+    };
+    for c in cores {
         if !allowed.contains(c) {
             errs.push(format!(
                 "{}: core {c} cannot be pinned: it does not exist, is offline or is outside this \
@@ -81,14 +98,19 @@ pub fn problems(path: &Path, cfg: &Config) -> Vec<String> {
     errs
 }
 
-/// Loads and checks `path`; the summary, or every problem found.
-pub fn check(path: &Path) -> Result<Summary, Vec<String>> {
+/// Loads and checks `path` (as `host` allows); the summary, or every
+/// problem found.
+pub fn check(path: &Path, host: Host) -> Result<Summary, Vec<String>> {
     let cfg = config::Loader::new()
         .load_all(path)
         .map_err(|errs| errs.iter().map(|e| e.to_string()).collect::<Vec<_>>())?;
-    let mut errs = problems(path, &cfg);
+    let mut errs = problems(path, &cfg, host);
     // What `run` finds only as it opens the ports.
-    for p in &cfg.ports {
+    let here: &[config::PortConfig] = match host {
+        Host::This => &cfg.ports,
+        Host::Other => &[],
+    };
+    for p in here {
         let interface = match &p.driver {
             Driver::AfPacket(o) => &o.interface,
             Driver::AfXdp(o) => &o.interface,
@@ -140,13 +162,14 @@ pub fn check(path: &Path) -> Result<Summary, Vec<String>> {
             .collect(),
         cores: cfg.forwarder.cores.clone(),
         memory,
+        host,
     })
 }
 
 /// `forwarder check`: prints the summary (or every problem, one a line)
 /// as text or JSON; returns whether the configuration is good.
-pub fn run(path: &Path, json_out: bool, out: &mut dyn Write) -> Result<bool, String> {
-    let r = check(path);
+pub fn run(path: &Path, host: Host, json_out: bool, out: &mut dyn Write) -> Result<bool, String> {
+    let r = check(path, host);
     let text = match (&r, json_out) {
         (Ok(s), true) => summary_json(path, s).to_string(),
         (Err(errs), true) => json!({
@@ -187,6 +210,7 @@ fn summary_json(path: &Path, s: &Summary) -> Value {
         "ports": s.ports.iter().map(|(n, d)| json!({"name": n, "driver": d})).collect::<Vec<_>>(),
         "cores": s.cores,
         "table_bytes": s.memory,
+        "offline": s.host == Host::Other,
     })
 }
 
@@ -203,7 +227,7 @@ fn summary_text(path: &Path, s: &Summary) -> String {
         .collect();
     format!(
         "{}: ok: {} set{}{}{}; {} IPv4 and {} IPv6 routes over {} next hop{} and {} ECMP group{}; \
-         port{} {}; workers on core{} {:?}; the tables take about {:.1} MiB",
+         port{} {}; workers on core{} {:?}; the tables take about {:.1} MiB{}",
         path.display(),
         s.sets.len(),
         if s.sets.len() == 1 { "" } else { "s" },
@@ -219,6 +243,10 @@ fn summary_text(path: &Path, s: &Summary) -> String {
         ports.join(", "),
         if s.cores.len() == 1 { "" } else { "s" },
         s.cores,
-        s.memory as f64 / (1 << 20) as f64
+        s.memory as f64 / (1 << 20) as f64,
+        match s.host {
+            Host::This => "",
+            Host::Other => " (offline: interfaces and cores not checked)",
+        }
     )
 }

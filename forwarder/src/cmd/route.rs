@@ -12,9 +12,10 @@ use std::path::{Path, PathBuf};
 /// `forwarder route ...`.
 #[derive(clap::Subcommand, Debug)]
 pub enum Cmd {
-    /// The route an address takes (as `ip route get`): its prefix and
-    /// where it came from, the next hop or ECMP group, each next hop's
-    /// port, MAC and neighbour state.
+    /// The route an address takes, as `ip route get`
+    ///
+    /// Its prefix and where it came from, the next hop or ECMP group,
+    /// each next hop's port, MAC and neighbour state.
     Get {
         /// The address.
         address: String,
@@ -28,8 +29,10 @@ pub enum Cmd {
         #[arg(long)]
         json: bool,
     },
-    /// The routes (as `ip route show`), sorted, streamed: all of them, or
-    /// those within PREFIX, or of one origin.
+    /// List routes, as `ip route show`
+    ///
+    /// Sorted, streamed: all of them, or those within PREFIX, or of one
+    /// origin.
     List {
         /// Only routes equal to or inside this prefix.
         prefix: Option<String>,

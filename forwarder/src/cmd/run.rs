@@ -25,7 +25,7 @@ pub fn run(config: &Path, duration: Option<Duration>, out: &mut dyn Write) -> Re
 /// process can pin its workers to (every problem, one a line: see
 /// [`super::check::problems`]).
 pub fn check(path: &Path, cfg: &Config) -> Result<(), String> {
-    let errs = super::check::problems(path, cfg);
+    let errs = super::check::problems(path, cfg, super::check::Host::This);
     if errs.is_empty() {
         Ok(())
     } else {
