@@ -1,6 +1,6 @@
 //! The `forwarder` command.
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -158,6 +158,24 @@ enum Cmd {
     Element {
         #[command(subcommand)]
         cmd: ElementCmd,
+    },
+    /// Print the shell completion script for bash, zsh, fish, elvish or
+    /// powershell
+    ///
+    /// `forwarder completions bash > /etc/bash_completion.d/forwarder`;
+    /// `dist/completions/` holds them ready-made.
+    Completions {
+        /// The shell.
+        shell: clap_complete::Shell,
+    },
+    /// Write the manual pages (roff): forwarder(1) and one a command
+    ///
+    /// Into `--dir` (`forwarder.1`, `forwarder-run.1`, ...), or the main
+    /// page to standard output; `dist/man/` holds them ready-made.
+    Man {
+        /// The directory to write them into.
+        #[arg(long)]
+        dir: Option<PathBuf>,
     },
     /// Classify keys from a file against a set file, without packets
     ///
@@ -331,6 +349,11 @@ fn main() -> ExitCode {
                 out,
             )
         }
+        Cmd::Completions { shell } => {
+            clap_complete::generate(shell, &mut Cli::command(), "forwarder", out);
+            Ok(())
+        }
+        Cmd::Man { dir } => man(dir.as_deref(), out),
         Cmd::Lookup {
             set,
             keys,
@@ -351,6 +374,40 @@ fn main() -> ExitCode {
         },
     };
     report(r)
+}
+
+/// `forwarder man`: forwarder(1) to `out`, or it and a page a command
+/// (`forwarder-run.1`, `forwarder-route-get.1`, ...) into `dir`.
+fn man(dir: Option<&std::path::Path>, out: &mut dyn std::io::Write) -> Result<(), String> {
+    let mut cmd = Cli::command();
+    cmd.build();
+    let Some(dir) = dir else {
+        return clap_mangen::Man::new(cmd)
+            .render(out)
+            .map_err(|e| e.to_string());
+    };
+    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    // A page each, named by its path of commands; clap's `help` is left
+    // out (the pages are the help).
+    let mut pages = vec![("forwarder".to_string(), cmd)];
+    let mut i = 0;
+    while i < pages.len() {
+        let (name, cmd) = pages[i].clone();
+        for sub in cmd.get_subcommands().filter(|s| s.get_name() != "help") {
+            let full = format!("{name}-{}", sub.get_name());
+            pages.push((full.clone(), sub.clone().name(full)));
+        }
+        i += 1;
+    }
+    for (name, cmd) in pages {
+        let path = dir.join(format!("{name}.1"));
+        let mut buf = Vec::new();
+        clap_mangen::Man::new(cmd)
+            .render(&mut buf)
+            .map_err(|e| e.to_string())?;
+        std::fs::write(&path, buf).map_err(|e| format!("{}: {e}", path.display()))?;
+    }
+    Ok(())
 }
 
 /// The exit code of a subcommand's result; an error is printed.
