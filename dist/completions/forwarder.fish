@@ -44,7 +44,7 @@ complete -c forwarder -n "__fish_forwarder_needs_command" -f -a "help" -d 'Print
 complete -c forwarder -n "__fish_forwarder_using_subcommand run" -s c -l config -d 'The configuration file' -r -F
 complete -c forwarder -n "__fish_forwarder_using_subcommand run" -l duration -d 'Stop after this long (`10s`, `500ms`, `2m`); default: Ctrl-C' -r
 complete -c forwarder -n "__fish_forwarder_using_subcommand run" -l mode -d 'Run only part of the pipeline, to measure a stage: `io` (receive and send out of the first port, frames untouched), `mac` (MACs set to the first next hop\'s, nothing parsed), `rewrite` (parse, MAC/TTL rewrite towards the first next hop), `route` (+ routing, no rule sets), `full` (default)' -r
-complete -c forwarder -n "__fish_forwarder_using_subcommand run" -l log-format -d 'The log on standard error: `text` (`forwarder: LEVEL: message`) or `json` (one object a line: `ts`, `level`, `msg`)' -r -f -a "text\t''
+complete -c forwarder -n "__fish_forwarder_using_subcommand run" -l log-format -d 'The log on standard error: `text` (`forwarder: LEVEL: message`) or `json` (one object a line: `ts`, `level`, `msg`, and the event\'s fields: `event`, `generation`, `file`, `line`, ...)' -r -f -a "text\t''
 json\t''"
 complete -c forwarder -n "__fish_forwarder_using_subcommand run" -l socket -d 'The running forwarder\'s control socket, instead of the one the configuration names (for the commands that talk to it)' -r -F
 complete -c forwarder -n "__fish_forwarder_using_subcommand run" -s h -l help -d 'Print help (see more with \'--help\')'

@@ -49,7 +49,9 @@ enum Cmd {
         #[arg(long, default_value = "full", value_parser = parse_mode)]
         mode: forwarder::pipeline::Mode,
         /// The log on standard error: `text` (`forwarder: LEVEL:
-        /// message`) or `json` (one object a line: `ts`, `level`, `msg`).
+        /// message`) or `json` (one object a line: `ts`, `level`, `msg`,
+        /// and the event's fields: `event`, `generation`, `file`, `line`,
+        /// ...).
         #[arg(long, default_value = "text", value_parser = ["text", "json"])]
         log_format: String,
     },

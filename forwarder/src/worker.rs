@@ -268,14 +268,16 @@ pub fn spawn_with(
                 // system refuse now (a core taken offline since), the
                 // worker says so and runs unpinned.
                 if core_affinity::set_for_current(core_affinity::CoreId { id: core }) {
-                    crate::log::log(
+                    crate::log::log_with(
                         crate::log::Level::Info,
                         &format!("worker {q} pinned to core {core}"),
+                        serde_json::json!({ "event": "worker_pinned", "worker": q, "core": core }),
                     );
                 } else {
-                    crate::log::log(
+                    crate::log::log_with(
                         crate::log::Level::Warn,
                         &format!("worker for core {core} could not be pinned; it runs unpinned"),
+                        serde_json::json!({ "event": "worker_unpinned", "worker": q, "core": core }),
                     );
                 }
                 let first = shared.snapshot.load_full();

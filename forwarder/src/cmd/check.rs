@@ -175,7 +175,7 @@ pub fn run(path: &Path, host: Host, json_out: bool, out: &mut dyn Write) -> Resu
         (Err(errs), true) => json!({
             "config": path.display().to_string(),
             "ok": false,
-            "errors": errs.iter().map(|e| located(e)).collect::<Vec<_>>(),
+            "errors": errs.iter().map(|e| crate::log::located(e)).collect::<Vec<_>>(),
         })
         .to_string(),
         (Ok(s), false) => summary_text(path, s),
@@ -183,20 +183,6 @@ pub fn run(path: &Path, host: Host, json_out: bool, out: &mut dyn Write) -> Resu
     };
     writeln!(out, "{text}").map_err(|e| e.to_string())?;
     Ok(r.is_ok())
-}
-
-/// An error line `FILE:LINE:COL: MESSAGE` as JSON: `file`, `line`,
-/// `col`, `message`, and the whole `text` as the text output prints it
-/// (a line without a place has only `message` and `text`).
-fn located(e: &str) -> Value {
-    let place = e.split_once(": ").and_then(|(at, message)| {
-        let mut parts = at.rsplitn(3, ':');
-        let col: u64 = parts.next()?.parse().ok()?;
-        let line: u64 = parts.next()?.parse().ok()?;
-        let file = parts.next()?;
-        Some(json!({ "file": file, "line": line, "col": col, "message": message, "text": e }))
-    });
-    place.unwrap_or_else(|| json!({ "message": e, "text": e }))
 }
 
 fn summary_json(path: &Path, s: &Summary) -> Value {

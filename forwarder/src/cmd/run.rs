@@ -60,7 +60,11 @@ pub fn run_mode(
     let (_cores, shared_cores) =
         crate::corelock::claim(&config::runtime_dir(), &cfg.forwarder.cores, config);
     for w in &shared_cores {
-        crate::log::log(crate::log::Level::Warn, w);
+        crate::log::log_with(
+            crate::log::Level::Warn,
+            w,
+            serde_json::json!({ "event": "core_shared" }),
+        );
     }
     let workers = worker::spawn(&cfg, shared.clone(), mode)?;
     // The router's slow path: idle (a poll every 10 ms) until a snapshot

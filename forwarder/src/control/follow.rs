@@ -5,7 +5,7 @@
 use super::mirror::{prefix_text, Mirror};
 use super::reload::Control;
 use crate::kernel::{Action, Event, Route, RouteKey};
-use crate::log::{log, Level};
+use crate::log::{log, log_with, Level};
 use crate::tables::HopKind;
 use routecache::{Family, NextHop, TargetId};
 use serde_json::Value;
@@ -51,12 +51,17 @@ impl Control {
             .as_ref()
             .map(|m| m.view())
             .unwrap_or(Value::Null);
-        log(
+        let mut fields = m.clone();
+        if let Some(o) = fields.as_object_mut() {
+            o.insert("event".into(), "kernel_table".into());
+        }
+        log_with(
             Level::Info,
             &format!(
                 "kernel table {}: {} route(s), {} installed, {} shadowed by the configuration, {} unusable",
                 m["table"], m["routes"], m["installed"], m["shadowed"], m["unusable"]
             ),
+            fields,
         );
         let _ = n;
         Ok(())

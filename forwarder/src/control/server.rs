@@ -15,7 +15,7 @@ use super::reply::{Job, Reply};
 use super::stats::Source;
 use super::watch::watch;
 use super::{Control, ElementOp};
-use crate::log::{log, Level};
+use crate::log::{log, log_with, Level};
 use serde_json::json;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::fd::AsRawFd;
@@ -196,16 +196,18 @@ fn reload(control: &mut Control, why: &str, diff: bool) -> serde_json::Value {
     match control.reload_with(diff) {
         Ok((r, said)) => {
             if !r.published {
-                log(
+                log_with(
                     Level::Info,
                     &format!(
                         "reload ({why}): nothing changed, generation {} serves on ({:.1} ms)",
                         r.generation,
                         r.took.as_secs_f64() * 1e3
                     ),
+                    json!({ "event": "reload", "trigger": why, "published": false,
+                            "generation": r.generation, "took_us": r.took.as_micros() as u64 }),
                 );
             } else {
-                log(Level::Info, &format!(
+                log_with(Level::Info, &format!(
                 "reload ({why}): generation {}: {} set(s) rebuilt, +{} -{} element(s), {} route change(s){}, in {:.1} ms ({:.1} ms reading and checking the files)",
                 r.generation,
                 r.sets_rebuilt,
@@ -215,7 +217,19 @@ fn reload(control: &mut Control, why: &str, diff: bool) -> serde_json::Value {
                 if r.fib_rebuilt { ", FIB rebuilt" } else { "" },
                 r.took.as_secs_f64() * 1e3,
                 r.parse.as_secs_f64() * 1e3
-            ));
+            ), json!({
+                "event": "reload",
+                "trigger": why,
+                "published": true,
+                "generation": r.generation,
+                "sets_rebuilt": r.sets_rebuilt,
+                "elements_added": r.elements_added,
+                "elements_removed": r.elements_removed,
+                "routes_changed": r.routes_changed,
+                "fib_rebuilt": r.fib_rebuilt,
+                "took_us": r.took.as_micros() as u64,
+                "parse_us": r.parse.as_micros() as u64,
+            }));
             }
             json!({
                 "result": "ok",
@@ -232,12 +246,21 @@ fn reload(control: &mut Control, why: &str, diff: bool) -> serde_json::Value {
             })
         }
         Err(e) => {
-            log(
+            let serving = control.shared().status.generation.load(Relaxed);
+            // The first error's place as fields of their own (what a
+            // pipeline alerts on), every error placed beside.
+            let errors: Vec<serde_json::Value> = e.lines().map(crate::log::located).collect();
+            let mut fields = json!({ "event": "reload_refused", "trigger": why,
+                                     "generation": serving, "errors": errors });
+            for k in ["file", "line", "col"] {
+                if let Some(v) = errors.first().and_then(|f| f.get(k)) {
+                    fields[k] = v.clone();
+                }
+            }
+            log_with(
                 Level::Error,
-                &format!(
-                    "reload ({why}) refused, still serving generation {}: {e}",
-                    control.shared().status.generation.load(Relaxed)
-                ),
+                &format!("reload ({why}) refused, still serving generation {serving}: {e}"),
+                fields,
             );
             json!({
                 "result": "error",
@@ -374,9 +397,10 @@ impl Links {
                 } else {
                     Level::Warn
                 };
-                log(
+                log_with(
                     level,
                     &format!("port `{name}` ({dev}): link {was} -> {now}"),
+                    json!({ "event": "link", "port": name, "device": dev, "from": was, "to": now }),
                 );
                 *was = now;
             }
@@ -400,9 +424,10 @@ fn answer(
             let who = who
                 .as_ref()
                 .map_or_else(|e| format!("an unknown peer ({e})"), |u| format!("uid {u}"));
-            log(
+            log_with(
                 Level::Warn,
                 &format!("control socket: refused a request from {who}"),
+                json!({ "event": "request_refused", "peer": who }),
             );
             return json!({
                 "result": "error",
@@ -508,7 +533,7 @@ fn element_request(control: &mut Control, v: &serde_json::Value) -> serde_json::
             let start = Instant::now();
             match control.elements(op, set, &texts) {
                 Ok(generation) => {
-                    log(
+                    log_with(
                         Level::Info,
                         &format!(
                             "element {} ({} in set `{set}`): generation {generation} in {:.2} ms",
@@ -516,6 +541,8 @@ fn element_request(control: &mut Control, v: &serde_json::Value) -> serde_json::
                             texts.len(),
                             start.elapsed().as_secs_f64() * 1e3
                         ),
+                        json!({ "event": "element", "op": v["op"], "set": set,
+                                "elements": texts.len(), "generation": generation }),
                     );
                     json!({
                         "result": "ok",

@@ -9,7 +9,7 @@ use super::live::Live;
 use super::reload::Control;
 use super::reply::Job;
 use crate::filter::Filter;
-use crate::log::{log, Level};
+use crate::log::{log_with, Level};
 use crate::punt::Buf;
 use crate::tap::{Session, Work};
 use crate::trace::Context;
@@ -101,7 +101,7 @@ impl Control {
         );
         let shared = self.shared.clone();
         let session = shared.taps.arm(session).map_err(error)?;
-        log(
+        log_with(
             Level::Info,
             &format!(
                 "capture {} armed: ports {}{}{}{}",
@@ -115,17 +115,21 @@ impl Control {
                 if tx { " tx" } else { "" },
                 if drops { " drops" } else { "" },
             ),
+            serde_json::json!({ "event": "capture_armed", "capture": session.id,
+                                "ports": ports.iter().map(|p| p.1.as_str()).collect::<Vec<_>>() }),
         );
         Ok(Box::new(move |s: &mut UnixStream| {
             let id = session.id;
             let end =
                 crate::tap::capture::serve(&shared.taps, session, &ports, count, &shared.stop, s);
-            log(
+            log_with(
                 Level::Info,
                 &format!(
                     "capture {id} ended ({}): {} frames written, {} lost (rings full)",
                     end.why, end.written, end.lost
                 ),
+                serde_json::json!({ "event": "capture_ended", "capture": id, "why": end.why,
+                                    "written": end.written, "lost": end.lost }),
             );
         }))
     }
