@@ -312,7 +312,7 @@ _forwarder() {
             return 0
             ;;
         forwarder__subcmd__element__subcmd__add)
-            opts="-c -h --config --file --socket --help"
+            opts="-c -h --config --file --json --socket --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -342,7 +342,7 @@ _forwarder() {
             return 0
             ;;
         forwarder__subcmd__element__subcmd__delete)
-            opts="-c -h --config --file --socket --help"
+            opts="-c -h --config --file --json --socket --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

@@ -52,7 +52,7 @@ complete -c forwarder -n "__fish_forwarder_using_subcommand reload" -s c -l conf
 complete -c forwarder -n "__fish_forwarder_using_subcommand reload" -l socket -d 'The running forwarder\'s control socket, instead of the one the configuration names (for the commands that talk to it)' -r -F
 complete -c forwarder -n "__fish_forwarder_using_subcommand reload" -l check -d 'Check the configuration first (as `forwarder check`) and, if it has problems, print them and ask nothing of the forwarder'
 complete -c forwarder -n "__fish_forwarder_using_subcommand reload" -l diff -d 'Print what the reload changes (sets rebuilt, elements added and removed, routes, next hops, ECMP groups; with their lines), worked out from the very configuration it then applies'
-complete -c forwarder -n "__fish_forwarder_using_subcommand reload" -l json -d 'With `--diff`: print the answer as JSON (the diff inside)'
+complete -c forwarder -n "__fish_forwarder_using_subcommand reload" -l json -d 'Print the answer as JSON on standard output, a refusal too (`result`, `error`, `errors` placed as `check --json` places them; exit 1); with `--diff`, the diff inside'
 complete -c forwarder -n "__fish_forwarder_using_subcommand reload" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c forwarder -n "__fish_forwarder_using_subcommand check" -s c -l config -d 'The configuration file' -r -F
 complete -c forwarder -n "__fish_forwarder_using_subcommand check" -l against -d 'With `--diff`: the configuration the running forwarder was started with (default: `--config` itself, edited since)' -r -F
@@ -124,10 +124,12 @@ complete -c forwarder -n "__fish_forwarder_using_subcommand element; and not __f
 complete -c forwarder -n "__fish_forwarder_using_subcommand element; and __fish_seen_subcommand_from add" -s c -l config -d 'The configuration file the forwarder was started with' -r -F
 complete -c forwarder -n "__fish_forwarder_using_subcommand element; and __fish_seen_subcommand_from add" -l file -d 'Also the elements of this file, one a line (`-`: standard input)' -r -F
 complete -c forwarder -n "__fish_forwarder_using_subcommand element; and __fish_seen_subcommand_from add" -l socket -d 'The running forwarder\'s control socket, instead of the one the configuration names (for the commands that talk to it)' -r -F
+complete -c forwarder -n "__fish_forwarder_using_subcommand element; and __fish_seen_subcommand_from add" -l json -d 'Print the answer as JSON on standard output, a refusal too (`result`, `error`, `errors`; exit 1)'
 complete -c forwarder -n "__fish_forwarder_using_subcommand element; and __fish_seen_subcommand_from add" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c forwarder -n "__fish_forwarder_using_subcommand element; and __fish_seen_subcommand_from delete" -s c -l config -d 'The configuration file the forwarder was started with' -r -F
 complete -c forwarder -n "__fish_forwarder_using_subcommand element; and __fish_seen_subcommand_from delete" -l file -d 'Also the elements of this file, one a line (`-`: standard input)' -r -F
 complete -c forwarder -n "__fish_forwarder_using_subcommand element; and __fish_seen_subcommand_from delete" -l socket -d 'The running forwarder\'s control socket, instead of the one the configuration names (for the commands that talk to it)' -r -F
+complete -c forwarder -n "__fish_forwarder_using_subcommand element; and __fish_seen_subcommand_from delete" -l json -d 'Print the answer as JSON on standard output, a refusal too (`result`, `error`, `errors`; exit 1)'
 complete -c forwarder -n "__fish_forwarder_using_subcommand element; and __fish_seen_subcommand_from delete" -s h -l help -d 'Print help'
 complete -c forwarder -n "__fish_forwarder_using_subcommand element; and __fish_seen_subcommand_from list" -s c -l config -d 'The configuration file the forwarder was started with' -r -F
 complete -c forwarder -n "__fish_forwarder_using_subcommand element; and __fish_seen_subcommand_from list" -l socket -d 'The running forwarder\'s control socket, instead of the one the configuration names (for the commands that talk to it)' -r -F

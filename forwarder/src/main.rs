@@ -72,7 +72,9 @@ enum Cmd {
         /// worked out from the very configuration it then applies.
         #[arg(long)]
         diff: bool,
-        /// With `--diff`: print the answer as JSON (the diff inside).
+        /// Print the answer as JSON on standard output, a refusal too
+        /// (`result`, `error`, `errors` placed as `check --json` places
+        /// them; exit 1); with `--diff`, the diff inside.
         #[arg(long)]
         json: bool,
     },
@@ -251,6 +253,10 @@ struct ElementArgs {
     /// Also the elements of this file, one a line (`-`: standard input).
     #[arg(long)]
     file: Option<PathBuf>,
+    /// Print the answer as JSON on standard output, a refusal too
+    /// (`result`, `error`, `errors`; exit 1).
+    #[arg(long)]
+    json: bool,
 }
 
 fn main() -> ExitCode {
@@ -312,17 +318,19 @@ fn main() -> ExitCode {
                 if let Err(errs) =
                     forwarder::cmd::check::check(&config, forwarder::cmd::check::Host::This)
                 {
-                    return report(Err(format!(
+                    let e = format!(
                         "{}\nnot reloaded: the configuration has the problems above",
                         errs.join("\n")
-                    )));
+                    );
+                    return report(forwarder::cmd::client::failed_as_json(Err(e), json, out));
                 }
             }
-            if diff {
+            let r = if diff {
                 forwarder::cmd::client::reload_diff(&config, json, out)
             } else {
-                forwarder::cmd::client::reload(&config, out)
-            }
+                forwarder::cmd::client::reload(&config, json, out)
+            };
+            forwarder::cmd::client::failed_as_json(r, json, out)
         }
         Cmd::Stats {
             config,
@@ -342,14 +350,16 @@ fn main() -> ExitCode {
                     return report(forwarder::cmd::client::list(&conf(config), &set, out));
                 }
             };
-            forwarder::cmd::client::element(
+            let r = forwarder::cmd::client::element(
                 &conf(a.config),
                 op,
                 &a.set,
                 a.elements,
                 a.file.as_deref(),
+                a.json,
                 out,
-            )
+            );
+            forwarder::cmd::client::failed_as_json(r, a.json, out)
         }
         Cmd::Completions { shell } => {
             clap_complete::generate(shell, &mut Cli::command(), "forwarder", out);
@@ -412,10 +422,12 @@ fn man(dir: Option<&std::path::Path>, out: &mut dyn std::io::Write) -> Result<()
     Ok(())
 }
 
-/// The exit code of a subcommand's result; an error is printed.
+/// The exit code of a subcommand's result; an error is printed (unless
+/// the command said it already, as JSON).
 fn report(r: Result<(), String>) -> ExitCode {
     match r {
         Ok(()) => ExitCode::SUCCESS,
+        Err(e) if e == forwarder::cmd::client::SAID => ExitCode::FAILURE,
         Err(e) => {
             eprintln!("{e}");
             ExitCode::FAILURE

@@ -55,87 +55,6 @@ fn wait_for(cfg: &std::path::Path, what: &str, ok: impl Fn(&Value) -> bool) -> V
     }
 }
 
-/// The exposition read by the official Python client's parser (the
-/// names, types and samples a Prometheus server takes): the families it
-/// finds. `None` where the client is not installed, unless asked for
-/// (`.ci/run` installs it).
-fn parsed_by_python(body: &str) -> Option<Vec<String>> {
-    let script = "import sys\n\
-from prometheus_client.parser import text_string_to_metric_families as p\n\
-for f in p(sys.stdin.read()):\n    print(f.name, f.type, len(f.samples))\n";
-    // Debian's Python, where `.ci/run` installs the client (a `python3`
-    // earlier on the PATH may be another one).
-    let python = ["/usr/bin/python3", "python3"]
-        .into_iter()
-        .find(|p| !p.starts_with('/') || std::path::Path::new(p).exists())
-        .unwrap_or("python3");
-    let child = std::process::Command::new(python)
-        .args(["-c", script])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn();
-    let Ok(mut child) = child else {
-        assert!(!wanted(), "no python3 to parse the metrics");
-        return None;
-    };
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(body.as_bytes())
-        .unwrap();
-    let o = child.wait_with_output().unwrap();
-    let err = String::from_utf8_lossy(&o.stderr);
-    if err.contains("No module named 'prometheus_client'") && !wanted() {
-        return None;
-    }
-    assert!(
-        o.status.success(),
-        "the Python client refused the metrics: {err}"
-    );
-    Some(
-        String::from_utf8_lossy(&o.stdout)
-            .lines()
-            .map(str::to_string)
-            .collect(),
-    )
-}
-
-/// `promtool check metrics` on the exposition (Prometheus's own linter:
-/// counters end in `_total`, units are base units, help is given):
-/// what it says, or `None` where it is not installed, unless asked for
-/// (`.ci/run` installs Debian's `prometheus`, which ships it).
-fn promtool_problems(body: &str) -> Option<String> {
-    let child = std::process::Command::new("promtool")
-        .args(["check", "metrics"])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn();
-    let Ok(mut child) = child else {
-        assert!(!wanted(), "no promtool to lint the metrics");
-        return None;
-    };
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(body.as_bytes())
-        .unwrap();
-    let o = child.wait_with_output().unwrap();
-    let said = format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    );
-    Some(if o.status.success() {
-        said
-    } else {
-        format!("exit {:?}: {said}", o.status.code())
-    })
-}
-
 fn scrape(port: u16) -> String {
     let mut c = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
     c.write_all(b"GET /metrics HTTP/1.0\r\n\r\n").unwrap();
@@ -213,8 +132,14 @@ fn reload_by_file_signal_and_socket_and_statistics() {
     // SAFETY: signalling our own child.
     unsafe { libc::kill(child.0.id() as i32, libc::SIGHUP) };
     wait_for(&cfg, "SIGHUP", |v| v["reloads"].as_u64() >= Some(2));
-    // `forwarder reload`.
+    // `forwarder reload`: in words, or as JSON.
     let (ok, out) = fwd(&["reload"], &cfg);
+    assert!(ok, "{out}");
+    assert!(
+        out.starts_with("nothing changed: generation 2 serves on ("),
+        "{out}"
+    );
+    let (ok, out) = fwd(&["reload", "--json"], &cfg);
     assert!(ok, "{out}");
     let r: Value = serde_json::from_str(&out).unwrap();
     // Nothing changed since: nothing is published, the generation stays.
@@ -252,6 +177,20 @@ fn reload_by_file_signal_and_socket_and_statistics() {
     let err = String::from_utf8_lossy(&o.stderr);
     let at = format!("{}:15:36: overlap", cfg.display());
     assert!(err.contains(&at) && err.contains("generation 3"), "{err}");
+    // As JSON: the refusal on standard output, its error placed.
+    let (ok, out) = fwd(&["reload", "--json"], &cfg);
+    let r: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
+    assert!(
+        !ok && r["result"] == "error" && r["generation"] == 3,
+        "{out}"
+    );
+    let first = &r["errors"][0];
+    assert_eq!(
+        (first["line"].as_u64(), first["col"].as_u64()),
+        (Some(15), Some(36)),
+        "{out}"
+    );
+    assert_eq!(first["file"], cfg.display().to_string());
     let v = wait_for(&cfg, "the refusal", |v| {
         v["last_reload"].as_str().is_some_and(|s| s.contains(&at))
     });
@@ -551,7 +490,10 @@ fn run_time_elements() {
         &["element", "add", "deny", "192.0.2.1 . 80", "192.0.2.2 . 81"],
         &cfg,
     );
-    assert!(ok && out.contains("\"generation\":2"), "{out}");
+    assert!(
+        ok && out.starts_with("added 2 element(s) in set `deny`: generation 2 in force"),
+        "{out}"
+    );
     assert_eq!(generation(&cfg), 2, "in force at once");
     // An overlap refuses the whole request.
     let (ok, out) = fwd(
@@ -569,6 +511,51 @@ fn run_time_elements() {
         "{out}"
     );
     assert!(out.contains("nothing was changed"), "{out}");
+    // The same refusal as JSON, on standard output; success as JSON too.
+    let (ok, out) = fwd(
+        &["element", "add", "--json", "deny", "10.1.0.0/16 . 500"],
+        &cfg,
+    );
+    let r: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
+    assert!(
+        !ok && r["result"] == "error" && r["generation"] == 2,
+        "{out}"
+    );
+    assert!(
+        r["error"].as_str().is_some_and(|e| e.contains("overlap")),
+        "{out}"
+    );
+    // (An exact duplicate is no error, as in nft.)
+    let (ok, out) = fwd(
+        &["element", "add", "--json", "deny", "192.0.2.2 . 81"],
+        &cfg,
+    );
+    let r: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
+    assert!(
+        ok && r["result"] == "ok" && r["op"] == "add" && r["elements"] == 1,
+        "{out}"
+    );
+    // A failure before any answer is JSON as well.
+    let o = forwarder()
+        .args([
+            "element",
+            "add",
+            "--json",
+            "deny",
+            "192.0.2.2 . 81",
+            "--config",
+            "/nonexistent.toml",
+        ])
+        .output()
+        .unwrap();
+    let r: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(!o.status.success() && o.stderr.is_empty(), "{o:?}");
+    assert!(
+        r["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("/nonexistent.toml")),
+        "{r}"
+    );
     let (ok, out) = fwd(&["element", "add", "deny", "192.0.2.300 . 1"], &cfg);
     assert!(!ok && out.contains("192.0.2.300"), "{out}");
     // Bulk from a file in the set file's form.

@@ -67,7 +67,10 @@ fn a_reload_says_what_it_changes_before_applying_it() {
     // An element added at run time, then written into the file too: in
     // force on both sides, no change.
     assert_eq!(
-        json(&["element", "add", "deny", "203.0.113.5 . 443"], &cfg)["result"],
+        json(
+            &["element", "add", "--json", "deny", "203.0.113.5 . 443"],
+            &cfg
+        )["result"],
         "ok"
     );
     std::fs::write(

@@ -100,7 +100,7 @@ fn route_get_and_list_say_where_routes_lead_and_come_from() {
     // The operator's question: after a reload changed 2.0.0.0/8, where
     // does it go now?
     std::fs::write(&cfg, config("gw2")).unwrap();
-    assert_eq!(json(&["reload"], &cfg)["result"], "ok");
+    assert_eq!(json(&["reload", "--json"], &cfg)["result"], "ok");
     let g = get(&cfg, "2.1.2.3");
     assert_eq!(
         (g["via"].as_str(), g["hops"][0]["port"].as_str()),

@@ -28,8 +28,51 @@ fn ask(config: &Path, what: &str) -> Result<Value, String> {
 /// `forwarder reload`: the forwarder reloads its configuration now. Fails
 /// (with the error's `file:line:col`) when the new configuration is
 /// refused; the forwarder then keeps what it had.
-pub fn reload(config: &Path, out: &mut dyn Write) -> Result<(), String> {
-    answered(ask(config, "reload")?, "reload refused", out)
+pub fn reload(config: &Path, json: bool, out: &mut dyn Write) -> Result<(), String> {
+    answered(
+        ask(config, "reload")?,
+        "reload refused",
+        json,
+        reload_words,
+        out,
+    )
+}
+
+/// A reload's answer in words: what it changed, or that nothing did.
+fn reload_words(v: &Value) -> String {
+    let n = |k: &str| v[k].as_u64().unwrap_or(0);
+    let ms = n("took_us") as f64 / 1e3;
+    if v["published"] == false {
+        return format!(
+            "nothing changed: generation {} serves on ({ms:.1} ms)",
+            n("generation")
+        );
+    }
+    format!(
+        "reloaded: generation {}: {} set(s) rebuilt, +{} -{} element(s), {} route change(s){} in {ms:.1} ms",
+        n("generation"),
+        n("sets_rebuilt"),
+        n("elements_added"),
+        n("elements_removed"),
+        n("routes_changed"),
+        if v["fib_rebuilt"] == true { ", FIB rebuilt," } else { "" },
+    )
+}
+
+/// An element request's answer in words.
+fn element_words(v: &Value) -> String {
+    format!(
+        "{} {} element(s) in set `{}`: generation {} in force ({:.2} ms)",
+        if v["op"] == "delete" {
+            "deleted"
+        } else {
+            "added"
+        },
+        v["elements"].as_u64().unwrap_or(0),
+        v["set"].as_str().unwrap_or("?"),
+        v["generation"],
+        v["took_us"].as_u64().unwrap_or(0) as f64 / 1e3
+    )
 }
 
 /// `forwarder reload --diff`: what the reload changes (worked out from
@@ -43,11 +86,9 @@ pub fn reload_diff(config: &Path, json: bool, out: &mut dyn Write) -> Result<(),
     if v["result"] == "ok" && !json {
         let d = crate::control::diff::render(&v["diff"]);
         out.write_all(d.as_bytes()).map_err(|e| e.to_string())?;
-        let mut short = v.clone();
-        short.as_object_mut().map(|o| o.remove("diff"));
-        return writeln!(out, "{short}").map_err(|e| e.to_string());
+        return writeln!(out, "{}", reload_words(&v)).map_err(|e| e.to_string());
     }
-    answered(v, "reload refused", out)
+    answered(v, "reload refused", json, reload_words, out)
 }
 
 /// `forwarder check --diff`: what a reload of `config` would change in
@@ -70,17 +111,64 @@ pub fn diff(config: &Path, against: &Path, json: bool, out: &mut dyn Write) -> R
     out.write_all(text.as_bytes()).map_err(|e| e.to_string())
 }
 
-/// Prints an `ok` answer; a refusal is the error, with the generation
-/// that still serves.
-fn answered(v: Value, refused: &str, out: &mut dyn Write) -> Result<(), String> {
-    if v["result"] == "ok" {
-        writeln!(out, "{v}").map_err(|e| e.to_string())
+/// Prints an answer. With `json`, the answer itself whatever it says
+/// (a refusal too, its `errors` placed as `check --json` places them,
+/// and the command then fails with nothing more to say: see
+/// [`SAID`]); else an `ok` in `words`, and a refusal as the error, with
+/// the generation that still serves.
+fn answered(
+    mut v: Value,
+    refused: &str,
+    json: bool,
+    words: fn(&Value) -> String,
+    out: &mut dyn Write,
+) -> Result<(), String> {
+    let ok = v["result"] == "ok";
+    if json {
+        if !ok {
+            let errors: Vec<Value> = v["error"]
+                .as_str()
+                .unwrap_or("")
+                .lines()
+                .map(crate::log::located)
+                .collect();
+            v["errors"] = Value::Array(errors);
+        }
+        writeln!(out, "{v}").map_err(|e| e.to_string())?;
+        return if ok { Ok(()) } else { Err(SAID.into()) };
+    }
+    if ok {
+        writeln!(out, "{}", words(&v)).map_err(|e| e.to_string())
     } else {
         Err(format!(
             "{refused} (still serving generation {}): {}",
             v["generation"],
             v["error"].as_str().unwrap_or("?")
         ))
+    }
+}
+
+/// The error of a command that has said everything already (its JSON
+/// answer, a refusal): it fails without another word.
+pub const SAID: &str = "";
+
+/// A client command's failure before any answer (no configuration, no
+/// forwarder listening, `reload --check`'s problems), as `--json` prints
+/// it: `{"result": "error", "error": ..., "errors": [...]}` on standard
+/// output; the command then fails with nothing more to say.
+pub fn failed_as_json(
+    r: Result<(), String>,
+    json: bool,
+    out: &mut dyn Write,
+) -> Result<(), String> {
+    match r {
+        Err(e) if json && e != SAID => {
+            let errors: Vec<Value> = e.lines().map(crate::log::located).collect();
+            let v = serde_json::json!({ "result": "error", "error": e, "errors": errors });
+            writeln!(out, "{v}").map_err(|e| e.to_string())?;
+            Err(SAID.into())
+        }
+        r => r,
     }
 }
 
@@ -154,6 +242,7 @@ pub fn element(
     set: &str,
     mut elements: Vec<String>,
     file: Option<&Path>,
+    json: bool,
     out: &mut dyn Write,
 ) -> Result<(), String> {
     if let Some(f) = file {
@@ -168,7 +257,13 @@ pub fn element(
     };
     let req =
         serde_json::json!({ "request": "element", "op": op, "set": set, "elements": elements });
-    answered(ask(config, &req.to_string())?, "refused", out)
+    answered(
+        ask(config, &req.to_string())?,
+        "refused",
+        json,
+        element_words,
+        out,
+    )
 }
 
 /// Prints the neighbour table of the forwarder running with `config`

@@ -547,6 +547,7 @@ fn element_request(control: &mut Control, v: &serde_json::Value) -> serde_json::
                     json!({
                         "result": "ok",
                         "generation": generation,
+                        "op": v["op"],
                         "set": set,
                         "elements": texts.len(),
                         "took_us": start.elapsed().as_micros() as u64,

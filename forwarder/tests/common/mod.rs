@@ -1,16 +1,20 @@
 //! What the forwarder's integration tests share: the binary
-//! ([`binary`]), network namespaces and the topology of host a, the
+//! ([`binary`]), the metrics as Prometheus reads them ([`metrics`]),
+//! network namespaces and the topology of host a, the
 //! forwarder and host b ([`netns`]), raw frames on an interface
 //! ([`raw`]), and the workspace's seeded random
 //! numbers (`routecache::gen::Rng`).
 #![allow(dead_code)]
 
 pub mod binary;
+pub mod metrics;
 pub mod netns;
 pub mod raw;
 
 #[allow(unused_imports)]
 pub use binary::*;
+#[allow(unused_imports)]
+pub use metrics::*;
 #[allow(unused_imports)]
 pub use netns::*;
 #[allow(unused_imports)]
