@@ -338,8 +338,15 @@ fn main() -> ExitCode {
             count,
         } => forwarder::cmd::client::stats(&conf(config), watch, count, out),
         Cmd::Capture(a) => forwarder::cmd::capture::run(&conf(a.config.clone()), &a),
-        Cmd::Route { cmd } => forwarder::cmd::route::run(cmd, conf, out),
-        Cmd::Trace(a) => forwarder::cmd::trace::run(&conf(a.config.clone()), &a, out),
+        Cmd::Route { cmd } => {
+            let json = cmd.json();
+            let r = forwarder::cmd::route::run(cmd, conf, out);
+            forwarder::cmd::client::failed_as_json(r, json, out)
+        }
+        Cmd::Trace(a) => {
+            let r = forwarder::cmd::trace::run(&conf(a.config.clone()), &a, out);
+            forwarder::cmd::client::failed_as_json(r, a.json, out)
+        }
         Cmd::Neighbours { config } => forwarder::cmd::client::neighbours(&conf(config), out),
         Cmd::Element { cmd } => {
             use forwarder::control::ElementOp;

@@ -236,6 +236,32 @@ fn clients_name_a_missing_configuration() {
             "{args:?}: {err}"
         );
     }
+    // Asked for JSON, the failure is JSON, on standard output.
+    for args in [
+        &["reload", "--json"][..],
+        &["element", "add", "s", "192.0.2.1", "--json"],
+        &["route", "get", "192.0.2.1", "--json"],
+        &["route", "list", "--json"],
+        &["trace", "--packet", "ip daddr 192.0.2.1", "--json"],
+    ] {
+        let o = forwarder()
+            .args(args)
+            .args(["--config", "/nonexistent/nope.toml"])
+            .output()
+            .unwrap();
+        assert!(
+            !o.status.success() && o.stderr.is_empty(),
+            "{args:?}: {o:?}"
+        );
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        assert_eq!(v["result"], "error", "{args:?}");
+        assert!(
+            v["errors"][0]["message"]
+                .as_str()
+                .is_some_and(|e| e.contains("/nonexistent/nope.toml")),
+            "{args:?}: {v}"
+        );
+    }
 }
 
 /// A second forwarder started on a core the first one polls says so,

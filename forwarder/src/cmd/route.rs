@@ -52,6 +52,15 @@ pub enum Cmd {
     },
 }
 
+impl Cmd {
+    /// Whether the answer is asked for as JSON.
+    pub fn json(&self) -> bool {
+        match self {
+            Cmd::Get { json, .. } | Cmd::List { json, .. } => *json,
+        }
+    }
+}
+
 /// Runs `forwarder route ...` (`default` is the configuration when none
 /// is given).
 pub fn run(
