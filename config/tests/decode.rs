@@ -68,3 +68,60 @@ fn a_route_given_twice_says_where_the_first_is() {
         "f.toml:13:10: route `192.0.2.0/24` is given twice (first at f.toml:10)"
     );
 }
+
+/// A route file reports every bad line, not only the first; past 50, one
+/// more error says how many are left, and the good lines in between are
+/// not reported.
+#[test]
+fn a_route_file_reports_every_bad_line() {
+    let dir = std::env::temp_dir().join(format!("config-rfile-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let f = dir.join("f.toml");
+    std::fs::write(
+        &f,
+        format!(
+            "route_file = \"r.txt\"\n{BASE}\n[[next_hop]]\nname = \"gw\"\nport = \"p0\"\nmac = \"02:00:00:00:00:fe\"\n"
+        ),
+    )
+    .unwrap();
+    let routes = dir.join("r.txt");
+    let load = |text: &str| {
+        std::fs::write(&routes, text).unwrap();
+        config::Loader::new().load_all(&f)
+    };
+    let errs = load("192.0.2.0/24 gw\n192.0.2.1/24 gw\n198.51.100.0/24 gw9\n203.0.113.0/24\n192.0.2.0/24 gw\n2001:db8::/32 gw\n")
+        .unwrap_err();
+    let got: Vec<(usize, String)> = errs.iter().map(|e| (e.line, e.message.clone())).collect();
+    let twice = format!(
+        "route `192.0.2.0/24` is given twice (first at {}:1)",
+        routes.display()
+    );
+    assert_eq!(
+        got,
+        [
+            (2, "`192.0.2.1/24` has host bits set"),
+            (3, "unknown next hop or ECMP group `gw9`"),
+            (4, "`203.0.113.0/24` has no next hop (PREFIX VIA)"),
+            (5, twice.as_str()),
+        ]
+        .map(|(l, m)| (l, m.to_string())),
+        "{errs:?}"
+    );
+    assert!(errs.iter().all(|e| e.file == routes.display().to_string()));
+    // A file of the wrong kind: 50 errors and their count.
+    let junk: String = (0..1000)
+        .map(|i| format!("line {i} of something else\n"))
+        .collect();
+    let errs = load(&junk).unwrap_err();
+    assert_eq!(errs.len(), 51, "{:?}", &errs[..3]);
+    assert_eq!(
+        (errs[50].line, errs[50].message.as_str()),
+        (
+            51,
+            "950 more bad line(s) from here on, not reported one by one"
+        )
+    );
+    // Good again: loads.
+    assert_eq!(load("192.0.2.0/24 gw\n").unwrap().file_routes.len(), 1);
+    std::fs::remove_dir_all(dir).ok();
+}

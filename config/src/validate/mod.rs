@@ -84,10 +84,13 @@ pub(crate) fn validate_all(
                 ports,
                 gateways: Default::default(),
             };
-            let r = take(
-                all_routes(&loc, (&raw.route, &raw.route_file), dir, &targets, files),
-                &mut errs,
-            );
+            let r = match all_routes(&loc, (&raw.route, &raw.route_file), dir, &targets, files) {
+                Ok(r) => Some(r),
+                Err(mut e) => {
+                    errs.append(&mut e);
+                    None
+                }
+            };
             gateways = targets.gateways.into_inner();
             r
         }

@@ -27,11 +27,11 @@ pub(super) fn all_routes(
         Option<std::path::PathBuf>,
         Arc<[RouteConfig]>,
     ),
-    ConfigError,
+    Vec<ConfigError>,
 > {
     let (inline, file) = raw;
     let mut seen = HashSet::new();
-    let routes = inline_routes(loc, inline, targets, &mut seen)?;
+    let routes = inline_routes(loc, inline, targets, &mut seen).map_err(|e| vec![e])?;
     let (route_file, file_routes) = match file {
         Some(f) => {
             let (path, file_routes) = route_file(loc, f, dir, targets, (&seen, &routes), files)?;
@@ -40,14 +40,14 @@ pub(super) fn all_routes(
             if let Some(r) = inline.iter().find(|r| {
                 parse_prefix(r.prefix.get_ref()).is_ok_and(|key| holds(&file_routes, key))
             }) {
-                return Err(loc.of(
+                return Err(vec![loc.of(
                     &r.prefix,
                     format!(
                         "route `{}` is given twice (also in `{}`)",
                         r.prefix.get_ref(),
                         f.get_ref()
                     ),
-                ));
+                )]);
             }
             (Some(path), file_routes)
         }
@@ -336,10 +336,16 @@ pub(super) fn inline_routes(
     Ok(routes)
 }
 
+/// Bad lines of a route file reported one by one; past them, one error
+/// says how many more there are (a file of the wrong kind would give a
+/// million).
+const ROUTE_FILE_ERRORS: usize = 50;
+
 /// The routes of the route file `f`, sorted by prefix, and its path: one
 /// `PREFIX VIA` a line (a full table is a million lines: read without
 /// TOML, several times faster: `bench reload`). An unchanged file's
-/// routes are reused.
+/// routes are reused. Every bad line is reported (up to
+/// [`ROUTE_FILE_ERRORS`], then their count), not only the first.
 pub(super) fn route_file(
     loc: &Located,
     f: &Spanned<String>,
@@ -347,7 +353,7 @@ pub(super) fn route_file(
     targets: &Targets,
     (inline, inline_routes): (&Seen, &[RouteConfig]),
     files: &mut Files,
-) -> Result<(std::path::PathBuf, Arc<[RouteConfig]>), ConfigError> {
+) -> Result<(std::path::PathBuf, Arc<[RouteConfig]>), Vec<ConfigError>> {
     let path = dir.join(f.get_ref());
     let cannot = |e: std::io::Error| loc.of(f, format!("cannot read `{}`: {e}", f.get_ref()));
     let mut hops: Vec<(&str, usize)> = targets.hops.iter().map(|(k, v)| (*k, *v)).collect();
@@ -364,13 +370,15 @@ pub(super) fn route_file(
         } if *h == hops && *gr == groups => Some(routes.clone()),
         _ => None,
     };
-    let text = match files.get(&path, same).map_err(cannot)? {
+    let text = match files.get(&path, same).map_err(|e| vec![cannot(e)])? {
         Got::Reused(routes) => return Ok((path, routes)),
         Got::Text(t) => t,
     };
     let name = path.display().to_string();
     let mut seen = inline.clone();
     let mut routes = Vec::new();
+    let mut errs = Vec::new();
+    let (mut more, mut more_from) = (0usize, None);
     for (n, line) in text.lines().enumerate() {
         let body = line.split('#').next().unwrap_or("");
         let mut words = body.split_whitespace();
@@ -382,30 +390,52 @@ pub(super) fn route_file(
             col: col(w),
             message,
         };
-        let Some(via) = words.next() else {
-            return Err(at(
-                prefix,
-                format!("`{}` has no next hop (PREFIX VIA)", excerpt(prefix)),
-            ));
+        let route = (|| {
+            let Some(via) = words.next() else {
+                return Err(at(
+                    prefix,
+                    format!("`{}` has no next hop (PREFIX VIA)", excerpt(prefix)),
+                ));
+            };
+            if let Some(extra) = words.next() {
+                return Err(at(
+                    extra,
+                    format!("unexpected `{}` (PREFIX VIA)", excerpt(extra)),
+                ));
+            }
+            let (v6, p, len) = fast_prefix(prefix).map_err(|e| at(prefix, e))?;
+            let target = targets.via(via).map_err(|e| at(via, e))?;
+            Ok((v6, p, len, target))
+        })();
+        let (v6, p, len, via) = match route {
+            Ok(r) => r,
+            Err(e) if errs.len() < ROUTE_FILE_ERRORS => {
+                errs.push(e);
+                continue;
+            }
+            Err(_) => {
+                more += 1;
+                more_from.get_or_insert(n + 1);
+                continue;
+            }
         };
-        if let Some(extra) = words.next() {
-            return Err(at(
-                extra,
-                format!("unexpected `{}` (PREFIX VIA)", excerpt(extra)),
-            ));
-        }
-        let (v6, p, len) = fast_prefix(prefix).map_err(|e| at(prefix, e))?;
         if !seen.insert((v6, p, len)) {
-            return Err(at(
+            let e = at(
                 prefix,
                 format!(
                     "route `{}` is given twice (first at {})",
                     excerpt(prefix),
                     first_at(loc, (v6, p, len), inline_routes, (&name, &routes))
                 ),
-            ));
+            );
+            if errs.len() < ROUTE_FILE_ERRORS {
+                errs.push(e);
+            } else {
+                more += 1;
+                more_from.get_or_insert(n + 1);
+            }
+            continue;
         }
-        let via = targets.via(via).map_err(|e| at(via, e))?;
         routes.push(RouteConfig {
             v6,
             prefix: p,
@@ -413,6 +443,17 @@ pub(super) fn route_file(
             via,
             line: n as u32 + 1,
         });
+    }
+    if let Some(line) = more_from {
+        errs.push(ConfigError {
+            file: name.clone(),
+            line,
+            col: 1,
+            message: format!("{more} more bad line(s) from here on, not reported one by one"),
+        });
+    }
+    if !errs.is_empty() {
+        return Err(errs);
     }
     sort_routes(&mut routes);
     let routes: Arc<[RouteConfig]> = routes.into();
