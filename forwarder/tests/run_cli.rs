@@ -615,3 +615,31 @@ fn check_reports_everything_and_opens_nothing() {
     assert!(said.starts_with("/etc/forwarder/forwarder.toml"), "{said}");
     std::fs::remove_dir_all(dir).ok();
 }
+
+/// Every configuration in `examples/` is good: all of it but the
+/// interfaces and cores of the host it is written for (`check
+/// --offline`: the Linux examples name interfaces this machine lacks).
+#[test]
+fn every_example_checks() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples");
+    let mut seen = 0;
+    for e in std::fs::read_dir(&root).unwrap().flatten() {
+        let path = e.path();
+        if path.extension().is_none_or(|x| x != "toml") {
+            continue;
+        }
+        let o = forwarder()
+            .args(["check", "--offline", "--json", "--config"])
+            .arg(&path)
+            .output()
+            .unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        assert!(
+            o.status.success() && v["ok"] == true,
+            "{}: {v}",
+            path.display()
+        );
+        seen += 1;
+    }
+    assert!(seen >= 5, "{seen} examples");
+}
