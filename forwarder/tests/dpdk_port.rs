@@ -116,6 +116,7 @@ mbufs = 4096
         let mut rng = Rng(7);
         let (mut out, mut back) = (Burst::new(), Burst::new());
         let mut ignored = 0;
+        let mut rx_bytes = 0u64;
         for round in 0..1000 {
             // Frames in our buffers: sent as copies.
             out.clear();
@@ -132,6 +133,12 @@ mbufs = 4096
             receive(&mut p, &mut back, sent.len(), want.len());
             assert_eq!(frames(&back), want, "round {round}: the filter");
             assert_eq!(p.stats().rx_ignored, ignored as u64, "round {round}");
+            rx_bytes += want.iter().map(|f| f.len() as u64).sum::<u64>();
+            assert_eq!(
+                p.stats().rx_bytes,
+                rx_bytes,
+                "round {round}: bytes received"
+            );
             let n = back.len();
             if n == 0 {
                 continue;
@@ -169,6 +176,12 @@ mbufs = 4096
             let mut again = Burst::new();
             receive(&mut p, &mut again, which.len(), which.len());
             assert_eq!(frames(&again), expect, "round {round}: sent back");
+            rx_bytes += expect.iter().map(|f| f.len() as u64).sum::<u64>();
+            assert_eq!(
+                p.stats().rx_bytes,
+                rx_bytes,
+                "round {round}: bytes received"
+            );
             p.release(&mut again);
         }
         assert!(ignored > 1000, "{ignored} ignored");

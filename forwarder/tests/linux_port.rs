@@ -619,6 +619,29 @@ fn through_namespaces_as(driver: Driver, unprivileged: bool) {
     }
     let out = out.join("\n");
     assert!(status.success(), "forwarder exited with {status}:\n{out}");
+    // Each port queue's bytes against its frames (the summary's
+    // `port f0: rx N ... bytes rx B tx T`): between a minimal and a full
+    // Ethernet frame each.
+    let mut queues = 0;
+    for l in out
+        .lines()
+        .filter(|l| l.contains("    port f") && l.contains(", bytes rx "))
+    {
+        let n = |after: &str| -> u64 {
+            let w = l
+                .split(after)
+                .nth(1)
+                .unwrap()
+                .split_whitespace()
+                .next()
+                .unwrap();
+            w.trim_end_matches(',').replace(',', "").parse().unwrap()
+        };
+        let (rx, bytes) = (n(": rx "), n(", bytes rx "));
+        assert!(bytes >= 42 * rx && bytes <= 1514 * rx, "{l}");
+        queues += usize::from(rx > 0);
+    }
+    assert!(queues > 0, "no port summary with frames received:\n{out}");
 
     // The crafted frames: each one that should arrive did, once, rewritten.
     for (tag, arrives, f) in &sent {

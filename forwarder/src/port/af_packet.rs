@@ -263,7 +263,8 @@ impl Port for AfPacketPort {
     }
 
     fn rx_burst(&mut self, burst: &mut Burst, max: usize) -> usize {
-        let first = burst.len();
+        // Bytes summed in a register as frames are taken, stored once.
+        let mut bytes = 0u64;
         if self.tx_pending {
             self.kick();
         }
@@ -301,6 +302,7 @@ impl Port for AfPacketPort {
                     wire::finish_partial_checksum(&mut buf[..len]);
                 }
                 burst.commit(len);
+                bytes += len as u64;
                 n += 1;
             } else {
                 self.stats.rx_truncated += 1;
@@ -308,7 +310,7 @@ impl Port for AfPacketPort {
             self.rx.status(i).store(libc::TP_STATUS_KERNEL, Release);
             self.rx.head = if i + 1 == self.rx.slots { 0 } else { i + 1 };
         }
-        self.stats.rx_bytes += burst.bytes_from(first);
+        self.stats.rx_bytes += bytes;
         self.stats.rx += n as u64;
         n
     }

@@ -488,7 +488,8 @@ impl Port for AfXdpPort {
     }
 
     fn rx_burst(&mut self, burst: &mut Burst, max: usize) -> usize {
-        let first = burst.len();
+        // Bytes summed in a register as frames are taken, stored once.
+        let mut bytes = 0u64;
         if self.tx_pending {
             self.kick();
         }
@@ -523,6 +524,7 @@ impl Port for AfXdpPort {
                 } else {
                     buf[..len].copy_from_slice(data);
                     burst.commit(len);
+                    bytes += len as u64;
                     n += 1;
                 }
             }
@@ -552,7 +554,7 @@ impl Port for AfXdpPort {
                 )
             };
         }
-        self.stats.rx_bytes += burst.bytes_from(first);
+        self.stats.rx_bytes += bytes;
         self.stats.rx += n as u64;
         n
     }
