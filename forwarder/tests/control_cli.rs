@@ -7,9 +7,8 @@ mod common;
 
 use common::*;
 use serde_json::Value;
-use std::io::{BufRead, BufReader, Read, Write};
-use std::process::{Command, Stdio};
-use std::sync::mpsc;
+use std::io::{BufRead, Read, Write};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 fn config(prom: u16, extra: &str) -> String {
@@ -73,23 +72,7 @@ fn reload_by_file_signal_and_socket_and_statistics() {
         l.local_addr().unwrap().port()
     };
     std::fs::write(&cfg, config(prom, "")).unwrap();
-    let mut child = Running(
-        forwarder()
-            .args(["run", "--duration", "60s", "--config"])
-            .arg(&cfg)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap(),
-    );
-    let (tx, log) = mpsc::channel();
-    let stderr = child.0.stderr.take().unwrap();
-    std::thread::spawn(move || {
-        for l in BufReader::new(stderr).lines().map_while(Result::ok) {
-            let _ = tx.send(l);
-        }
-    });
-    let mut stdout = BufReader::new(child.0.stdout.take().unwrap());
+    let (mut child, log, mut stdout) = run_logged(&cfg, &[]);
     let mut first = String::new();
     stdout.read_line(&mut first).unwrap();
     assert!(first.starts_with("forwarder:"), "{first}");
@@ -102,10 +85,7 @@ fn reload_by_file_signal_and_socket_and_statistics() {
         third,
         format!("prometheus http://127.0.0.1:{prom}/metrics\n")
     );
-    std::thread::spawn(move || {
-        let mut sink = String::new();
-        let _ = stdout.read_to_string(&mut sink);
-    });
+    drain(stdout);
 
     let v = wait_for(&cfg, "traffic", |v| v["total"]["tx"].as_u64() > Some(1000));
     assert_eq!(v["generation"], 1);

@@ -7,9 +7,7 @@ mod common;
 
 use common::*;
 use serde_json::Value;
-use std::io::{BufRead, BufReader, Read};
-use std::process::Stdio;
-use std::sync::mpsc;
+use std::io::BufRead;
 use std::time::Duration;
 
 const GOOD: &str = r#"
@@ -30,38 +28,12 @@ fn json_log_lines_carry_each_events_fields() {
     std::fs::create_dir_all(&dir).unwrap();
     let cfg = dir.join("j.toml");
     std::fs::write(&cfg, GOOD).unwrap();
-    let mut child = Running(
-        forwarder()
-            .args([
-                "run",
-                "--log-format",
-                "json",
-                "--duration",
-                "60s",
-                "--config",
-            ])
-            .arg(&cfg)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap(),
-    );
-    let (tx, log) = mpsc::channel();
-    let stderr = child.0.stderr.take().unwrap();
-    std::thread::spawn(move || {
-        for l in BufReader::new(stderr).lines().map_while(Result::ok) {
-            let _ = tx.send(l);
-        }
-    });
-    let mut stdout = BufReader::new(child.0.stdout.take().unwrap());
+    let (mut child, log, mut stdout) = run_logged(&cfg, &["--log-format", "json"]);
     for _ in 0..2 {
         let mut l = String::new();
         stdout.read_line(&mut l).unwrap();
     }
-    std::thread::spawn(move || {
-        let mut sink = String::new();
-        let _ = stdout.read_to_string(&mut sink);
-    });
+    drain(stdout);
     let reload = || {
         forwarder()
             .args(["reload", "--config"])

@@ -195,44 +195,8 @@ pub fn start(
 fn reload(control: &mut Control, why: &str, diff: bool) -> serde_json::Value {
     match control.reload_with(diff) {
         Ok((r, said)) => {
-            if !r.published {
-                log_with(
-                    Level::Info,
-                    &format!(
-                        "reload ({why}): nothing changed, generation {} serves on ({:.1} ms)",
-                        r.generation,
-                        r.took.as_secs_f64() * 1e3
-                    ),
-                    json!({ "event": "reload", "trigger": why, "published": false,
-                            "generation": r.generation, "took_us": r.took.as_micros() as u64 }),
-                );
-            } else {
-                log_with(Level::Info, &format!(
-                "reload ({why}): generation {}: {} set(s) rebuilt, +{} -{} element(s), {} route change(s){}, in {:.1} ms ({:.1} ms reading and checking the files)",
-                r.generation,
-                r.sets_rebuilt,
-                r.elements_added,
-                r.elements_removed,
-                r.routes_changed,
-                if r.fib_rebuilt { ", FIB rebuilt" } else { "" },
-                r.took.as_secs_f64() * 1e3,
-                r.parse.as_secs_f64() * 1e3
-            ), json!({
-                "event": "reload",
-                "trigger": why,
-                "published": true,
-                "generation": r.generation,
-                "sets_rebuilt": r.sets_rebuilt,
-                "elements_added": r.elements_added,
-                "elements_removed": r.elements_removed,
-                "routes_changed": r.routes_changed,
-                "fib_rebuilt": r.fib_rebuilt,
-                "took_us": r.took.as_micros() as u64,
-                "parse_us": r.parse.as_micros() as u64,
-            }));
-            }
-            json!({
-                "result": "ok",
+            // What the reload did, once: the log's fields and the answer.
+            let figures = json!({
                 "published": r.published,
                 "generation": r.generation,
                 "sets_rebuilt": r.sets_rebuilt,
@@ -242,8 +206,34 @@ fn reload(control: &mut Control, why: &str, diff: bool) -> serde_json::Value {
                 "fib_rebuilt": r.fib_rebuilt,
                 "parse_us": r.parse.as_micros() as u64,
                 "took_us": r.took.as_micros() as u64,
-                "diff": said,
-            })
+            });
+            let msg = if !r.published {
+                format!(
+                    "reload ({why}): nothing changed, generation {} serves on ({:.1} ms)",
+                    r.generation,
+                    r.took.as_secs_f64() * 1e3
+                )
+            } else {
+                format!(
+                    "reload ({why}): generation {}: {} set(s) rebuilt, +{} -{} element(s), {} route change(s){}, in {:.1} ms ({:.1} ms reading and checking the files)",
+                    r.generation,
+                    r.sets_rebuilt,
+                    r.elements_added,
+                    r.elements_removed,
+                    r.routes_changed,
+                    if r.fib_rebuilt { ", FIB rebuilt" } else { "" },
+                    r.took.as_secs_f64() * 1e3,
+                    r.parse.as_secs_f64() * 1e3
+                )
+            };
+            let mut fields = figures.clone();
+            fields["event"] = json!("reload");
+            fields["trigger"] = json!(why);
+            log_with(Level::Info, &msg, fields);
+            let mut answer = figures;
+            answer["result"] = json!("ok");
+            answer["diff"] = said;
+            answer
         }
         Err(e) => {
             let serving = control.shared().status.generation.load(Relaxed);

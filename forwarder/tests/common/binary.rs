@@ -134,24 +134,53 @@ pub fn start_forwarder(
 /// `forwarder run` on `cfg` (synthetic ports: no namespace), returned
 /// once it serves its control socket (its second line).
 pub fn run_local(cfg: &Path) -> Running {
-    use std::io::Read;
-    let mut child = Running(
-        forwarder()
-            .args(["run", "--duration", "60s", "--config"])
-            .arg(cfg)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
-    let mut stdout = BufReader::new(child.0.stdout.take().unwrap());
+    let (child, _log, mut stdout) = run_logged(cfg, &[]);
     for _ in 0..2 {
         let mut l = String::new();
         stdout.read_line(&mut l).unwrap();
     }
-    std::thread::spawn(move || {
-        let mut sink = String::new();
-        let _ = stdout.read_to_string(&mut sink);
-    });
+    drain(stdout);
     child
+}
+
+/// `forwarder run ARGS --config CFG` for a minute at most: the process,
+/// its standard error a line at a time, and its standard output to read
+/// from (the caller reads what it needs, then [`drain`]s it).
+pub fn run_logged(
+    cfg: &Path,
+    args: &[&str],
+) -> (
+    Running,
+    mpsc::Receiver<String>,
+    BufReader<std::process::ChildStdout>,
+) {
+    let mut child = Running(
+        forwarder()
+            .args(["run", "--duration", "60s"])
+            .args(args)
+            .arg("--config")
+            .arg(cfg)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    let (tx, log) = mpsc::channel();
+    let stderr = child.0.stderr.take().unwrap();
+    std::thread::spawn(move || {
+        for l in BufReader::new(stderr).lines().map_while(Result::ok) {
+            let _ = tx.send(l);
+        }
+    });
+    let stdout = BufReader::new(child.0.stdout.take().unwrap());
+    (child, log, stdout)
+}
+
+/// Reads `r` to its end on a thread of its own (a process whose output
+/// nobody reads would block on a full pipe).
+pub fn drain(mut r: impl std::io::Read + Send + 'static) {
+    std::thread::spawn(move || {
+        let mut sink = Vec::new();
+        let _ = r.read_to_end(&mut sink);
+    });
 }

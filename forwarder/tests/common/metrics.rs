@@ -3,11 +3,34 @@
 
 use super::netns::wanted;
 use std::io::Write;
+use std::process::{Command, Output, Stdio};
+
+/// What `program args` did with `body` on its standard input; `None`
+/// where the program is not installed, unless asked for (`.ci/run`
+/// installs what these need), where that fails the test.
+fn fed(program: &str, args: &[&str], body: &str) -> Option<Output> {
+    let child = Command::new(program)
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn();
+    let Ok(mut child) = child else {
+        assert!(!wanted(), "no {program} to read the metrics");
+        return None;
+    };
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(body.as_bytes())
+        .unwrap();
+    Some(child.wait_with_output().unwrap())
+}
 
 /// The exposition read by the official Python client's parser (the
 /// names, types and samples a Prometheus server takes): the families it
-/// finds. `None` where the client is not installed, unless asked for
-/// (`.ci/run` installs it).
+/// finds. `None` where the client is not installed, unless asked for.
 pub fn parsed_by_python(body: &str) -> Option<Vec<String>> {
     let script = "import sys\n\
 from prometheus_client.parser import text_string_to_metric_families as p\n\
@@ -18,23 +41,7 @@ for f in p(sys.stdin.read()):\n    print(f.name, f.type, len(f.samples))\n";
         .into_iter()
         .find(|p| !p.starts_with('/') || std::path::Path::new(p).exists())
         .unwrap_or("python3");
-    let child = std::process::Command::new(python)
-        .args(["-c", script])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn();
-    let Ok(mut child) = child else {
-        assert!(!wanted(), "no python3 to parse the metrics");
-        return None;
-    };
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(body.as_bytes())
-        .unwrap();
-    let o = child.wait_with_output().unwrap();
+    let o = fed(python, &["-c", script], body)?;
     let err = String::from_utf8_lossy(&o.stderr);
     if err.contains("No module named 'prometheus_client'") && !wanted() {
         return None;
@@ -54,25 +61,9 @@ for f in p(sys.stdin.read()):\n    print(f.name, f.type, len(f.samples))\n";
 /// `promtool check metrics` on the exposition (Prometheus's own linter:
 /// counters end in `_total`, units are base units, help is given):
 /// what it says, or `None` where it is not installed, unless asked for
-/// (`.ci/run` installs Debian's `prometheus`, which ships it).
+/// (Debian ships it in `prometheus`).
 pub fn promtool_problems(body: &str) -> Option<String> {
-    let child = std::process::Command::new("promtool")
-        .args(["check", "metrics"])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn();
-    let Ok(mut child) = child else {
-        assert!(!wanted(), "no promtool to lint the metrics");
-        return None;
-    };
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(body.as_bytes())
-        .unwrap();
-    let o = child.wait_with_output().unwrap();
+    let o = fed("promtool", &["check", "metrics"], body)?;
     let said = format!(
         "{}{}",
         String::from_utf8_lossy(&o.stdout),
