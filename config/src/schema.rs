@@ -34,6 +34,7 @@ pub(crate) struct Neighbour {
     pub retrans_ms: Option<Spanned<u64>>,
     pub delay_ms: Option<Spanned<u64>>,
     pub probes: Option<Spanned<u32>>,
+    pub hold_bytes: Option<Spanned<u64>>,
 }
 
 #[derive(Deserialize)]

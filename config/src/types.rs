@@ -417,6 +417,10 @@ pub struct NeighbourSettings {
     /// Solicitations before a neighbour is failed (mcast_solicit and
     /// ucast_solicit, 3).
     pub probes: u32,
+    /// Bytes of frames held per neighbour while it resolves, the oldest
+    /// dropped first past it (unres_qlen_bytes, 212,992; counted by the
+    /// frames' own bytes, where Linux counts its buffers').
+    pub hold_bytes: usize,
 }
 
 /// ICMP rate limits (`[icmp]`), Linux's defaults where not given.
@@ -448,6 +452,7 @@ impl Default for RouterSettings {
                 retrans_ms: 1_000,
                 delay_ms: 5_000,
                 probes: 3,
+                hold_bytes: 212_992,
             },
             icmp: IcmpSettings {
                 msgs_per_sec: 1000,

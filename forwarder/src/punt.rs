@@ -11,7 +11,10 @@
 use crate::neigh::NeighTable;
 use crate::reason::DropReason;
 use crossbeam_queue::ArrayQueue;
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{
+    AtomicBool, AtomicU64,
+    Ordering::{AcqRel, Relaxed, SeqCst},
+};
 
 /// Bytes a frame buffer holds.
 pub const BUF_CAP: usize = crate::port::FRAME_CAP;
@@ -282,6 +285,12 @@ pub struct RouterShared {
     pub neigh: arc_swap::ArcSwap<NeighTable>,
     /// Counters.
     pub counters: Counters,
+    /// The slow path's thread, parked while it has nothing to do (see
+    /// [`RouterShared::wait`]); a punt wakes it.
+    waiter: std::sync::OnceLock<std::thread::Thread>,
+    /// Whether it is parked, or about to be: set by it, cleared by the
+    /// first punt that wakes it (one wake a nap, not one a punt).
+    parked: AtomicBool,
 }
 
 impl RouterShared {
@@ -308,6 +317,47 @@ impl RouterShared {
                 .collect(),
             neigh: arc_swap::ArcSwap::from_pointee(NeighTable::default()),
             counters: Counters::default(),
+            waiter: std::sync::OnceLock::new(),
+            parked: AtomicBool::new(false),
+        }
+    }
+
+    /// Whether nothing punted waits for the slow path.
+    pub fn punts_empty(&self) -> bool {
+        self.control.is_empty() && self.punt.iter().all(|q| q.is_empty())
+    }
+
+    /// Whether worker `w`'s inject queue, and the pool, have room for a
+    /// frame (the slow path sends held frames only as they do).
+    pub fn can_inject(&self, w: usize) -> bool {
+        let q = &self.inject[w.min(self.inject.len() - 1)];
+        q.len() < q.capacity() && !self.free.is_empty()
+    }
+
+    /// The slow path's thread waits (at most `max`) for the next punt:
+    /// the first frame of a new flow to an unresolved neighbour wakes it
+    /// at once, so that its request goes out within microseconds, not
+    /// after a nap. Called from that thread only.
+    pub fn wait(&self, max: std::time::Duration) {
+        let _ = self.waiter.set(std::thread::current());
+        self.parked.store(true, SeqCst);
+        // A punt pushed before `parked` was seen set is found here; one
+        // pushed after sees it set and wakes us (an unpark before the
+        // park makes the park return at once).
+        if self.punts_empty() {
+            std::thread::park_timeout(max);
+        }
+        self.parked.store(false, Relaxed);
+    }
+
+    /// Wakes the slow path's thread if it is parked (worker side, after a
+    /// punt): a system call at most once a nap.
+    #[cold]
+    fn wake(&self) {
+        if self.parked.swap(false, AcqRel) {
+            if let Some(t) = self.waiter.get() {
+                t.unpark();
+            }
         }
     }
 
@@ -329,7 +379,15 @@ impl RouterShared {
             &self.punt[(port as usize).min(self.punt.len() - 1)]
         };
         match q.push(b) {
-            Ok(()) => true,
+            Ok(()) => {
+                // Seen after the push (the fence), or the slow path sees
+                // the frame before it parks.
+                std::sync::atomic::fence(SeqCst);
+                if self.parked.load(Relaxed) {
+                    self.wake();
+                }
+                true
+            }
             Err(b) => {
                 let _ = self.free.push(b);
                 self.counters.inc(Counter::PuntDropped);

@@ -189,18 +189,21 @@ impl Injected {
         }
     }
 
-    /// Sends what the slow path queued for worker `q` (nothing allocates:
-    /// the buffers go back to the pool).
+    /// Sends a burst of what the slow path queued for worker `q`
+    /// (nothing allocates: the buffers go back to the pool); whether more
+    /// is queued.
     fn send(
         &mut self,
         r: &crate::punt::RouterShared,
         q: usize,
         ports: &mut [Box<dyn Port>],
         mut taps: Option<(&crate::tap::Taps, &mut crate::tap::worker::WorkerTaps)>,
-    ) {
-        let Some(queue) = r.inject.get(q) else { return };
+    ) -> bool {
+        let Some(queue) = r.inject.get(q) else {
+            return false;
+        };
         if queue.is_empty() {
-            return;
+            return false;
         }
         self.burst.clear();
         while self.bufs.len() < port::MAX_BURST {
@@ -227,6 +230,7 @@ impl Injected {
         for b in self.bufs.drain(..) {
             let _ = r.free.push(b);
         }
+        !queue.is_empty()
     }
 }
 
@@ -304,6 +308,25 @@ pub fn spawn_with(
                     } else if mine.holds() {
                         mine.let_go(q);
                     }
+                    // The neighbours first, then what the slow path gives
+                    // to send: frames it held for a neighbour, queued
+                    // before it published the MAC, go out before any this
+                    // turn forwards to it (see `Pipeline::begin_turn`).
+                    if tables.routing {
+                        // A new table may have MACs whose held frames are
+                        // all queued: the whole queue goes first (at most
+                        // its capacity; a burst of it otherwise).
+                        let all = pipe.begin_turn();
+                        let mut rounds = 0;
+                        while {
+                            let taps = (armed != 0).then_some((&shared.taps, &mut mine));
+                            injected.send(&router, q, &mut ports, taps)
+                        } && all
+                            && rounds < crate::punt::INJECT_QUEUE / port::MAX_BURST
+                        {
+                            rounds += 1;
+                        }
+                    }
                     for rx in 0..ports.len() {
                         burst.clear();
                         if ports[rx].rx_burst(&mut burst, burst_size) == 0 {
@@ -326,10 +349,6 @@ pub fn spawn_with(
                             }
                         }
                         ports[rx].release(&mut burst);
-                    }
-                    if tables.routing {
-                        let taps = (armed != 0).then_some((&shared.taps, &mut mine));
-                        injected.send(&router, q, &mut ports, taps);
                     }
                     turns += 1;
                     if turns.is_multiple_of(PUBLISH_EVERY) {

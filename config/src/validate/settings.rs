@@ -37,6 +37,15 @@ pub(super) fn router(
             }
             r.neighbour.probes = *p.get_ref();
         }
+        if let Some(h) = &n.hold_bytes {
+            if *h.get_ref() > MAX_HOLD_BYTES {
+                return Err(loc.of(
+                    h,
+                    format!("hold_bytes = {} is outside 0-{MAX_HOLD_BYTES}", h.get_ref()),
+                ));
+            }
+            r.neighbour.hold_bytes = *h.get_ref() as usize;
+        }
     }
     if let Some(i) = i {
         ms(loc, &i.ratelimit_ms, 0, &mut r.icmp.ratelimit_ms)?;
@@ -54,6 +63,10 @@ pub(super) fn router(
     }
     Ok(r)
 }
+
+/// The most a neighbour may hold while it resolves (64 MiB: a second of
+/// 500 Mbit/s towards it).
+const MAX_HOLD_BYTES: u64 = 64 << 20;
 
 pub(super) fn forwarder(
     loc: &Located,

@@ -127,6 +127,9 @@ pub struct Pipeline {
     /// from, and whether they must be set again (new snapshot).
     neigh: Arc<NeighTable>,
     neigh_stale: bool,
+    /// The neighbours are taken up once a turn ([`Pipeline::begin_turn`],
+    /// a worker), not once a burst.
+    by_turn: bool,
     /// The port the burst being processed came in on.
     pub rx_port: u16,
     /// Frames to send, per egress port index (filled by [`Pipeline::process`]).
@@ -180,6 +183,7 @@ impl Pipeline {
             punted: std::cell::Cell::new(0),
             neigh: Arc::new(NeighTable::default()),
             neigh_stale: true,
+            by_turn: false,
             rx_port: 0,
             out: vec![Vec::with_capacity(MAX_BURST); ports],
             counters: Counters::default(),
@@ -300,14 +304,26 @@ impl Pipeline {
         }
     }
 
+    /// A worker's turn begins: the slow path's neighbour table as of now
+    /// is the one this turn's bursts are sent by. The worker then sends
+    /// what the slow path queued for it, and only then its bursts: frames
+    /// held for a neighbour (queued before its MAC was published) leave
+    /// before any this turn forwards to it directly.
+    /// Returns whether the table changed: then everything queued is to be
+    /// sent before the turn's bursts, not a burst of it.
+    pub fn begin_turn(&mut self) -> bool {
+        self.by_turn = true;
+        self.punting && self.sync_neighbours()
+    }
+
     /// Runs one burst through the pipeline: afterwards, `out[port]` lists
     /// the frames of `burst` to send on each port, rewritten.
     pub fn process(&mut self, tables: &Snapshot, burst: &mut Burst) {
         if tables.generation != self.generation {
             self.adopt(tables);
         }
-        if self.punting {
-            self.sync_neighbours();
+        if self.punting && (!self.by_turn || self.neigh_stale) {
+            let _ = self.sync_neighbours();
         }
         for o in &mut self.out {
             o.clear();

@@ -105,13 +105,14 @@ impl Pipeline {
     }
 
     /// Sets the gateways' egress entries from the slow path's latest
-    /// neighbour table, if it changed (or the snapshot did).
+    /// neighbour table, if it changed (or the snapshot did): whether it
+    /// did.
     #[inline]
-    pub(super) fn sync_neighbours(&mut self) {
-        let Some(r) = &self.router else { return };
+    pub(super) fn sync_neighbours(&mut self) -> bool {
+        let Some(r) = &self.router else { return false };
         let cur = r.neigh.load();
         if !self.neigh_stale && Arc::ptr_eq(&cur, &self.neigh) {
-            return;
+            return false;
         }
         // The replaced table is only released here: the slow path keeps
         // every table it published until no worker holds it, and frees
@@ -139,6 +140,7 @@ impl Pipeline {
                 0
             };
         }
+        true
     }
 
     /// Hands frame `i` to the slow path.

@@ -88,6 +88,7 @@ pub fn answers(t: &Tables, neighbours: &[NeighView], buf: &Buf, now: u64) -> Vec
             sent: now,
             probes: v.probes,
             held: VecDeque::new(),
+            held_bytes: 0,
             fixed: false,
         });
     }

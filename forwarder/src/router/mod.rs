@@ -32,7 +32,7 @@ mod tests;
 mod thread;
 
 pub use explain::{answers, Answer};
-pub use neighbours::{HOLD, LOCKTIME_MS};
+pub use neighbours::LOCKTIME_MS;
 pub use slow::{Host, SlowPath};
 pub use thread::spawn;
 

@@ -17,9 +17,15 @@ use crate::wire::{self, ip, nd};
 use std::collections::VecDeque;
 use std::sync::Arc;
 
-/// Frames held per unresolved neighbour, as Linux's `unres_qlen`
-/// default of 3 packets (older ones are dropped first).
-pub const HOLD: usize = 3;
+/// What all neighbours together hold at most while they resolve: a scan
+/// of a connected network's addresses makes a neighbour of each, and
+/// `hold_bytes` apiece would add up without bound (Linux bounds its
+/// entries instead, `gc_thresh3`). Frames past it are dropped, counted.
+pub const HOLD_TOTAL: usize = 16 << 20;
+
+/// The longest a resolved neighbour's MAC waits for the queues to settle
+/// before it is published (see [`SlowPath::drain_held`]).
+const DRAIN_MS: u64 = 20;
 
 /// A known MAC is replaced by another only once it is this old, unless
 /// the neighbour announces the new one (gratuitous ARP, an unsolicited
@@ -140,6 +146,7 @@ impl SlowPath {
                     sent: now,
                     probes: 0,
                     held: VecDeque::new(),
+                    held_bytes: 0,
                     fixed: true,
                 },
             );
@@ -237,6 +244,7 @@ impl SlowPath {
                         sent: now,
                         probes: 0,
                         held: VecDeque::new(),
+                        held_bytes: 0,
                         fixed: false,
                     },
                 );
@@ -269,11 +277,57 @@ impl SlowPath {
             e.since = now;
             e.probes = 0;
         }
-        let held: Vec<Held> = e.held.drain(..).collect();
-        for h in held {
-            self.release(t, key, h);
+        if !e.held.is_empty() && !self.draining.contains(&key) {
+            self.draining.push(key);
         }
+        self.drain_held(t);
         true
+    }
+
+    /// Sends the frames held for resolved neighbours, oldest first, as
+    /// long as the workers' inject queues take them (a resolution after
+    /// 10 ms at line rate holds thousands: more than a queue); a
+    /// neighbour whose frames are all out is published (`dirty`), so the
+    /// workers send its next ones themselves. Returns how many went.
+    pub fn drain_held(&mut self, t: &Tables) -> usize {
+        let mut sent = 0;
+        let mut i = 0;
+        while i < self.draining.len() {
+            let key = self.draining[i];
+            // (Failed or forgotten meanwhile: what it held is gone.)
+            while let Some(e) = self.neigh.get_mut(&key).filter(|e| e.mac.is_some()) {
+                let Some(w) = e.held.front().map(|h| h.worker as usize) else {
+                    break;
+                };
+                if !self.shared.can_inject(w) {
+                    break;
+                }
+                let Some(h) = e.held.pop_front() else { break };
+                let n = h.bytes.len().min(e.held_bytes);
+                e.held_bytes -= n;
+                self.held_total -= n.min(self.held_total);
+                self.release(t, key, h);
+                sent += 1;
+            }
+            // Published once all it held is queued to the workers (who
+            // take up a new table before they send what is queued: see
+            // `Pipeline::begin_turn`) and nothing punted is on its way
+            // here (frames handed over before the workers see the MAC
+            // would come after ones they then send themselves); past
+            // `DRAIN_MS`, at once (a flood that never lets them empty).
+            let settled = self.shared.punts_empty();
+            let done = self.neigh.get(&key).is_none_or(|e| {
+                e.mac.is_none()
+                    || e.held.is_empty() && (settled || self.now >= e.updated + DRAIN_MS)
+            });
+            if done {
+                self.draining.swap_remove(i);
+                self.dirty = true;
+            } else {
+                i += 1;
+            }
+        }
+        sent
     }
 
     /// Sends a held frame to `key`'s MAC.
@@ -302,42 +356,64 @@ impl SlowPath {
     /// while it resolves.
     pub(super) fn send_via(&mut self, t: &Tables, key: (u16, u128), h: Held) {
         let now = self.now;
-        if let Some(e) = self.neigh.get_mut(&key) {
-            if e.mac.is_some() {
+        let limit = self.settings.neighbour.hold_bytes;
+        let e = match self.neigh.get_mut(&key) {
+            // Resolved, nothing held before it: out now.
+            Some(e) if e.mac.is_some() && e.held.is_empty() => {
                 self.release(t, key, h);
                 return;
             }
-            if e.state == State::Failed {
+            Some(e) if e.state == State::Failed => {
                 self.shared.counters.inc(Counter::UnresolvedDropped);
                 return;
             }
-            if e.held.len() >= HOLD {
-                e.held.pop_front();
-                self.shared.counters.inc(Counter::UnresolvedDropped);
+            // Resolving, or resolved with frames still going out: behind
+            // them.
+            Some(e) => e,
+            None => {
+                let w = h.worker;
+                self.neigh.insert(
+                    key,
+                    Entry {
+                        mac: None,
+                        state: State::Incomplete,
+                        since: now,
+                        updated: now,
+                        sent: now,
+                        probes: 1,
+                        held: VecDeque::new(),
+                        held_bytes: 0,
+                        fixed: false,
+                    },
+                );
+                self.dirty = true;
+                // The request first: the frame waits for its answer.
+                self.solicit(t, key, None, w as usize);
+                match self.neigh.get_mut(&key) {
+                    Some(e) => e,
+                    None => return,
+                }
             }
-            e.held.push_back(h);
-            self.shared.counters.inc(Counter::Held);
+        };
+        // Held by bytes, as Linux's `unres_qlen_bytes`: the oldest go
+        // first past the limit (a frame larger than it is not held).
+        let c = &self.shared.counters;
+        let len = h.bytes.len();
+        if self.held_total + len > HOLD_TOTAL {
+            c.inc(Counter::UnresolvedDropped);
             return;
         }
-        let w = h.worker;
-        let mut held = VecDeque::new();
-        held.push_back(h);
-        self.shared.counters.inc(Counter::Held);
-        self.neigh.insert(
-            key,
-            Entry {
-                mac: None,
-                state: State::Incomplete,
-                since: now,
-                updated: now,
-                sent: now,
-                probes: 1,
-                held,
-                fixed: false,
-            },
-        );
-        self.dirty = true;
-        self.solicit(t, key, None, w as usize);
+        e.held_bytes += len;
+        self.held_total += len;
+        e.held.push_back(h);
+        c.inc(Counter::Held);
+        while e.held_bytes > limit {
+            let Some(old) = e.held.pop_front() else { break };
+            let n = old.bytes.len().min(e.held_bytes);
+            e.held_bytes -= n;
+            self.held_total -= n.min(self.held_total);
+            c.inc(Counter::UnresolvedDropped);
+        }
     }
 
     /// Asks for `key`'s MAC: broadcast (multicast) or, when probing a
@@ -401,6 +477,7 @@ impl SlowPath {
                         e.since = now;
                         dropped += e.held.len();
                         e.held.clear();
+                        e.held_bytes = 0;
                         failed += 1;
                         self.dirty = true;
                     } else {
@@ -430,6 +507,9 @@ impl SlowPath {
             }
             true
         });
+        // Counted again, exactly: entries also go with their ports or
+        // are replaced by configured ones.
+        self.held_total = self.neigh.values().map(|e| e.held_bytes).sum();
         let sh = self.shared.clone();
         let c = &sh.counters;
         for _ in 0..failed {
@@ -451,7 +531,20 @@ impl SlowPath {
             return;
         }
         self.dirty = false;
-        let map = self.neigh.iter().map(|(&k, e)| (k, e.mac)).collect();
+        // What the workers see: a MAC once it is known and nothing is
+        // held for it any more; a failed neighbour, as one without a MAC
+        // (its frames dropped on the workers, counted); a neighbour still
+        // resolving, or still sending what it held, not at all, so that
+        // its frames keep coming here to be held behind the others.
+        let map = self
+            .neigh
+            .iter()
+            .filter_map(|(&k, e)| match (e.mac, e.state) {
+                (Some(m), _) if e.held.is_empty() => Some((k, Some(m))),
+                (None, State::Failed) => Some((k, None)),
+                _ => None,
+            })
+            .collect();
         let old = self.shared.neigh.swap(Arc::new(NeighTable { map }));
         self.retired.push(old);
     }

@@ -36,6 +36,14 @@ pub struct SlowPath {
     /// The time of the frame or tick being served (milliseconds on the
     /// slow path's clock).
     pub(super) now: u64,
+    /// Neighbours resolved with frames still held: sent as the workers'
+    /// inject queues take them, in order, before the MAC is published
+    /// (until then the workers punt the neighbour's frames here, behind
+    /// the held ones, so that none overtakes another).
+    pub(super) draining: Vec<(u16, u128)>,
+    /// The bytes all neighbours hold (kept as frames come and go, and
+    /// counted again every tick).
+    pub(super) held_total: usize,
 }
 
 /// A frame waiting for its neighbour's MAC.
@@ -57,6 +65,8 @@ pub(super) struct Entry {
     pub(super) sent: u64,
     pub(super) probes: u32,
     pub(super) held: VecDeque<Held>,
+    /// The bytes of `held` (bounded by `[neighbour] hold_bytes`).
+    pub(super) held_bytes: usize,
     /// Configured (a next hop with both `mac` and `address`): never
     /// changed by what the network says.
     pub(super) fixed: bool,
@@ -125,6 +135,8 @@ impl SlowPath {
             hosts: Vec::new(),
             next_worker: 0,
             now: 0,
+            draining: Vec::new(),
+            held_total: 0,
         }
     }
 

@@ -15,7 +15,8 @@ const P0: [u8; 6] = [2, 0, 0, 0, 0, 1];
 const HOST: [u8; 6] = [2, 0, 0, 0, 0xaa, 1];
 const GW: [u8; 6] = [2, 0, 0, 0, 0xbb, 2];
 
-fn tables() -> Snapshot {
+/// [`tables`] with more `[neighbour]` settings.
+fn tables_with(neighbour: &str) -> Snapshot {
     let text = r#"
 route = [{ prefix = "203.0.113.0/24", via = "198.51.100.254" }]
 [[port]]
@@ -37,14 +38,19 @@ probes = 3
 reachable_ms = 1000
 delay_ms = 100
 "#;
-    let cfg = config::parse("r.toml", text, std::path::Path::new(".")).unwrap();
+    let text = format!("{text}{neighbour}\n");
+    let cfg = config::parse("r.toml", &text, std::path::Path::new(".")).unwrap();
     build::snapshot(&cfg, 1).unwrap()
 }
 
 fn setup() -> (SlowPath, Arc<RouterShared>, Snapshot) {
+    setup_with("")
+}
+
+fn setup_with(neighbour: &str) -> (SlowPath, Arc<RouterShared>, Snapshot) {
     let r = Arc::new(RouterShared::new(2, 2));
     let mut sp = SlowPath::new(r.clone());
-    let t = tables();
+    let t = tables_with(neighbour);
     sp.adopt(&t, 0);
     drain(&r);
     (sp, r, t)
@@ -253,10 +259,13 @@ fn unresolved_frames_are_held_resolved_and_sent_rewritten() {
             r.counters.get(Counter::Held),
             r.counters.get(Counter::UnresolvedDropped)
         ),
-        (4, 1)
+        (4, 0),
+        "all held: 4 frames are far below hold_bytes"
     );
     sp.publish();
-    assert_eq!(r.neigh.load().get(1, nkey(false, 0xc633_64fe)), Some(None));
+    // Resolving: not in the workers' table, so that they hand its frames
+    // here too (to be held behind these).
+    assert_eq!(r.neigh.load().get(1, nkey(false, 0xc633_64fe)), None);
     arp_in(
         &mut sp,
         &t,
@@ -265,7 +274,7 @@ fn unresolved_frames_are_held_resolved_and_sent_rewritten() {
         20,
     );
     let out = drain(&r);
-    assert_eq!(out.len(), 3, "the three held frames");
+    assert_eq!(out.len(), 4, "the four held frames");
     for (port, g) in out {
         assert_eq!(port, 1);
         assert_eq!(&g[..12], &[GW, [2, 0, 0, 0, 0, 2]].concat()[..]);
@@ -277,6 +286,133 @@ fn unresolved_frames_are_held_resolved_and_sent_rewritten() {
         r.neigh.load().get(1, nkey(false, 0xc633_64fe)),
         Some(Some(GW))
     );
+}
+
+/// The gateway's hop and frames to it, their UDP source ports 0, 1, 2...
+fn to_gateway(t: &Snapshot, n: u16) -> (u32, Vec<Vec<u8>>) {
+    let gw_hop = t
+        .hop_kinds
+        .iter()
+        .position(|k| matches!(k, HopKind::Gateway { .. }))
+        .unwrap() as u32;
+    let frames = (0..n)
+        .map(|i| {
+            let mut f = ipv4(0xc000_0202, 0xcb00_7105, 64, L4::Udp(i, 2), 10);
+            f[..6].copy_from_slice(&P0);
+            f
+        })
+        .collect();
+    (gw_hop, frames)
+}
+
+/// The UDP source ports of IPv4 frames.
+fn sports(out: &[(u16, Vec<u8>)]) -> Vec<u16> {
+    out.iter()
+        .map(|(_, g)| u16::from_be_bytes([g[34], g[35]]))
+        .collect()
+}
+
+/// Past `hold_bytes` the oldest frames go first, counted; what is left
+/// goes out once resolved.
+#[test]
+fn the_hold_is_bounded_by_bytes_oldest_dropped_first() {
+    // Frames of 52 bytes: two fit in 104, a third does not.
+    let (mut sp, r, t) = setup_with("hold_bytes = 104");
+    let (hop, frames) = to_gateway(&t, 5);
+    assert_eq!(frames[0].len(), 52);
+    for f in &frames {
+        punt(&mut sp, &t, f, 0, DropReason::Unresolved, hop, 10);
+    }
+    drain(&r);
+    assert_eq!(
+        (
+            r.counters.get(Counter::Held),
+            r.counters.get(Counter::UnresolvedDropped)
+        ),
+        (5, 3)
+    );
+    let reply = arp(Arp::REPLY, GW, 0xc633_64fe, 0xc633_6401, [2, 0, 0, 0, 0, 2]);
+    arp_in(&mut sp, &t, &reply, 1, 20);
+    assert_eq!(sports(&drain(&r)), [3, 4], "the newest two, in order");
+    // Nothing held at all.
+    let (mut sp, r, t) = setup_with("hold_bytes = 0");
+    let (hop, frames) = to_gateway(&t, 2);
+    for f in &frames {
+        punt(&mut sp, &t, f, 0, DropReason::Unresolved, hop, 10);
+    }
+    assert_eq!(r.counters.get(Counter::UnresolvedDropped), 2);
+    assert_eq!(drain(&r).len(), 1, "the request alone");
+}
+
+/// All neighbours together hold at most `HOLD_TOTAL`: a scan of a
+/// connected network cannot hold without bound.
+#[test]
+fn all_neighbours_together_hold_a_bounded_amount() {
+    let (mut sp, r, t) = setup();
+    let connected = t
+        .hop_kinds
+        .iter()
+        .position(|k| *k == HopKind::Connected)
+        .unwrap() as u32;
+    let src = 0x2001_0db8_0002u128 << 80;
+    let per = 150;
+    let neighbours = super::neighbours::HOLD_TOTAL / (per * 1462) + 5;
+    for n in 0..neighbours {
+        let dst = 0x2001_0db8_0001u128 << 80 | (0x100 + n as u128);
+        let mut f = ipv6(src, dst, 64, L4::Udp(1, 2), 1400);
+        assert_eq!(f.len(), 1462);
+        f[..6].copy_from_slice(&P0);
+        for _ in 0..per {
+            punt(&mut sp, &t, &f, 0, DropReason::Unresolved, connected, 0);
+        }
+        drain(&r);
+    }
+    assert!(sp.held_total <= super::neighbours::HOLD_TOTAL);
+    assert!(sp.held_total > super::neighbours::HOLD_TOTAL - 1462 * per);
+    let held: usize = sp.neigh.values().map(|e| e.held_bytes).sum();
+    assert_eq!(held, sp.held_total);
+    // Each neighbour holds up to hold_bytes (145 of these frames), the
+    // rest were dropped, counted.
+    let dropped = r.counters.get(Counter::UnresolvedDropped) as usize;
+    assert_eq!(dropped + held / 1462, neighbours * per);
+    sp.tick(&t, 1);
+    assert_eq!(held, sp.held_total, "counted again at the tick, the same");
+}
+
+/// More held than an inject queue takes: sent in order as the queue
+/// empties, and the MAC published only once all are out (until then new
+/// frames are held behind them, so none overtakes another).
+#[test]
+fn a_long_hold_goes_out_in_order_before_the_mac_is_published() {
+    let (mut sp, r, t) = setup();
+    let n = crate::punt::INJECT_QUEUE as u16 + 100;
+    let (hop, frames) = to_gateway(&t, n + 10);
+    for f in &frames[..n as usize] {
+        punt(&mut sp, &t, f, 0, DropReason::Unresolved, hop, 10);
+    }
+    drain(&r);
+    let reply = arp(Arp::REPLY, GW, 0xc633_64fe, 0xc633_6401, [2, 0, 0, 0, 0, 2]);
+    arp_in(&mut sp, &t, &reply, 1, 20);
+    sp.publish();
+    let key = nkey(false, 0xc633_64fe);
+    assert_eq!(
+        r.neigh.load().get(1, key),
+        None,
+        "still sending what it held"
+    );
+    let mut out = drain(&r);
+    assert_eq!(out.len(), crate::punt::INJECT_QUEUE, "a queue's worth");
+    // Frames still punted meanwhile queue up behind the held ones.
+    for f in &frames[n as usize..] {
+        punt(&mut sp, &t, f, 0, DropReason::Unresolved, hop, 21);
+    }
+    while sp.drain_held(&t) > 0 {
+        out.extend(drain(&r));
+    }
+    sp.publish();
+    assert_eq!(r.neigh.load().get(1, key), Some(Some(GW)));
+    assert_eq!(sports(&out), (0..n + 10).collect::<Vec<_>>());
+    assert_eq!(r.counters.get(Counter::UnresolvedDropped), 0);
 }
 
 #[test]

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// Starts the slow path's thread: it serves punted frames as they come
-/// (polling every 200 µs when idle), moves the neighbour timers every
+/// (parked when idle: a punt wakes it, else it looks every 200 µs), moves the neighbour timers every
 /// 10 ms and publishes the table when it changed. It ends when `shared`
 /// says stop.
 pub fn spawn(
@@ -44,6 +44,10 @@ pub fn spawn(
                     }
                 }
                 n += sp.from_hosts();
+                // Frames held for neighbours resolved meanwhile, as the
+                // inject queues take them (not counted as work: a full
+                // queue is emptied by its worker while this one naps).
+                sp.drain_held(&t);
                 sp.publish();
                 if now >= last_tick + 10 {
                     sp.tick(&t, now);
@@ -52,7 +56,7 @@ pub fn spawn(
                 }
                 drop(t);
                 if n == 0 {
-                    std::thread::sleep(Duration::from_micros(200));
+                    r.wait(Duration::from_micros(200));
                 }
             }
         })

@@ -1,0 +1,216 @@
+//! No loss while a neighbour resolves: host a sends one flow of 3,000
+//! datagrams, paced at about 100,000 a second, to host b, which the
+//! router has never heard of; every one arrives, in order. Linux as the
+//! router proves it first (its `unres_qlen_bytes` hold), then the
+//! forwarder takes its place, with addresses on its ports and no static
+//! neighbours, IPv4 and IPv6.
+//!
+//! Needs root and `ip`; skipped without root unless
+//! `FORWARDER_NETNS_TESTS=1`. Addresses from 192.0.2.0/24,
+//! 198.51.100.0/24 and 2001:db8::/32 only; the namespaces are removed
+//! afterwards. One worker, so that the hosts' threads have the other
+//! core.
+
+mod common;
+
+use common::*;
+use std::net::UdpSocket;
+use std::time::{Duration, Instant};
+
+const A_MAC: [u8; 6] = [0x02, 0, 0, 0, 0x0c, 0x01];
+const F0_MAC: [u8; 6] = [0x02, 0, 0, 0, 0x0c, 0xfe];
+const F1_MAC: [u8; 6] = [0x02, 0, 0, 0, 0x0d, 0xfe];
+const B_MAC: [u8; 6] = [0x02, 0, 0, 0, 0x0d, 0x02];
+
+/// Datagrams in the flow.
+const FLOW: u32 = 3000;
+
+/// One flow from a to b (`dst` port `port`), paced at one datagram every
+/// 10 µs: the sequence numbers b received, in their order, and the rate
+/// a sent at.
+fn flow(topo: &Topology, src: &'static str, dst: &'static str, port: u16) -> (Vec<u32>, f64) {
+    let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+    let receiver = in_netns(topo.ns(2), move || {
+        let u = UdpSocket::bind(format!("{dst}:{port}")).unwrap();
+        u.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+        // Room for the whole flow: a receiver that the busy worker keeps
+        // off the CPU for a moment loses nothing either.
+        let size: libc::c_int = 8 << 20;
+        // SAFETY: setting an int socket option on a socket we own, from
+        // a live value of the size given.
+        let r = unsafe {
+            libc::setsockopt(
+                std::os::fd::AsRawFd::as_raw_fd(&u),
+                libc::SOL_SOCKET,
+                libc::SO_RCVBUFFORCE,
+                (&size as *const libc::c_int).cast(),
+                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            )
+        };
+        assert_eq!(r, 0, "SO_RCVBUFFORCE: {}", std::io::Error::last_os_error());
+        ready_tx.send(()).unwrap();
+        let mut got = Vec::new();
+        let mut buf = [0u8; 64];
+        while let Ok(n) = u.recv(&mut buf) {
+            if n >= 4 {
+                got.push(u32::from_be_bytes([buf[0], buf[1], buf[2], buf[3]]));
+            }
+            if got.len() == FLOW as usize {
+                break;
+            }
+        }
+        got
+    });
+    ready_rx.recv().unwrap();
+    let sender = in_netns(topo.ns(0), move || {
+        let u = UdpSocket::bind(src).unwrap();
+        u.connect(format!("{dst}:{port}")).unwrap();
+        let start = Instant::now();
+        for i in 0..FLOW {
+            let mut m = [0u8; 18];
+            m[..4].copy_from_slice(&i.to_be_bytes());
+            // A full socket buffer is the sender's loss, not the
+            // router's: tried again.
+            while u.send(&m).is_err() {}
+            let due = Duration::from_micros(10 * (u64::from(i) + 1));
+            while start.elapsed() < due {
+                std::hint::spin_loop();
+            }
+        }
+        f64::from(FLOW) / start.elapsed().as_secs_f64()
+    });
+    let rate = sender.join().unwrap();
+    (receiver.join().unwrap(), rate)
+}
+
+/// What a flow's receiver got, judged: all of it, in order.
+fn judged(who: &str, family: &str, got: &[u32], rate: f64) {
+    let inversions = got.windows(2).filter(|w| w[1] < w[0]).count();
+    if let Some(i) = got.windows(2).position(|w| w[1] < w[0]) {
+        eprintln!(
+            "{who}, {family}: first out of order at {i}: {:?}",
+            &got[i.saturating_sub(5)..(i + 6).min(got.len())]
+        );
+    }
+    eprintln!(
+        "{who}, {family}: {} of {FLOW} received at {:.0} a second, {inversions} out of order",
+        got.len(),
+        rate
+    );
+    assert_eq!(
+        got.len(),
+        FLOW as usize,
+        "{who}, {family}: lost {}",
+        FLOW as usize - got.len()
+    );
+    assert_eq!(inversions, 0, "{who}, {family}: out of order");
+}
+
+#[test]
+fn a_resolving_neighbour_loses_nothing() {
+    let Some(topo) = topology_or_skip(
+        "neighbour_hold",
+        &Shape {
+            tag: "fwdn",
+            variant: 'p',
+            queues: 2,
+            macs: [Some(A_MAC), Some(F0_MAC), Some(F1_MAC), Some(B_MAC)],
+            full_checksums: Driver::AfPacket.full_checksums(),
+            announce: false,
+            hosts: [
+                ("192.0.2.2/24", "2001:db8:1::2/64"),
+                ("198.51.100.2/24", "2001:db8:2::2/64"),
+            ],
+            gateways: [
+                Some(("192.0.2.1", "2001:db8:1::1")),
+                Some(("198.51.100.1", "2001:db8:2::1")),
+            ],
+        },
+    ) else {
+        return;
+    };
+    // Host a knows its router: only the router's resolution of b is
+    // under test.
+    for gw in ["192.0.2.1", "2001:db8:1::1"] {
+        topo.ip(
+            0,
+            &format!(
+                "neigh replace {gw} lladdr {} dev a0 nud permanent",
+                mac(F0_MAC)
+            ),
+        )
+        .unwrap();
+    }
+    let flows = [
+        ("IPv4", "192.0.2.2:0", "198.51.100.2", 7100),
+        ("IPv6", "[2001:db8:1::2]:0", "[2001:db8:2::2]", 7200),
+    ];
+
+    // Linux as the router first.
+    let f = topo.ns(1);
+    for (dev, v4, v6) in [
+        ("f0", "192.0.2.1/24", "2001:db8:1::1/64"),
+        ("f1", "198.51.100.1/24", "2001:db8:2::1/64"),
+    ] {
+        // No duplicate address detection: a tentative link-local address
+        // would keep Linux from soliciting for a second.
+        sysctl(f, &format!("net.ipv6.conf.{dev}.accept_dad=0")).unwrap();
+        sysctl(f, &format!("net.ipv6.conf.{dev}.disable_ipv6=0")).unwrap();
+        topo.ip(1, &format!("addr add {v4} dev {dev}")).unwrap();
+        topo.ip(1, &format!("-6 addr add {v6} dev {dev} nodad"))
+            .unwrap();
+    }
+    sysctl(f, "net.ipv4.ip_forward=1").unwrap();
+    sysctl(f, "net.ipv6.conf.all.forwarding=1").unwrap();
+    for (family, src, dst, port) in flows {
+        let (got, rate) = flow(&topo, src, dst, port);
+        judged("Linux", family, &got, rate);
+    }
+    // ... then out of the way: no addresses, no forwarding, and b
+    // forgets it (the forwarder answers with the same MACs).
+    sysctl(f, "net.ipv4.ip_forward=0").unwrap();
+    sysctl(f, "net.ipv6.conf.all.forwarding=0").unwrap();
+    for dev in ["f0", "f1"] {
+        topo.ip(1, &format!("addr flush dev {dev}")).unwrap();
+        sysctl(f, &format!("net.ipv6.conf.{dev}.disable_ipv6=1")).unwrap();
+    }
+    topo.ip(2, "neigh flush dev b0").unwrap();
+
+    let dir = std::env::temp_dir().join(format!("fwd-hold-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let cfg = dir.join("hold.toml");
+    std::fs::write(
+        &cfg,
+        format!(
+            r#"[forwarder]
+cores = [0]
+[[port]]
+name = "f0"
+driver = "af_packet"
+mac = "{m0}"
+address = ["192.0.2.1/24", "2001:db8:1::1/64"]
+[port.options]
+ring_frames = 4096
+[[port]]
+name = "f1"
+driver = "af_packet"
+mac = "{m1}"
+address = ["198.51.100.1/24", "2001:db8:2::1/64"]
+"#,
+            m0 = mac(F0_MAC),
+            m1 = mac(F1_MAC)
+        ),
+    )
+    .unwrap();
+    let (child, _lines) = start_forwarder(topo.ns(1), &cfg, None);
+    let _child = Running(child);
+    for (family, src, dst, port) in flows {
+        let (got, rate) = flow(&topo, src, dst, port);
+        judged("the forwarder", family, &got, rate);
+    }
+    let router = &stats(&cfg)["router"];
+    eprintln!("the forwarder's slow path: {router}");
+    assert_eq!(router["unresolved_dropped"], 0, "{router}");
+    assert!(router["held"].as_u64() > Some(0), "{router}");
+    std::fs::remove_dir_all(dir).ok();
+}
