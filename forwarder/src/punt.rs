@@ -11,9 +11,10 @@
 use crate::neigh::NeighTable;
 use crate::reason::DropReason;
 use crossbeam_queue::ArrayQueue;
+use crossbeam_utils::CachePadded;
 use std::sync::atomic::{
     AtomicBool, AtomicU64,
-    Ordering::{AcqRel, Relaxed, SeqCst},
+    Ordering::{AcqRel, Acquire, Relaxed, Release, SeqCst},
 };
 
 /// Bytes a frame buffer holds.
@@ -291,6 +292,12 @@ pub struct RouterShared {
     /// Whether it is parked, or about to be: set by it, cleared by the
     /// first punt that wakes it (one wake a nap, not one a punt).
     parked: AtomicBool,
+    /// Per worker, the frames it handed over (written by it alone) and
+    /// those of them the slow path has served (written by the slow path
+    /// alone): a worker takes up a new neighbour table only once the two
+    /// agree (see [`RouterShared::caught_up`]).
+    punted: Vec<CachePadded<AtomicU64>>,
+    handled: Vec<CachePadded<AtomicU64>>,
 }
 
 impl RouterShared {
@@ -319,7 +326,30 @@ impl RouterShared {
             counters: Counters::default(),
             waiter: std::sync::OnceLock::new(),
             parked: AtomicBool::new(false),
+            punted: (0..workers.max(1))
+                .map(|_| CachePadded::default())
+                .collect(),
+            handled: (0..workers.max(1))
+                .map(|_| CachePadded::default())
+                .collect(),
         }
+    }
+
+    /// Whether the slow path has served every frame worker `w` handed it
+    /// (worker side). Until it has, the worker keeps its neighbour table:
+    /// a frame it handed over under the old one, and which the slow path
+    /// then sends, would otherwise leave after ones the worker sends
+    /// itself under the new one.
+    pub fn caught_up(&self, w: usize) -> bool {
+        let w = w.min(self.punted.len() - 1);
+        self.handled[w].load(Acquire) >= self.punted[w].load(Relaxed)
+    }
+
+    /// The slow path has served a frame of worker `w` (what it sent for
+    /// it, if anything, is in `w`'s inject queue).
+    pub fn served(&self, w: usize) {
+        let h = &self.handled[w.min(self.handled.len() - 1)];
+        h.store(h.load(Relaxed) + 1, Release);
     }
 
     /// Whether nothing punted waits for the slow path.
@@ -380,6 +410,8 @@ impl RouterShared {
         };
         match q.push(b) {
             Ok(()) => {
+                let p = &self.punted[(worker as usize).min(self.punted.len() - 1)];
+                p.store(p.load(Relaxed) + 1, Relaxed);
                 // Seen after the push (the fence), or the slow path sees
                 // the frame before it parks.
                 std::sync::atomic::fence(SeqCst);

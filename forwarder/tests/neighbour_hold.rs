@@ -15,7 +15,7 @@ mod common;
 
 use common::*;
 use std::net::UdpSocket;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 const A_MAC: [u8; 6] = [0x02, 0, 0, 0, 0x0c, 0x01];
 const F0_MAC: [u8; 6] = [0x02, 0, 0, 0, 0x0c, 0xfe];
@@ -25,10 +25,52 @@ const B_MAC: [u8; 6] = [0x02, 0, 0, 0, 0x0d, 0x02];
 /// Datagrams in the flow.
 const FLOW: u32 = 3000;
 
+/// When b's interface first sees a request for its address (an ARP
+/// request or a neighbour solicitation), read as it comes (the time is
+/// this thread's, read when it wakes: tens of microseconds late at most
+/// on an idle core).
+fn first_request(fd: &std::os::fd::OwnedFd) -> Option<SystemTime> {
+    let start = Instant::now();
+    let mut buf = [0u8; 2048];
+    while start.elapsed() < Duration::from_secs(3) {
+        // SAFETY: reads into our buffer, at most its length.
+        let n = unsafe {
+            libc::recv(
+                std::os::fd::AsRawFd::as_raw_fd(fd),
+                buf.as_mut_ptr().cast(),
+                buf.len(),
+                0,
+            )
+        };
+        let now = SystemTime::now();
+        let f = &buf[..n.max(0) as usize];
+        let arp_request = f.len() >= 22 && f[12..14] == [8, 6] && f[20..22] == [0, 1];
+        let solicitation =
+            f.len() >= 55 && f[12..14] == [0x86, 0xdd] && f[20] == 58 && f[54] == 135;
+        if arp_request || solicitation {
+            return Some(now);
+        }
+    }
+    None
+}
+
 /// One flow from a to b (`dst` port `port`), paced at one datagram every
-/// 10 µs: the sequence numbers b received, in their order, and the rate
-/// a sent at.
-fn flow(topo: &Topology, src: &'static str, dst: &'static str, port: u16) -> (Vec<u32>, f64) {
+/// 10 µs on average: the sequence numbers b received, in their order, the rate a
+/// sent at, and how long after the first datagram left a the router's
+/// request for b's MAC reached b.
+fn flow(
+    topo: &Topology,
+    src: &'static str,
+    dst: &'static str,
+    port: u16,
+) -> (Vec<u32>, f64, Option<Duration>) {
+    let (seen_tx, seen_rx) = std::sync::mpsc::channel();
+    let watcher = in_netns(topo.ns(2), move || {
+        let fd = packet_socket("b0");
+        seen_tx.send(()).unwrap();
+        first_request(&fd)
+    });
+    seen_rx.recv().unwrap();
     let (ready_tx, ready_rx) = std::sync::mpsc::channel();
     let receiver = in_netns(topo.ns(2), move || {
         let u = UdpSocket::bind(format!("{dst}:{port}")).unwrap();
@@ -63,28 +105,42 @@ fn flow(topo: &Topology, src: &'static str, dst: &'static str, port: u16) -> (Ve
     });
     ready_rx.recv().unwrap();
     let sender = in_netns(topo.ns(0), move || {
+        // On the core the worker leaves free, and only there: a veth
+        // queues what it is given on the sending core, and a sender that
+        // moved to the worker's core (where the kernel's softirq waits
+        // behind a polling thread) would reorder its own flow.
+        core_affinity::set_for_current(core_affinity::CoreId { id: 1 });
         let u = UdpSocket::bind(src).unwrap();
         u.connect(format!("{dst}:{port}")).unwrap();
         let start = Instant::now();
+        let first = SystemTime::now();
         for i in 0..FLOW {
             let mut m = [0u8; 18];
             m[..4].copy_from_slice(&i.to_be_bytes());
             // A full socket buffer is the sender's loss, not the
             // router's: tried again.
             while u.send(&m).is_err() {}
+            // Asleep when ahead (a few datagrams back to back after
+            // each nap): a spinning sender would keep the slow path's
+            // thread off the core the worker leaves free.
             let due = Duration::from_micros(10 * (u64::from(i) + 1));
-            while start.elapsed() < due {
-                std::hint::spin_loop();
+            if let Some(ahead) = due.checked_sub(start.elapsed()) {
+                std::thread::sleep(ahead);
             }
         }
-        f64::from(FLOW) / start.elapsed().as_secs_f64()
+        (f64::from(FLOW) / start.elapsed().as_secs_f64(), first)
     });
-    let rate = sender.join().unwrap();
-    (receiver.join().unwrap(), rate)
+    let (rate, first) = sender.join().unwrap();
+    let asked = watcher.join().unwrap();
+    let after = asked.and_then(|t| t.duration_since(first).ok());
+    (receiver.join().unwrap(), rate, after)
 }
 
-/// What a flow's receiver got, judged: all of it, in order.
-fn judged(who: &str, family: &str, got: &[u32], rate: f64) {
+/// What a flow's receiver got, judged: all of it, in order. How soon
+/// the request went is said, not judged (a time on a shared machine).
+fn judged(who: &str, family: &str, (got, rate, asked): (Vec<u32>, f64, Option<Duration>)) {
+    let got = &got[..];
+    eprintln!("{who}, {family}: the request reached b {asked:?} after the first datagram left a");
     let inversions = got.windows(2).filter(|w| w[1] < w[0]).count();
     if let Some(i) = got.windows(2).position(|w| w[1] < w[0]) {
         eprintln!(
@@ -163,8 +219,7 @@ fn a_resolving_neighbour_loses_nothing() {
     sysctl(f, "net.ipv4.ip_forward=1").unwrap();
     sysctl(f, "net.ipv6.conf.all.forwarding=1").unwrap();
     for (family, src, dst, port) in flows {
-        let (got, rate) = flow(&topo, src, dst, port);
-        judged("Linux", family, &got, rate);
+        judged("Linux", family, flow(&topo, src, dst, port));
     }
     // ... then out of the way: no addresses, no forwarding, and b
     // forgets it (the forwarder answers with the same MACs).
@@ -205,8 +260,7 @@ address = ["198.51.100.1/24", "2001:db8:2::1/64"]
     let (child, _lines) = start_forwarder(topo.ns(1), &cfg, None);
     let _child = Running(child);
     for (family, src, dst, port) in flows {
-        let (got, rate) = flow(&topo, src, dst, port);
-        judged("the forwarder", family, &got, rate);
+        judged("the forwarder", family, flow(&topo, src, dst, port));
     }
     let router = &stats(&cfg)["router"];
     eprintln!("the forwarder's slow path: {router}");

@@ -30,6 +30,11 @@ use prepared::Egress;
 use routecache::{Router, TargetId};
 use std::sync::Arc;
 
+/// The most turns in a row a worker keeps its neighbour table while the
+/// slow path catches up with what it handed over (see
+/// [`Pipeline::begin_turn`]): about a millisecond under load.
+const DEFER_TURNS: u32 = 1024;
+
 /// How much of the pipeline runs: the full one, or a prefix of it, for
 /// measuring what each stage costs (`bench forward`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -130,6 +135,8 @@ pub struct Pipeline {
     /// The neighbours are taken up once a turn ([`Pipeline::begin_turn`],
     /// a worker), not once a burst.
     by_turn: bool,
+    /// Turns the table was kept since the slow path last caught up.
+    deferred: u32,
     /// The port the burst being processed came in on.
     pub rx_port: u16,
     /// Frames to send, per egress port index (filled by [`Pipeline::process`]).
@@ -184,6 +191,7 @@ impl Pipeline {
             neigh: Arc::new(NeighTable::default()),
             neigh_stale: true,
             by_turn: false,
+            deferred: 0,
             rx_port: 0,
             out: vec![Vec::with_capacity(MAX_BURST); ports],
             counters: Counters::default(),
@@ -311,9 +319,22 @@ impl Pipeline {
     /// before any this turn forwards to it directly.
     /// Returns whether the table changed: then everything queued is to be
     /// sent before the turn's bursts, not a burst of it.
+    /// A new table waits until the slow path has served every frame this
+    /// worker handed it (at most `DEFER_TURNS` turns: a flood that never
+    /// lets it catch up).
     pub fn begin_turn(&mut self) -> bool {
         self.by_turn = true;
-        self.punting && self.sync_neighbours()
+        if !self.punting {
+            return false;
+        }
+        if let Some(r) = &self.router {
+            if !self.neigh_stale && self.deferred < DEFER_TURNS && !r.caught_up(self.worker) {
+                self.deferred += 1;
+                return false;
+            }
+        }
+        self.deferred = 0;
+        self.sync_neighbours()
     }
 
     /// Runs one burst through the pipeline: afterwards, `out[port]` lists

@@ -23,10 +23,6 @@ use std::sync::Arc;
 /// entries instead, `gc_thresh3`). Frames past it are dropped, counted.
 pub const HOLD_TOTAL: usize = 16 << 20;
 
-/// The longest a resolved neighbour's MAC waits for the queues to settle
-/// before it is published (see [`SlowPath::drain_held`]).
-const DRAIN_MS: u64 = 20;
-
 /// A known MAC is replaced by another only once it is this old, unless
 /// the neighbour announces the new one (gratuitous ARP, an unsolicited
 /// advertisement with the override flag): Linux's `locktime` (1 s), which
@@ -309,17 +305,14 @@ impl SlowPath {
                 self.release(t, key, h);
                 sent += 1;
             }
-            // Published once all it held is queued to the workers (who
-            // take up a new table before they send what is queued: see
-            // `Pipeline::begin_turn`) and nothing punted is on its way
-            // here (frames handed over before the workers see the MAC
-            // would come after ones they then send themselves); past
-            // `DRAIN_MS`, at once (a flood that never lets them empty).
-            let settled = self.shared.punts_empty();
-            let done = self.neigh.get(&key).is_none_or(|e| {
-                e.mac.is_none()
-                    || e.held.is_empty() && (settled || self.now >= e.updated + DRAIN_MS)
-            });
+            // Published once all it held is queued to the workers: they
+            // take up the table only once this thread has served all they
+            // handed over, and then send what is queued first (see
+            // `Pipeline::begin_turn`), so no frame overtakes another.
+            let done = self
+                .neigh
+                .get(&key)
+                .is_none_or(|e| e.mac.is_none() || e.held.is_empty());
             if done {
                 self.draining.swap_remove(i);
                 self.dirty = true;
@@ -358,8 +351,13 @@ impl SlowPath {
         let now = self.now;
         let limit = self.settings.neighbour.hold_bytes;
         let e = match self.neigh.get_mut(&key) {
-            // Resolved, nothing held before it: out now.
-            Some(e) if e.mac.is_some() && e.held.is_empty() => {
+            // Resolved, nothing held before it: out now (unless its
+            // worker's queue is full: then held, and sent as it empties).
+            Some(e)
+                if e.mac.is_some()
+                    && e.held.is_empty()
+                    && self.shared.can_inject(h.worker as usize) =>
+            {
                 self.release(t, key, h);
                 return;
             }
@@ -369,7 +367,12 @@ impl SlowPath {
             }
             // Resolving, or resolved with frames still going out: behind
             // them.
-            Some(e) => e,
+            Some(e) => {
+                if e.mac.is_some() && !self.draining.contains(&key) {
+                    self.draining.push(key);
+                }
+                e
+            }
             None => {
                 let w = h.worker;
                 self.neigh.insert(

@@ -37,6 +37,7 @@ pub fn spawn(
                 let mut n = 0;
                 while let Some(b) = r.next_punt(&mut next_port) {
                     sp.handle(&t, &b, now);
+                    r.served(b.worker as usize);
                     let _ = r.free.push(b);
                     n += 1;
                     if n >= 256 {
