@@ -345,6 +345,11 @@ impl RouterShared {
         self.handled[w].load(Acquire) >= self.punted[w].load(Relaxed)
     }
 
+    /// How many frames worker `w` has handed over so far.
+    pub fn punted(&self, w: usize) -> u64 {
+        self.punted[w.min(self.punted.len() - 1)].load(Relaxed)
+    }
+
     /// The slow path has served a frame of worker `w` (what it sent for
     /// it, if anything, is in `w`'s inject queue).
     pub fn served(&self, w: usize) {

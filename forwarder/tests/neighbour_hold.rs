@@ -109,7 +109,9 @@ fn flow(
         // queues what it is given on the sending core, and a sender that
         // moved to the worker's core (where the kernel's softirq waits
         // behind a polling thread) would reorder its own flow.
-        core_affinity::set_for_current(core_affinity::CoreId { id: 1 });
+        assert!(core_affinity::set_for_current(core_affinity::CoreId {
+            id: 1
+        }));
         let u = UdpSocket::bind(src).unwrap();
         u.connect(format!("{dst}:{port}")).unwrap();
         let start = Instant::now();

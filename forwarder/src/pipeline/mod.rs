@@ -30,9 +30,10 @@ use prepared::Egress;
 use routecache::{Router, TargetId};
 use std::sync::Arc;
 
-/// The most turns in a row a worker keeps its neighbour table while the
-/// slow path catches up with what it handed over (see
-/// [`Pipeline::begin_turn`]): about a millisecond under load.
+/// The most turns that hand the slow path more frames while a worker
+/// keeps its neighbour table for the slow path to catch up (see
+/// [`Pipeline::begin_turn`]): a flood that never lets it catch up still
+/// gets the new table, a millisecond or so late.
 const DEFER_TURNS: u32 = 1024;
 
 /// How much of the pipeline runs: the full one, or a prefix of it, for
@@ -135,8 +136,10 @@ pub struct Pipeline {
     /// The neighbours are taken up once a turn ([`Pipeline::begin_turn`],
     /// a worker), not once a burst.
     by_turn: bool,
-    /// Turns the table was kept since the slow path last caught up.
+    /// Turns that handed the slow path more while the table was kept
+    /// for it to catch up, and the count of frames handed over then.
     deferred: u32,
+    punted_seen: u64,
     /// The port the burst being processed came in on.
     pub rx_port: u16,
     /// Frames to send, per egress port index (filled by [`Pipeline::process`]).
@@ -192,6 +195,7 @@ impl Pipeline {
             neigh_stale: true,
             by_turn: false,
             deferred: 0,
+            punted_seen: 0,
             rx_port: 0,
             out: vec![Vec::with_capacity(MAX_BURST); ports],
             counters: Counters::default(),
@@ -320,17 +324,26 @@ impl Pipeline {
     /// Returns whether the table changed: then everything queued is to be
     /// sent before the turn's bursts, not a burst of it.
     /// A new table waits until the slow path has served every frame this
-    /// worker handed it (at most `DEFER_TURNS` turns: a flood that never
-    /// lets it catch up).
+    /// worker handed it (at most `DEFER_TURNS` turns that hand it more: a
+    /// flood that never lets it catch up).
     pub fn begin_turn(&mut self) -> bool {
         self.by_turn = true;
         if !self.punting {
             return false;
         }
         if let Some(r) = &self.router {
-            if !self.neigh_stale && self.deferred < DEFER_TURNS && !r.caught_up(self.worker) {
-                self.deferred += 1;
-                return false;
+            if !self.neigh_stale && !r.caught_up(self.worker) {
+                // Waiting costs nothing while this worker hands over
+                // nothing more: only turns that add to the slow path's
+                // backlog count towards giving up.
+                let punted = r.punted(self.worker);
+                if punted != self.punted_seen {
+                    self.punted_seen = punted;
+                    self.deferred += 1;
+                }
+                if self.deferred < DEFER_TURNS {
+                    return false;
+                }
             }
         }
         self.deferred = 0;
