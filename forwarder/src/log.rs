@@ -78,6 +78,11 @@ pub fn log_with(level: Level, msg: &str, fields: Value) {
     );
 }
 
+/// Errors, one a line, each [`located`].
+pub fn located_all(text: &str) -> Vec<Value> {
+    text.lines().map(located).collect()
+}
+
 /// An error line `FILE:LINE:COL: MESSAGE` as JSON: `file`, `line`,
 /// `col`, `message`, and the whole `text` (a line without a place has
 /// only `message` and `text`). `check --json` and the log's refused

@@ -316,15 +316,16 @@ pub fn spawn_with(
                         // A new table may have MACs whose held frames are
                         // all queued: the whole queue goes first (at most
                         // its capacity; a burst of it otherwise).
-                        let all = pipe.begin_turn();
-                        let mut rounds = 0;
-                        while {
+                        let bursts = if pipe.begin_turn() {
+                            crate::punt::INJECT_QUEUE / port::MAX_BURST
+                        } else {
+                            1
+                        };
+                        for _ in 0..bursts {
                             let taps = (armed != 0).then_some((&shared.taps, &mut mine));
-                            injected.send(&router, q, &mut ports, taps)
-                        } && all
-                            && rounds < crate::punt::INJECT_QUEUE / port::MAX_BURST
-                        {
-                            rounds += 1;
+                            if !injected.send(&router, q, &mut ports, taps) {
+                                break;
+                            }
                         }
                     }
                     for rx in 0..ports.len() {

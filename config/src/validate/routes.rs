@@ -404,6 +404,16 @@ pub(super) fn route_file(
                 ));
             }
             let (v6, p, len) = fast_prefix(prefix).map_err(|e| at(prefix, e))?;
+            if !seen.insert((v6, p, len)) {
+                return Err(at(
+                    prefix,
+                    format!(
+                        "route `{}` is given twice (first at {})",
+                        excerpt(prefix),
+                        first_at(loc, (v6, p, len), inline_routes, (&name, &routes))
+                    ),
+                ));
+            }
             let target = targets.via(via).map_err(|e| at(via, e))?;
             Ok((v6, p, len, target))
         })();
@@ -419,23 +429,6 @@ pub(super) fn route_file(
                 continue;
             }
         };
-        if !seen.insert((v6, p, len)) {
-            let e = at(
-                prefix,
-                format!(
-                    "route `{}` is given twice (first at {})",
-                    excerpt(prefix),
-                    first_at(loc, (v6, p, len), inline_routes, (&name, &routes))
-                ),
-            );
-            if errs.len() < ROUTE_FILE_ERRORS {
-                errs.push(e);
-            } else {
-                more += 1;
-                more_from.get_or_insert(n + 1);
-            }
-            continue;
-        }
         routes.push(RouteConfig {
             v6,
             prefix: p,

@@ -126,12 +126,7 @@ fn answered(
     let ok = v["result"] == "ok";
     if json {
         if !ok {
-            let errors: Vec<Value> = v["error"]
-                .as_str()
-                .unwrap_or("")
-                .lines()
-                .map(crate::log::located)
-                .collect();
+            let errors = crate::log::located_all(v["error"].as_str().unwrap_or(""));
             v["errors"] = Value::Array(errors);
         }
         writeln!(out, "{v}").map_err(|e| e.to_string())?;
@@ -163,7 +158,7 @@ pub fn failed_as_json(
 ) -> Result<(), String> {
     match r {
         Err(e) if json && e != SAID => {
-            let errors: Vec<Value> = e.lines().map(crate::log::located).collect();
+            let errors = crate::log::located_all(&e);
             let v = serde_json::json!({ "result": "error", "error": e, "errors": errors });
             writeln!(out, "{v}").map_err(|e| e.to_string())?;
             Err(SAID.into())

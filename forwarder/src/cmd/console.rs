@@ -21,18 +21,17 @@ pub struct Tick {
     pub ports: Vec<(String, [u64; 4])>,
 }
 
-/// Where the port counters the console shows sit in [`PortStats::NAMES`].
-fn port_index(name: &str) -> usize {
-    PortStats::NAMES
-        .iter()
-        .position(|n| *n == name)
-        .unwrap_or(0)
-}
+/// The port counters the console shows, by their [`PortStats::NAMES`].
+const SHOWN: [&str; 4] = ["rx", "rx_bytes", "tx", "tx_bytes"];
 
-/// A port's `rx, rx_bytes, tx, tx_bytes` from its counters by
-/// [`PortStats::NAMES`].
+/// A port's [`SHOWN`] counters from all of them, by [`PortStats::NAMES`].
 pub fn port_rates_of(v: &[u64; PortStats::N]) -> [u64; 4] {
-    ["rx", "rx_bytes", "tx", "tx_bytes"].map(|n| v[port_index(n)])
+    SHOWN.map(|n| {
+        PortStats::NAMES
+            .iter()
+            .position(|k| *k == n)
+            .map_or(0, |i| v[i])
+    })
 }
 
 impl Tick {
@@ -54,10 +53,7 @@ impl Tick {
             .as_object()
             .map(|m| {
                 m.iter()
-                    .map(|(name, p)| {
-                        let c = ["rx", "rx_bytes", "tx", "tx_bytes"].map(|k| n(p, k));
-                        (name.clone(), c)
-                    })
+                    .map(|(name, p)| (name.clone(), SHOWN.map(|k| n(p, k))))
                     .collect()
             })
             .unwrap_or_default();

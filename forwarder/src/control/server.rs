@@ -239,7 +239,7 @@ fn reload(control: &mut Control, why: &str, diff: bool) -> serde_json::Value {
             let serving = control.shared().status.generation.load(Relaxed);
             // The first error's place as fields of their own (what a
             // pipeline alerts on), every error placed beside.
-            let errors: Vec<serde_json::Value> = e.lines().map(crate::log::located).collect();
+            let errors = crate::log::located_all(&e);
             let mut fields = json!({ "event": "reload_refused", "trigger": why,
                                      "generation": serving, "errors": errors });
             for k in ["file", "line", "col"] {

@@ -321,11 +321,12 @@ impl Pipeline {
     /// what the slow path queued for it, and only then its bursts: frames
     /// held for a neighbour (queued before its MAC was published) leave
     /// before any this turn forwards to it directly.
-    /// Returns whether the table changed: then everything queued is to be
-    /// sent before the turn's bursts, not a burst of it.
+    ///
     /// A new table waits until the slow path has served every frame this
     /// worker handed it (at most `DEFER_TURNS` turns that hand it more: a
-    /// flood that never lets it catch up).
+    /// flood that never lets it catch up). Returns whether the table
+    /// changed: then the whole inject queue goes before the turn's
+    /// bursts, not a burst of it.
     pub fn begin_turn(&mut self) -> bool {
         self.by_turn = true;
         if !self.punting {

@@ -7,9 +7,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// Starts the slow path's thread: it serves punted frames as they come
-/// (parked when idle: a punt wakes it, else it looks every 200 µs), moves the neighbour timers every
-/// 10 ms and publishes the table when it changed. It ends when `shared`
-/// says stop.
+/// (parked when idle: a punt wakes it, else it looks every 200 µs),
+/// moves the neighbour timers every 10 ms and publishes the table when
+/// it changed. It ends when `shared` says stop.
 pub fn spawn(
     shared: Arc<Shared>,
     taps: Vec<Option<crate::kernel::tap::Tap>>,
