@@ -7,6 +7,8 @@
 //! cache off; `full+flowcache`: the same with the default flow cache;
 //! `+resolved`: the same two with every next hop a gateway given by
 //! address and resolved (as ARP or neighbour discovery leave it);
+//! `+vlan`: the same two with every frame tagged, received and sent by
+//! VLAN sub-interfaces;
 //! `+capture`: the same two with a capture of port p0's received frames
 //! armed (at the default budget of frames a burst; `+capture+all`: every
 //! frame), written as pcapng into a socket by the writer on the other
@@ -55,6 +57,38 @@ fn with_flows(mut cfg: Config, flows: usize) -> Config {
     for p in &mut cfg.ports {
         if let config::Driver::Synthetic(o) = &mut p.driver {
             o.flows = flows;
+        }
+    }
+    cfg
+}
+
+/// `cfg` with its traffic on VLANs: every synthetic port's frames tagged
+/// with VLAN 100 and received by a sub-interface `NAME.100`, every next
+/// hop moved to its port's sub-interface. Frames then come and leave
+/// tagged (a swap of the tag), where the plain variants' are untagged.
+fn with_vlans(mut cfg: Config) -> Config {
+    let physical = cfg.physical_ports();
+    for i in 0..physical {
+        let p = &mut cfg.ports[i];
+        if let config::Driver::Synthetic(o) = &mut p.driver {
+            o.vlan = 100;
+        }
+        let sub = config::PortConfig {
+            name: format!("{}.100", p.name),
+            driver: config::Driver::Vlan(config::driver::VlanOptions {
+                parent: i,
+                tags: vec![100],
+            }),
+            addresses: Vec::new(),
+            tap: None,
+            kernel_interface: None,
+            ..p.clone()
+        };
+        cfg.ports.push(sub);
+    }
+    for h in &mut cfg.next_hops {
+        if h.port < physical {
+            h.port += physical;
         }
     }
     cfg
@@ -246,6 +280,11 @@ pub fn run(
     let t_res = Arc::new(build::snapshot(&resolved, 1).expect("tables"));
     let resolved_fc = with_flow_cache(resolved.clone(), fc.entries);
     let t_res_fc = Arc::new(build::snapshot(&resolved_fc, 1).expect("tables"));
+    // The same traffic on VLANs: tagged in, tagged out.
+    let vlan = with_vlans(no_flow_cache.clone());
+    let t_vlan = Arc::new(build::snapshot(&vlan, 1).expect("tables"));
+    let vlan_fc = with_vlans(flow_cached.clone());
+    let t_vlan_fc = Arc::new(build::snapshot(&vlan_fc, 1).expect("tables"));
     // The example's flow mix, then fewer and more flows per port (the
     // ports' configurations differ; the tables are the same).
     let sweep: Vec<(String, Config, Config, Config)> = FLOWS
@@ -285,6 +324,14 @@ pub fn run(
             &resolved_fc,
             &t_res_fc,
             Some(&neigh),
+        ),
+        ("full+vlan".into(), Mode::Full, &vlan, &t_vlan, None),
+        (
+            "full+flowcache+vlan".into(),
+            Mode::Full,
+            &vlan_fc,
+            &t_vlan_fc,
+            None,
         ),
         // With a capture of p0's received frames armed.
         (

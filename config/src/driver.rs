@@ -20,6 +20,35 @@ pub enum Driver {
     AfXdp(AfXdpOptions),
     /// DPDK's ethdev (the cargo feature `dpdk`).
     Dpdk(DpdkOptions),
+    /// A VLAN sub-interface (`parent`, `vlan`): no queues of its own, its
+    /// frames go through its parent's, tagged.
+    Vlan(VlanOptions),
+}
+
+/// A VLAN sub-interface's parent and tags.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct VlanOptions {
+    /// The index of its parent port (a port with a driver; those come
+    /// before every sub-interface in [`crate::Config::ports`]).
+    pub parent: usize,
+    /// Its VLAN IDs, outer first: one (802.1Q, TPID 0x8100) or two
+    /// (802.1ad: outer TPID 0x88a8, inner 0x8100).
+    pub tags: Vec<u16>,
+}
+
+impl VlanOptions {
+    /// The tags as they follow the source MAC in a frame (TPID and TCI
+    /// each, outer first), and how many bytes of them.
+    pub fn wire(&self) -> ([u8; 8], usize) {
+        let mut b = [0u8; 8];
+        let n = self.tags.len().min(2);
+        for (k, &id) in self.tags.iter().take(2).enumerate() {
+            let tpid: u16 = if n == 2 && k == 0 { 0x88a8 } else { 0x8100 };
+            b[4 * k..4 * k + 2].copy_from_slice(&tpid.to_be_bytes());
+            b[4 * k + 2..4 * k + 4].copy_from_slice(&(id & 0x0fff).to_be_bytes());
+        }
+        (b, 4 * n)
+    }
 }
 
 /// The drivers' names, as `driver = "..."` spells them.
@@ -33,6 +62,7 @@ impl Driver {
             Driver::AfPacket(_) => "af_packet",
             Driver::AfXdp(_) => "af_xdp",
             Driver::Dpdk(_) => "dpdk",
+            Driver::Vlan(_) => "vlan",
         }
     }
 }
@@ -53,6 +83,9 @@ pub struct SyntheticOptions {
     /// Check every transmitted frame (TTL, source MAC); off by default,
     /// since it parses each frame again.
     pub verify: bool,
+    /// The VLAN every frame is tagged with (802.1Q), for a sub-interface
+    /// of the port to receive; 0: untagged.
+    pub vlan: u16,
 }
 
 impl Default for SyntheticOptions {
@@ -64,6 +97,7 @@ impl Default for SyntheticOptions {
             set_hit_percent: 10,
             seed: 1,
             verify: false,
+            vlan: 0,
         }
     }
 }
@@ -324,6 +358,7 @@ pub(crate) fn parse(
                 "set_hit_percent",
                 "seed",
                 "verify",
+                "vlan",
             ];
             each(loc, port, name, &known, raw, |k, v| {
                 match k {
@@ -332,6 +367,7 @@ pub(crate) fn parse(
                     "frame_size" => o.frame_size = int(v, 64..=1518)? as usize,
                     "set_hit_percent" => o.set_hit_percent = int(v, 0..=100)? as u32,
                     "seed" => o.seed = int(v, 0..=i64::MAX)? as u64,
+                    "vlan" => o.vlan = int(v, 0..=4094)? as u16,
                     // `true`/`false`, and `1`/`0` alike.
                     _ => {
                         o.verify = match (v.as_bool(), v.as_integer()) {

@@ -82,6 +82,10 @@ pub(crate) struct Port {
     pub punt: Option<Spanned<String>>,
     pub tap_name: Option<Spanned<String>>,
     pub kernel_interface: Option<Spanned<String>>,
+    /// A VLAN sub-interface's port (`parent`) and tags (`vlan`: one
+    /// integer, or `[outer, inner]`).
+    pub parent: Option<Spanned<String>>,
+    pub vlan: Option<Spanned<toml::Value>>,
     #[serde(default)]
     pub options: crate::driver::RawOptions,
 }

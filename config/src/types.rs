@@ -464,6 +464,25 @@ impl Default for RouterSettings {
 }
 
 impl Config {
+    /// Whether port `index` or one of its VLAN sub-interfaces has
+    /// addresses: then its receive filter lets the router's frames in
+    /// (IPv6 multicast, for neighbour discovery), tagged or not.
+    pub fn addressed(&self, index: usize) -> bool {
+        self.ports.iter().enumerate().any(|(i, p)| {
+            !p.addresses.is_empty()
+                && (i == index || matches!(&p.driver, Driver::Vlan(v) if v.parent == index))
+        })
+    }
+
+    /// How many ports have a driver (and queues on every worker): the
+    /// first ones; the VLAN sub-interfaces come after them.
+    pub fn physical_ports(&self) -> usize {
+        self.ports
+            .iter()
+            .take_while(|p| !matches!(p.driver, Driver::Vlan(_)))
+            .count()
+    }
+
     /// Whether any port has addresses: then the forwarder is a router
     /// (answers ARP and ND, resolves neighbours, sends ICMP).
     pub fn is_router(&self) -> bool {

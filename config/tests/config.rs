@@ -139,7 +139,7 @@ fn errors_name_line_column_and_value() {
         (
             "[[port]]\nname = \"p\"\n[port.options]\nflows = 1\nspeed = 3\n".to_string(),
             "f.toml:5:1: port `p`: unknown option `speed` for the synthetic driver \
-             (flows, ipv6_percent, frame_size, set_hit_percent, seed, verify)",
+             (flows, ipv6_percent, frame_size, set_hit_percent, seed, verify, vlan)",
         ),
         (
             "[[port]]\nname = \"x\"\ndriver = \"af_xdp\"\noptions = { frames = 100 }\n"

@@ -27,6 +27,13 @@ void fwd_mbuf_set_len(struct rte_mbuf *m, uint16_t len)
 	m->pkt_len = len;
 }
 
+void fwd_mbuf_reshape(struct rte_mbuf *m, const uint8_t *data, uint16_t len)
+{
+	m->data_off = (uint16_t)(data - (const uint8_t *)m->buf_addr);
+	m->data_len = len;
+	m->pkt_len = len;
+}
+
 struct rte_mbuf *fwd_mbuf_alloc(struct rte_mempool *mp)
 {
 	return rte_pktmbuf_alloc(mp);
@@ -48,29 +55,38 @@ int fwd_errno(void)
 }
 
 /* Frames that need a second look: chained, short, or not for our MAC. */
-static int fwd_rx_odd(const struct rte_mbuf *m, const uint8_t *p, int v6_multicast,
-		      uint64_t *segmented, uint64_t *ignored)
+static int fwd_rx_odd(const struct rte_mbuf *m, const uint8_t *p, const uint8_t *mac,
+		      int v6_multicast, uint64_t *segmented, uint64_t *ignored)
 {
-	uint16_t type;
+	uint16_t type, off;
 
 	if (m->nb_segs != 1) {
 		*segmented += 1;
 		return 0;
 	}
-	if (m->data_len < 14) {
+	/* Too short, or without the room before the data where VLAN tags
+	 * are pushed (the pool's headroom is far more). */
+	if (m->data_len < 14 || m->data_off < FWD_TAG_ROOM) {
 		*ignored += 1;
 		return 0;
 	}
-	/* ARP (0x0806, big-endian on the wire) is kept for any MAC. */
-	memcpy(&type, p + 12, 2);
+	/* Our MAC after all (only the room made it odd). */
+	if (memcmp(p, mac, 6) == 0)
+		return 1;
 	/* IPv6 multicast (33:33:...), where neighbour discovery goes. */
 	if (v6_multicast && p[0] == 0x33 && p[1] == 0x33)
 		return 1;
-	if (type != rte_cpu_to_be_16(0x0806)) {
-		*ignored += 1;
-		return 0;
+	/* ARP (0x0806, big-endian on the wire) is kept for any MAC, behind
+	 * up to two VLAN tags (0x8100, 0x88a8). */
+	for (off = 12; off + 2 <= m->data_len && off <= 20; off += 4) {
+		memcpy(&type, p + off, 2);
+		if (type == rte_cpu_to_be_16(0x0806))
+			return 1;
+		if (type != rte_cpu_to_be_16(0x8100) && type != rte_cpu_to_be_16(0x88a8))
+			break;
 	}
-	return 1;
+	*ignored += 1;
+	return 0;
 }
 
 uint16_t fwd_rx_burst_for(uint16_t port, uint16_t queue, uint16_t n, const uint8_t *mac,
@@ -97,14 +113,14 @@ uint16_t fwd_rx_burst_for(uint16_t port, uint16_t queue, uint16_t n, const uint8
 		/* One test for the usual frame: one segment, an Ethernet
 		 * header, our MAC (the first 6 of 8 bytes read: a frame of
 		 * 14 bytes or more has them). */
-		if (unlikely((m->nb_segs != 1) | (dl < 14))) {
-			fwd_rx_odd(m, p, v6_multicast, segmented, ignored);
+		if (unlikely((m->nb_segs != 1) | (dl < 14) | (m->data_off < FWD_TAG_ROOM))) {
+			fwd_rx_odd(m, p, mac, v6_multicast, segmented, ignored);
 			drop[d++] = m;
 			continue;
 		}
 		memcpy(&dst, p, 8);
 		if (unlikely(((dst ^ want) & mask) != 0) &&
-		    !fwd_rx_odd(m, p, v6_multicast, segmented, ignored)) {
+		    !fwd_rx_odd(m, p, mac, v6_multicast, segmented, ignored)) {
 			drop[d++] = m;
 			continue;
 		}

@@ -36,6 +36,12 @@ uint8_t *fwd_mbuf_data(struct rte_mbuf *m);
 /* Room after data_off in a one-segment mbuf. */
 uint16_t fwd_mbuf_room(const struct rte_mbuf *m);
 void fwd_mbuf_set_len(struct rte_mbuf *m, uint16_t len);
+/* The mbuf's data now starts at `data` (inside its buffer) and is `len`
+ * bytes long: VLAN tags pushed or popped in place. */
+void fwd_mbuf_reshape(struct rte_mbuf *m, const uint8_t *data, uint16_t len);
+/* Bytes a received mbuf must have free before its data: the forwarder
+ * pushes up to two VLAN tags there (its `TAG_ROOM`). */
+#define FWD_TAG_ROOM 8
 struct rte_mbuf *fwd_mbuf_alloc(struct rte_mempool *mp);
 void fwd_mbuf_free(struct rte_mbuf *m);
 void fwd_mbuf_free_bulk(struct rte_mbuf **m, unsigned int n);

@@ -38,8 +38,9 @@
 //! | [`wire`] | `reason` |
 //! | [`port`] | `wire`, `neigh` (the synthetic port's resolved gateways) |
 //! | [`punt`] | `port` (a frame's size), `neigh`, `reason` |
-//! | [`tables`] | `wire` (what a set needs of a packet) |
-//! | [`pipeline`] | `tables`, `wire`, `port`, `punt`, `neigh`, `reason`, `clock` |
+//! | [`tables`] | `wire` (what a set needs of a packet), `vlan` |
+//! | [`vlan`] | `wire` (a frame's tags) |
+//! | [`pipeline`] | `tables`, `vlan`, `wire`, `port`, `punt`, `neigh`, `reason`, `clock` |
 //! | [`filter`] | `wire`, `port` (a frame's size) |
 //! | [`pcap`] | nothing of the crate |
 //! | [`tap`] | `pipeline` (the explaining run), `filter`, `pcap` (the writer), `port`, `wire`, `reason`, `clock` |
@@ -69,5 +70,6 @@ pub mod shared;
 pub mod tables;
 pub mod tap;
 pub mod trace;
+pub mod vlan;
 pub mod wire;
 pub mod worker;

@@ -73,6 +73,20 @@ impl Buf {
         self.data[..n].copy_from_slice(&frame[..n]);
         self.len = n as u16;
     }
+
+    /// Holds `frame` without the `strip` bytes of VLAN tags after its
+    /// source MAC (all of it, untouched, if it is shorter than those).
+    pub fn set_untagged(&mut self, frame: &[u8], strip: usize) {
+        match (frame.get(..12), frame.get(12 + strip..)) {
+            (Some(macs), Some(rest)) if strip > 0 => {
+                let n = rest.len().min(BUF_CAP - 12);
+                self.data[..12].copy_from_slice(macs);
+                self.data[12..12 + n].copy_from_slice(&rest[..n]);
+                self.len = (12 + n) as u16;
+            }
+            _ => self.set(frame),
+        }
+    }
 }
 
 /// Whether a frame belongs to a control protocol whose loss costs the
@@ -396,19 +410,29 @@ impl RouterShared {
         }
     }
 
-    /// Punts `frame` (worker side): false if it could not (counted).
+    /// Punts `frame` (worker side), without the `strip` bytes of VLAN
+    /// tags after its source MAC (those of `port`, a sub-interface): false
+    /// if it could not (counted).
     #[inline]
-    pub fn punt(&self, frame: &[u8], port: u16, worker: u16, reason: DropReason, hop: u32) -> bool {
+    pub fn punt(
+        &self,
+        frame: &[u8],
+        strip: usize,
+        port: u16,
+        worker: u16,
+        reason: DropReason,
+        hop: u32,
+    ) -> bool {
         let Some(mut b) = self.free.pop() else {
             self.counters.inc(Counter::PuntDropped);
             return false;
         };
-        b.set(frame);
+        b.set_untagged(frame, strip);
         b.port = port;
         b.worker = worker;
         b.reason = reason;
         b.hop = hop;
-        let q = if is_control(frame) {
+        let q = if is_control(b.frame()) {
             &self.control
         } else {
             &self.punt[(port as usize).min(self.punt.len() - 1)]
@@ -509,12 +533,12 @@ mod tests {
         let udp = ipv4(a, b, 64, L4::Udp(40000, 53), 0);
         let bgp = ipv4(a, b, 64, L4::Tcp(40000, 179), 0);
         let mut taken = 0;
-        while r.punt(&udp, 0, 0, DropReason::Local, 0) {
+        while r.punt(&udp, 0, 0, 0, DropReason::Local, 0) {
             taken += 1;
         }
         assert_eq!(taken, PUNT_QUEUE);
-        assert!(r.punt(&udp, 1, 0, DropReason::Local, 0));
-        assert!(r.punt(&bgp, 0, 0, DropReason::Local, 0));
+        assert!(r.punt(&udp, 0, 1, 0, DropReason::Local, 0));
+        assert!(r.punt(&bgp, 0, 0, 0, DropReason::Local, 0));
         let mut next = 0;
         assert_eq!(
             r.next_punt(&mut next).map(|b| b.frame().to_vec()),

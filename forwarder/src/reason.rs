@@ -35,6 +35,8 @@ pub enum DropReason {
     Reject,
     /// Larger than the egress port's MTU (no fragmentation here).
     TooBig,
+    /// Tagged with a VLAN that no sub-interface of its port has.
+    UnknownVlan,
 }
 
 impl DropReason {
@@ -42,7 +44,7 @@ impl DropReason {
     pub const COUNT: usize = DropReason::ALL.len();
 
     /// Every reason, in counter order (each at its [`DropReason::index`]).
-    pub const ALL: [DropReason; 12] = [
+    pub const ALL: [DropReason; 13] = [
         DropReason::Truncated,
         DropReason::Malformed,
         DropReason::Arp,
@@ -55,6 +57,7 @@ impl DropReason {
         DropReason::Unresolved,
         DropReason::Reject,
         DropReason::TooBig,
+        DropReason::UnknownVlan,
     ];
 
     /// A short name for counters and logs.
@@ -72,6 +75,7 @@ impl DropReason {
             DropReason::Unresolved => "unresolved",
             DropReason::Reject => "reject",
             DropReason::TooBig => "too_big",
+            DropReason::UnknownVlan => "unknown_vlan",
         }
     }
 

@@ -52,6 +52,9 @@ pub struct Tables {
     pub hop_kinds: Arc<[HopKind]>,
     /// The ports' configuration (addresses, MACs, MTUs), by index.
     pub ports: Arc<[PortConfig]>,
+    /// The VLAN sub-interfaces: which port a tagged frame came in on, and
+    /// each port's queues and tags.
+    pub vlans: Arc<crate::vlan::Vlans>,
     /// Whether any port has addresses: the router's slow path is on.
     pub routing: bool,
     /// Neighbour and ICMP settings.
@@ -177,6 +180,7 @@ impl Tables {
             },
             hop_kinds: Arc::from(Vec::new()),
             ports: Arc::from(Vec::new()),
+            vlans: Arc::default(),
             routing: false,
             router_settings: RouterSettings::default(),
             static_neighbours: Arc::from(Vec::new()),

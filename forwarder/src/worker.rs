@@ -51,7 +51,8 @@ pub struct Published {
     pub cache: Atomics<4>,
     /// Flow cache counters ([`FlowCacheStats::NAMES`]).
     pub flow_cache: Atomics<4>,
-    /// Per port (configuration order): [`PortStats::NAMES`].
+    /// Per port (configuration order, the VLAN sub-interfaces after the
+    /// ports with queues): [`PortStats::NAMES`].
     pub ports: Vec<Atomics<{ PortStats::N }>>,
 }
 
@@ -106,8 +107,23 @@ impl Published {
         self.generation.store(p.generation(), Relaxed);
         store(&self.cache, p.cache_stats().values());
         store(&self.flow_cache, p.flow_cache_stats().values());
-        for (a, port) in self.ports.iter().zip(ports) {
-            store(a, port.stats().values());
+        for (i, a) in self.ports.iter().enumerate() {
+            let v = match ports.get(i) {
+                Some(port) => port.stats().values(),
+                // A VLAN sub-interface: what the pipeline counted.
+                None => {
+                    let [rx, rx_bytes, tx, tx_bytes] = c.links.get(i).copied().unwrap_or_default();
+                    PortStats {
+                        rx,
+                        rx_bytes,
+                        tx,
+                        tx_bytes,
+                        ..PortStats::default()
+                    }
+                    .values()
+                }
+            };
+            store(a, v);
         }
     }
 
@@ -196,6 +212,7 @@ impl Injected {
         &mut self,
         r: &crate::punt::RouterShared,
         q: usize,
+        vlans: &crate::vlan::Vlans,
         ports: &mut [Box<dyn Port>],
         mut taps: Option<(&crate::tap::Taps, &mut crate::tap::worker::WorkerTaps)>,
     ) -> bool {
@@ -207,8 +224,18 @@ impl Injected {
         }
         self.burst.clear();
         while self.bufs.len() < port::MAX_BURST {
-            let Some(b) = queue.pop() else { break };
+            let Some(mut b) = queue.pop() else { break };
+            // The slow path's frames are untagged: a sub-interface's get
+            // its tags here and go out of its parent's queue.
+            let link = vlans.link(b.port);
             self.burst.push(b.frame());
+            let i = self.burst.len() - 1;
+            if link.len > 0 && !self.burst.set_tags(i, 0, &link.tags[..link.len as usize]) {
+                // Too short to carry them: not sent.
+                b.port = u16::MAX;
+            } else {
+                b.port = link.queue;
+            }
             self.bufs.push(b);
         }
         for (p, port) in ports.iter_mut().enumerate() {
@@ -263,7 +290,7 @@ pub fn spawn_with(
             }
         };
         let shared = shared.clone();
-        let published = Arc::new(Published::new(ports.len()));
+        let published = Arc::new(Published::new(cfg.ports.len().max(ports.len())));
         let pubd = published.clone();
         let h = std::thread::Builder::new()
             .name(format!("worker-{core}"))
@@ -323,7 +350,7 @@ pub fn spawn_with(
                         };
                         for _ in 0..bursts {
                             let taps = (armed != 0).then_some((&shared.taps, &mut mine));
-                            if !injected.send(&router, q, &mut ports, taps) {
+                            if !injected.send(&router, q, &tables.vlans, &mut ports, taps) {
                                 break;
                             }
                         }

@@ -44,7 +44,7 @@ pub(crate) fn validate_all(
     files: &mut Files,
 ) -> Result<Config, Vec<ConfigError>> {
     let loc = Located { file, text };
-    let raw: schema::File = toml::from_str(text).map_err(|e| {
+    let mut raw: schema::File = toml::from_str(text).map_err(|e| {
         let span = e.span().unwrap_or(0..0);
         let said = typed(text, span.clone(), e.message().trim());
         vec![loc.at(span, said)]
@@ -52,6 +52,7 @@ pub(crate) fn validate_all(
     fn take<T>(r: Result<T, ConfigError>, errs: &mut Vec<ConfigError>) -> Option<T> {
         r.map_err(|e| errs.push(e)).ok()
     }
+    ports::physical_first(&mut raw.port);
     let mut errs = Vec::new();
     let forwarder = take(settings::forwarder(&loc, raw.forwarder), &mut errs);
     let port_names = take(index(&loc, &raw.port, |p| &p.name, "port"), &mut errs);

@@ -37,16 +37,6 @@ pub struct Summary {
     pub host: Host,
 }
 
-/// The driver's name in the configuration.
-fn driver_name(d: &Driver) -> &'static str {
-    match d {
-        Driver::Synthetic(_) => "synthetic",
-        Driver::AfPacket(_) => "af_packet",
-        Driver::AfXdp(_) => "af_xdp",
-        Driver::Dpdk(_) => "dpdk",
-    }
-}
-
 /// Where a configuration is checked: on the host that runs it (its
 /// interfaces and cores too), or elsewhere (`--offline`: a build host, a
 /// CI job, a laptop), where those would be another machine's.
@@ -158,7 +148,7 @@ pub fn check(path: &Path, host: Host) -> Result<Summary, Vec<String>> {
         ports: cfg
             .ports
             .iter()
-            .map(|p| (p.name.clone(), driver_name(&p.driver)))
+            .map(|p| (p.name.clone(), p.driver.name()))
             .collect(),
         cores: cfg.forwarder.cores.clone(),
         memory,

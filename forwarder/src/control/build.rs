@@ -273,6 +273,7 @@ pub fn assemble(
         flow_cache: flow_cache(cfg),
         hop_kinds: working.kinds.clone(),
         ports: cfg.ports.clone().into(),
+        vlans: Arc::new(crate::vlan::Vlans::new(&cfg.ports)),
         routing: cfg.is_router(),
         router_settings: cfg.router,
         static_neighbours: cfg

@@ -59,4 +59,8 @@ pub struct Counters {
     pub set_names: Vec<String>,
     /// Bursts processed.
     pub bursts: u64,
+    /// Per port (by index): frames and bytes received on it and sent out
+    /// of it (rx, rx bytes, tx, tx bytes), counted for the VLAN
+    /// sub-interfaces only: the ports with queues count their own.
+    pub links: Vec<[u64; 4]>,
 }

@@ -142,6 +142,11 @@ pub struct Pipeline {
     punted_seen: u64,
     /// The port the burst being processed came in on.
     pub rx_port: u16,
+    /// The frames of the burst that came tagged, a bit each, and for
+    /// those the port they belong to and the bytes of their tags (see
+    /// [`Pipeline::ingress_of`]).
+    tagged: u64,
+    ingress: [(u16, u8); MAX_BURST],
     /// Frames to send, per egress port index (filled by [`Pipeline::process`]).
     pub out: Vec<Vec<u8>>,
     /// Counters.
@@ -160,6 +165,52 @@ pub struct Pipeline {
 }
 
 impl Pipeline {
+    /// The fate of frame `i`, parsed with result `parsed`, when it may
+    /// carry VLAN tags: it belongs to the sub-interface they name (or to
+    /// the port, untagged or priority-tagged), noted in `tagged` and
+    /// `ingress` and counted on the sub-interface, or it is dropped for
+    /// a tag no sub-interface has.
+    #[inline(never)]
+    fn ingress(
+        &mut self,
+        tables: &Tables,
+        burst: &Burst,
+        i: usize,
+        parsed: Result<(), DropReason>,
+    ) -> Fate {
+        let frame = burst.frame(i);
+        match tables.vlans.ingress(self.rx_port, frame) {
+            crate::vlan::Ingress::Port { port, strip } => {
+                if strip > 0 {
+                    self.tagged |= 1 << (i % 64);
+                    self.ingress[i % MAX_BURST] = (port, strip);
+                    if port != self.rx_port {
+                        if let Some(c) = self.counters.links.get_mut(port as usize) {
+                            c[0] += 1;
+                            c[1] += frame.len() as u64;
+                        }
+                    }
+                }
+                match parsed {
+                    Ok(()) => Fate::Go,
+                    Err(d) => Fate::Dropped(d),
+                }
+            }
+            crate::vlan::Ingress::Unknown => Fate::Dropped(DropReason::UnknownVlan),
+        }
+    }
+
+    /// The port frame `i` of the burst came in on (a sub-interface, for a
+    /// tagged frame) and the bytes of its tags.
+    #[inline]
+    pub(super) fn ingress_of(&self, i: usize) -> (u16, u8) {
+        if self.tagged & 1 << (i % 64) != 0 {
+            self.ingress[i % MAX_BURST]
+        } else {
+            (self.rx_port, 0)
+        }
+    }
+
     /// A pipeline sized for `tables`, with `ports` egress ports.
     pub fn new(tables: &Snapshot, ports: usize) -> Pipeline {
         Pipeline::with_mode(tables, ports, Mode::Full)
@@ -197,6 +248,8 @@ impl Pipeline {
             deferred: 0,
             punted_seen: 0,
             rx_port: 0,
+            tagged: 0,
+            ingress: [(0, 0); MAX_BURST],
             out: vec![Vec::with_capacity(MAX_BURST); ports],
             counters: Counters::default(),
             generation: u64::MAX,
@@ -207,6 +260,7 @@ impl Pipeline {
             // built here, as is everything else of it.
             worker: usize::MAX,
         };
+        p.counters.links = vec![[0; 4]; tables.ports.len()];
         p.adopt(tables);
         p.worker = 0;
         p
@@ -377,10 +431,13 @@ impl Pipeline {
             self.rewrite_macs(burst, n);
             return;
         }
+        self.tagged = 0;
         for i in 0..n {
             self.fate[i] = match wire::parse_into(burst.frame(i), &mut self.parsed[i]) {
-                Ok(()) => Fate::Go,
-                Err(d) => Fate::Dropped(d),
+                Ok(()) if self.parsed[i].l3_off == 14 => Fate::Go,
+                // Tags (the only way past byte 14 to the IP header), or
+                // not IP: the tags say whose the frame is.
+                r => self.ingress(tables, burst, i, r),
             };
         }
         self.match_bits[..n].fill(0);

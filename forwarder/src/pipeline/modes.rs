@@ -16,10 +16,10 @@ impl Pipeline {
     // are allocated around them; `examples/turns` under callgrind).
     #[inline(never)]
     pub(super) fn rewrite_macs(&mut self, burst: &mut Burst, n: usize) {
-        let Some(Egress { macs, port, .. }) = self.egress.first().copied() else {
+        let Some(Egress { macs, queue, .. }) = self.egress.first().copied() else {
             return;
         };
-        let Some(out) = self.out.get_mut(port as usize) else {
+        let Some(out) = self.out.get_mut(queue as usize) else {
             // A hop on a port this pipeline lacks: as `send` counts it.
             self.counters.drops[DropReason::UnknownNextHop.index()] += n as u64;
             return;
@@ -42,7 +42,7 @@ impl Pipeline {
         let Some(e) = self.egress.first().copied() else {
             return;
         };
-        let Some(out) = self.out.get_mut(e.port as usize) else {
+        let Some(out) = self.out.get_mut(e.queue as usize) else {
             // As in `rewrite_macs`.
             self.counters.drops[DropReason::UnknownNextHop.index()] += n as u64;
             return;

@@ -27,6 +27,13 @@ pub(super) struct Egress {
     pub(super) macs: [u8; 12],
     pub(super) port: u16,
     pub(super) limit: u16,
+    /// The port whose queue sends (`port`'s parent for a VLAN
+    /// sub-interface, `port` otherwise).
+    pub(super) queue: u16,
+    /// The Ethernet header's length as the frame leaves: 14, and 4 a
+    /// VLAN tag; the tags are `tags`' first `l2 - 14` bytes.
+    pub(super) l2: u16,
+    pub(super) tags: [u8; 8],
 }
 
 /// What one rule set looked up in the last burst: the packets it
@@ -132,14 +139,20 @@ impl Prepared {
         let egress = hops
             .iter()
             .zip(&kinds)
-            .map(|(h, &k)| Egress {
-                macs: wire::macs(h.dst_mac, h.src_mac),
-                port: h.port,
-                limit: if k == READY {
-                    ready_limit(routing, mtu(h.port))
-                } else {
-                    0
-                },
+            .map(|(h, &k)| {
+                let link = crate::vlan::link_of(ports, h.port);
+                Egress {
+                    macs: wire::macs(h.dst_mac, h.src_mac),
+                    port: h.port,
+                    limit: if k == READY {
+                        ready_limit(routing, mtu(h.port))
+                    } else {
+                        0
+                    },
+                    queue: link.queue,
+                    l2: 14 + link.len as u16,
+                    tags: link.tags,
+                }
             })
             .collect();
         Prepared {

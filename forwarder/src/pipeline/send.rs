@@ -58,12 +58,53 @@ impl Pipeline {
         i: usize,
         e: &Egress,
     ) -> Result<(), DropReason> {
+        if e.l2 != 14 || self.parsed[i].l3_off != 14 {
+            return self.rewrite_tagged(burst, i, e);
+        }
         let out = self
             .out
-            .get_mut(e.port as usize)
+            .get_mut(e.queue as usize)
             .ok_or(DropReason::UnknownNextHop)?;
         wire::rewrite_with(burst.frame_mut(i), &self.parsed[i], &e.macs)?;
         out.push(i as u8);
+        Ok(())
+    }
+
+    /// [`Pipeline::rewrite_to`] for a frame that came or leaves tagged:
+    /// the rewrite, then the tags it came with replaced by the egress
+    /// port's (pushed, swapped or popped: the frame's start moves, its IP
+    /// header stays where it is). Out of line: untagged traffic pays one
+    /// compare for it.
+    #[inline(never)]
+    pub(super) fn rewrite_tagged(
+        &mut self,
+        burst: &mut Burst,
+        i: usize,
+        e: &Egress,
+    ) -> Result<(), DropReason> {
+        let p = self.parsed[i];
+        if e.queue as usize >= self.out.len() {
+            return Err(DropReason::UnknownNextHop);
+        }
+        wire::rewrite_with(burst.frame_mut(i), &p, &e.macs)?;
+        let old = (p.l3_off as usize).saturating_sub(14);
+        let new = (e.l2 as usize).saturating_sub(14).min(e.tags.len());
+        if !burst.set_tags(i, old, &e.tags[..new]) {
+            return Err(DropReason::Truncated);
+        }
+        // The parse's offsets follow the frame's new start (a capture of
+        // what was sent, a trace, read them).
+        let moved = new as i32 - old as i32;
+        let q = &mut self.parsed[i];
+        q.l3_off = (q.l3_off as i32 + moved) as u16;
+        q.l4_off = (q.l4_off as i32 + moved) as u16;
+        if let Some(c) = self.counters.links.get_mut(e.port as usize) {
+            if e.queue != e.port {
+                c[2] += 1;
+                c[3] += burst.frame_len(i) as u64;
+            }
+        }
+        self.out[e.queue as usize].push(i as u8);
         Ok(())
     }
 
@@ -152,9 +193,13 @@ impl Pipeline {
         // path, which never comes this way.
         self.punted.set(self.punted.get() | 1u64 << (i % 64));
         if let Some(r) = &self.router {
+            // A frame of a sub-interface goes as that port's, its tags
+            // taken off: the slow path never sees a tag.
+            let (port, strip) = self.ingress_of(i);
             r.punt(
                 burst.frame(i),
-                self.rx_port,
+                strip as usize,
+                port,
                 self.worker as u16,
                 reason,
                 hop,

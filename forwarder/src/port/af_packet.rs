@@ -147,7 +147,7 @@ impl AfPacketPort {
         if if_mac != p.mac {
             linux::add_promiscuous(&fd, ifindex)
                 .map_err(|e| ctx(format!("promiscuous mode: {e}")))?;
-        } else if !p.addresses.is_empty() {
+        } else if cfg.addressed(index) {
             linux::add_allmulti(&fd, ifindex)
                 .map_err(|e| ctx(format!("all-multicast mode: {e}")))?;
         }
@@ -174,7 +174,7 @@ impl AfPacketPort {
         Ok(AfPacketPort {
             name: p.name.clone(),
             mac: p.mac,
-            router: !p.addresses.is_empty(),
+            router: cfg.addressed(index),
             rx: Ring {
                 base,
                 slots,

@@ -348,7 +348,7 @@ impl AfXdpPort {
         let port = AfXdpPort {
             name: p.name.clone(),
             mac: p.mac,
-            router: !p.addresses.is_empty(),
+            router: cfg.addressed(index),
             rx,
             tx,
             fill,

@@ -12,6 +12,21 @@ pub const MAX_BURST: usize = 64;
 /// what copying a burst in costs).
 const STRIDE: usize = FRAME_CAP + 64;
 
+/// Bytes free before each of the burst's own buffers (the line between
+/// two buffers sits in front of each, not behind it): room for VLAN
+/// tags pushed onto a frame without moving it ([`Burst::set_tags`]).
+const HEADROOM: usize = STRIDE - FRAME_CAP;
+
+/// Bytes of tags the pipeline may push onto a frame: what a port that
+/// lends its own buffers must leave free before each frame.
+pub const TAG_ROOM: usize = 8;
+
+/// Where the burst's own buffer `i` starts in `data`.
+#[inline(always)]
+const fn base(i: usize) -> usize {
+    HEADROOM + i * STRIDE
+}
+
 /// A burst of frames. Each frame lives in one of the burst's own
 /// preallocated buffers, or outside it (a DPDK mbuf's data, received
 /// in place: zero copy), in which case its port's `handle` goes with it.
@@ -22,6 +37,10 @@ pub struct Burst {
     lens: [u16; MAX_BURST],
     handles: [usize; MAX_BURST],
     len: usize,
+    /// The frames whose start or length [`Burst::set_tags`] changed, a
+    /// bit each: a port that sends lent buffers as they are (DPDK's
+    /// mbufs) tells its device where those now start.
+    moved: u64,
 }
 
 impl Default for Burst {
@@ -34,11 +53,12 @@ impl Burst {
     /// An empty burst with room for [`MAX_BURST`] frames.
     pub fn new() -> Burst {
         Burst {
-            data: vec![0; MAX_BURST * STRIDE],
+            data: vec![0; base(MAX_BURST)],
             ptrs: [std::ptr::null_mut(); MAX_BURST],
             lens: [0; MAX_BURST],
             handles: [0; MAX_BURST],
             len: 0,
+            moved: 0,
         }
     }
 
@@ -59,6 +79,60 @@ impl Burst {
     #[inline]
     pub fn clear(&mut self) {
         self.len = 0;
+        self.moved = 0;
+    }
+
+    /// The frames [`Burst::set_tags`] moved or resized, a bit each
+    /// (frame `i` at bit `i`).
+    #[inline]
+    pub fn moved(&self) -> u64 {
+        self.moved
+    }
+
+    /// Replaces the `old` bytes of VLAN tags that follow frame `i`'s
+    /// source MAC with `tags` (TPID and TCI each, outer first; empty to
+    /// pop them all). The MACs move by the difference and the rest of the
+    /// frame stays where it is: the frame starts earlier when tags are
+    /// pushed (into the [`TAG_ROOM`] bytes every buffer has before it)
+    /// and later when they are popped; a frame is moved at most once
+    /// between two clears. False, with nothing done, for a frame shorter
+    /// than its MACs and tags, more than [`TAG_ROOM`] bytes pushed, or a
+    /// frame moved already.
+    #[inline]
+    #[allow(unsafe_code)]
+    pub fn set_tags(&mut self, i: usize, old: usize, tags: &[u8]) -> bool {
+        assert!(i < self.len);
+        let len = self.lens[i] as usize;
+        let p = self.ptrs[i];
+        if len < 12 + old || tags.len() > old + TAG_ROOM {
+            return false;
+        }
+        if tags.len() == old {
+            // A swap: the frame stays.
+            self.frame_mut(i)[12..12 + old].copy_from_slice(tags);
+            return true;
+        }
+        if self.moved & 1 << i != 0 {
+            return false;
+        }
+        let to = p.wrapping_add(old).wrapping_sub(tags.len());
+        // SAFETY: the frame's `len >= 12 + old` bytes at `p` are ours
+        // (as in `frame_mut`), and so are the `TAG_ROOM` bytes before
+        // them: the burst's own buffers have `HEADROOM` bytes in front,
+        // a lending port guarantees `TAG_ROOM` (`commit_slots`), and a
+        // frame moves once, at most `TAG_ROOM` back. `to` is at most
+        // `TAG_ROOM` before `p` (checked above) and at most `old` after
+        // it, so the 12 MAC bytes moved (`copy`: the two may overlap) and
+        // the tags written after them stay inside those bytes; `tags` is
+        // a borrowed slice, never inside the frame (`&mut self`).
+        unsafe {
+            std::ptr::copy(p, to, 12);
+            std::ptr::copy_nonoverlapping(tags.as_ptr(), to.add(12), tags.len());
+        }
+        self.ptrs[i] = to;
+        self.lens[i] = (len - old + tags.len()) as u16;
+        self.moved |= 1 << i;
+        true
     }
 
     /// Frame `i` (panics if `i` is not below [`Burst::len`]).
@@ -136,7 +210,7 @@ impl Burst {
     #[allow(unsafe_code)]
     fn own_buffer(&mut self, i: usize) -> *mut u8 {
         // SAFETY: `i < MAX_BURST`, so the offset is inside `data`.
-        unsafe { self.data.as_mut_ptr().add(i * STRIDE) }
+        unsafe { self.data.as_mut_ptr().add(base(i)) }
     }
 
     /// Appends a frame by writing it into the next buffer (what a NIC's
@@ -151,7 +225,7 @@ impl Burst {
         let n = frame.len().min(FRAME_CAP);
         // One bounds check for the buffer (always inside `data`); the
         // slot arrays are indexed below `MAX_BURST`.
-        let Some(buf) = self.data.get_mut(i * STRIDE..i * STRIDE + FRAME_CAP) else {
+        let Some(buf) = self.data.get_mut(base(i)..base(i) + FRAME_CAP) else {
             return false;
         };
         if (32..=64).contains(&n) {
@@ -184,7 +258,7 @@ impl Burst {
             return n;
         }
         let frames = src.chunks(stride.max(1)).zip(&lens[..n]);
-        let bufs = self.data[start * STRIDE..].chunks_exact_mut(STRIDE);
+        let bufs = self.data[base(start)..].chunks_exact_mut(STRIDE);
         let mut done = 0;
         for ((f, &len), buf) in frames.zip(bufs) {
             let f = &f[..(len as usize).min(f.len()).min(FRAME_CAP)];
@@ -229,7 +303,7 @@ impl Burst {
             || start + n > MAX_BURST
             || longest > FRAME_CAP.min(stride)
             || (n - 1).checked_mul(stride)?.checked_add(longest.max(64))? > src.len()
-            || self.data.len() < (start + n) * STRIDE
+            || self.data.len() < base(start + n)
         {
             return None;
         }
@@ -239,10 +313,10 @@ impl Burst {
             .zip(&mut self.handles[start..start + n])
             .zip(lens);
         let mut from = src.as_ptr();
-        // SAFETY: `start + n <= MAX_BURST` and `data` holds `(start + n)
-        // * STRIDE` bytes (both checked above), so buffer `start` is
-        // inside `data`.
-        let mut to = unsafe { self.data.as_mut_ptr().add(start * STRIDE) };
+        // SAFETY: `start + n <= MAX_BURST` and `data` holds `base(start +
+        // n)` bytes (both checked above), so buffer `start` is inside
+        // `data`.
+        let mut to = unsafe { self.data.as_mut_ptr().add(base(start)) };
         for (((ptr, len), handle), &l) in slots {
             let l = l as usize;
             // SAFETY: the `j`-th frame of the run starts at `from = src +
@@ -282,7 +356,7 @@ impl Burst {
         if self.len == MAX_BURST {
             return None;
         }
-        let at = self.len * STRIDE;
+        let at = base(self.len);
         Some(&mut self.data[at..at + FRAME_CAP])
     }
 
@@ -321,7 +395,9 @@ impl Burst {
     /// # Safety
     /// `n` is at most the slots' `room`; each of the `n` slots holds a
     /// non-zero handle, and a pointer to as many writable bytes as its
-    /// length says, which nothing else reads or writes until the frame is
+    /// length says, with [`TAG_ROOM`] writable bytes before them (where
+    /// [`Burst::set_tags`] pushes tags), which nothing else reads or
+    /// writes until the frame is
     /// released (its handle taken, or the burst handed to
     /// [`Port::release`](super::Port::release)) and the burst cleared.
     #[inline]
@@ -452,6 +528,44 @@ mod tests {
         assert_eq!(b.bytes_from(1), 1564);
         assert_eq!(b.bytes_from(3), 0);
         assert_eq!(b.bytes_from(200), 0);
+    }
+
+    /// Tags pushed, swapped and popped leave the frame's MACs first and
+    /// everything after the old tags as it was, in our buffers (the
+    /// first one too) and up to the room there is.
+    #[test]
+    fn tags_are_pushed_swapped_and_popped() {
+        let mut b = Burst::new();
+        let plain: Vec<u8> = (0..64u8).collect();
+        for _ in 0..3 {
+            b.push(&plain);
+        }
+        let tag = [0x81, 0, 0, 100];
+        let two = [0x88, 0xa8, 0, 200, 0x81, 0, 0, 7];
+        assert!(b.set_tags(0, 0, &tag));
+        assert!(b.set_tags(1, 0, &two));
+        let mut want = plain[..12].to_vec();
+        want.extend(tag);
+        want.extend(&plain[12..]);
+        assert_eq!(b.frame(0), &want[..]);
+        assert_eq!(b.frame(1)[12..20], two);
+        assert_eq!(b.frame(1)[20..], plain[12..]);
+        assert_eq!(b.moved(), 0b11);
+        // Moved once; a swap of the same length stays allowed.
+        assert!(!b.set_tags(0, 4, &[]));
+        assert!(b.set_tags(0, 4, &[0x81, 0, 0, 5]));
+        assert_eq!(b.frame(0)[12..16], [0x81, 0, 0, 5]);
+        // Popped: the frame starts 4 bytes later.
+        assert!(b.set_tags(2, 4, &[]));
+        assert_eq!(b.frame(2).len(), 60);
+        assert_eq!(b.frame(2)[..12], plain[..12]);
+        assert_eq!(b.frame(2)[12..], plain[16..]);
+        // Too short, or too much pushed.
+        b.push(&plain[..13]);
+        assert!(!b.set_tags(3, 4, &[]));
+        assert!(!b.set_tags(3, 0, &[0; 12]));
+        b.clear();
+        assert_eq!(b.moved(), 0);
     }
 
     /// Frames written through the raw slots are the burst's next frames;

@@ -295,7 +295,7 @@ impl DpdkPort {
                 d.pool
             }
             None => {
-                let pool = configure(port, o, queues, !p.addresses.is_empty()).map_err(ctx)?;
+                let pool = configure(port, o, queues, cfg.addressed(index)).map_err(ctx)?;
                 eal.devices.insert(port, Device { pool, open: 1 });
                 pool
             }
@@ -303,7 +303,7 @@ impl DpdkPort {
         Ok(DpdkPort {
             name: p.name.clone(),
             mac: p.mac,
-            router: !p.addresses.is_empty(),
+            router: cfg.addressed(index),
             port,
             queue: queue as u16,
             pool,
@@ -453,6 +453,9 @@ impl Port for DpdkPort {
 
     fn tx_burst(&mut self, burst: &mut Burst, which: &[u8]) -> usize {
         register_thread();
+        if burst.moved() != 0 {
+            reshape_moved(burst);
+        }
         if which.len() <= MAX_BURST {
             // Zero copy: every frame is a received mbuf, rewritten in
             // place; the device takes those it sends (their handles are
@@ -601,4 +604,31 @@ pub fn init_eal(args: &[String]) -> Result<(), String> {
         *g = Some(eal_init(args, cores)?);
     }
     Ok(())
+}
+
+/// Tells the mbufs of the frames whose VLAN tags the pipeline pushed or
+/// popped ([`Burst::set_tags`]) where their data now starts and how long
+/// it is: the device sends an mbuf as it describes itself.
+#[cold]
+fn reshape_moved(burst: &mut Burst) {
+    let mut moved = burst.moved();
+    while moved != 0 {
+        let i = moved.trailing_zeros() as usize;
+        moved &= moved - 1;
+        if i >= burst.len() {
+            break;
+        }
+        let h = burst.handle(i);
+        if h == 0 {
+            continue;
+        }
+        let f = burst.frame(i);
+        // SAFETY: a non-zero handle is a `dpdk` port's received mbuf, not
+        // yet sent or freed (its handle is still in the burst); the frame
+        // lies inside its buffer (the pipeline moved its start at most
+        // `TAG_ROOM` bytes back, which the receive checked the mbuf has,
+        // or forward within the data), so the new offset and length
+        // describe bytes of that buffer.
+        unsafe { sys::fwd_mbuf_reshape(h as *mut sys::rte_mbuf, f.as_ptr(), f.len() as u16) };
+    }
 }

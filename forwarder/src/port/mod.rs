@@ -48,10 +48,20 @@ pub fn open(cfg: &Config, index: usize, queue: usize) -> Result<Box<dyn Port>, S
         Driver::Dpdk(o) => Box::new(dpdk::DpdkPort::open(cfg, index, queue, o)?),
         #[cfg(not(feature = "dpdk"))]
         Driver::Dpdk(_) => return Err(without_dpdk(p)),
+        Driver::Vlan(_) => {
+            return Err(format!(
+                "{}: port `{}` is a VLAN sub-interface: it has no queues (its parent's carry its frames)",
+                p.at, p.name
+            ))
+        }
     })
 }
 
-/// Opens queue `queue` of every port of `cfg` (a worker's ports).
+/// Opens queue `queue` of every port of `cfg` with a driver (a worker's
+/// ports; the VLAN sub-interfaces, numbered after them, go through
+/// their parents').
 pub fn open_all(cfg: &Config, queue: usize) -> Result<Vec<Box<dyn Port>>, String> {
-    (0..cfg.ports.len()).map(|i| open(cfg, i, queue)).collect()
+    (0..cfg.physical_ports())
+        .map(|i| open(cfg, i, queue))
+        .collect()
 }

@@ -173,7 +173,12 @@ impl SyntheticPort {
                 // as unroutable, which is traffic too.
                 (_, None) => ipv4(0xc000_0201, 0xcb00_7101, TTL, l4, payload),
             };
-            frames.push(frame);
+            frames.push(match o.vlan {
+                0 => frame,
+                // Tagged for a sub-interface: the tag after the source
+                // MAC, the frame 4 bytes longer.
+                id => [&frame[..12], &[0x81, 0], &id.to_be_bytes(), &frame[12..]].concat(),
+            });
         }
         let stride = frames
             .iter()

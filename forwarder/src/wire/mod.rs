@@ -119,7 +119,22 @@ pub struct Parsed {
 /// promiscuous mode pass on only these.
 #[inline]
 pub fn addressed_to(frame: &[u8], mac: [u8; 6]) -> bool {
-    frame.len() >= 14 && (frame[..6] == mac || frame[12..14] == ethertype::ARP.to_be_bytes())
+    frame.len() >= 14 && (frame[..6] == mac || is_arp(frame))
+}
+
+/// Whether a frame is ARP, behind up to two VLAN tags (a sub-interface's
+/// neighbours ask on its VLAN).
+#[inline]
+fn is_arp(frame: &[u8]) -> bool {
+    let mut at = 12;
+    for _ in 0..3 {
+        match be16(frame, at) {
+            Some(ethertype::ARP) => return true,
+            Some(ethertype::VLAN | ethertype::QINQ) => at += 4,
+            _ => return false,
+        }
+    }
+    false
 }
 
 /// [`addressed_to`] for a port with addresses (a router's): also IPv6
