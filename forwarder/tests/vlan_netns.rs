@@ -15,8 +15,10 @@
 //! sub-interface has is dropped and counted; the sub-interfaces count
 //! their frames.
 //!
-//! Needs root and `ip`; skipped without root unless
-//! `FORWARDER_NETNS_TESTS=1`. Addresses from 192.0.2.0/24,
+//! Over `af_packet` and `af_xdp`, and with the `dpdk` feature over
+//! DPDK's `net_af_packet` (whose mbufs are told where a frame starts
+//! once a tag is pushed or popped). Needs root and `ip`; skipped without
+//! root unless `FORWARDER_NETNS_TESTS=1`. Addresses from 192.0.2.0/24,
 //! 198.51.100.0/24, 203.0.113.0/24 and 2001:db8::/32 only; the
 //! namespaces are removed afterwards.
 
@@ -92,8 +94,8 @@ impl Net {
         &self.names[i]
     }
 
-    fn build() -> Result<Net, String> {
-        let tag = format!("vl{}", std::process::id());
+    fn build(driver: Driver) -> Result<Net, String> {
+        let tag = format!("vl{}{}", std::process::id(), driver.letter());
         let net = Net {
             names: ["a", "b", "c", "s", "f"]
                 .iter()
@@ -276,21 +278,53 @@ fn linux_router_gone(net: &Net) -> Result<(), String> {
     sysctl(f, "net.ipv6.conf.all.forwarding=0")
 }
 
-fn config(dir: &std::path::Path) -> std::path::PathBuf {
+/// The two ports with drivers, `trunk` on f0 and `lan` on f1.
+fn ports(driver: Driver) -> String {
+    let (d, opts0, opts1) = match driver {
+        Driver::AfPacket => (
+            "af_packet",
+            "interface = \"f0\"\nring_frames = 1024",
+            "interface = \"f1\"\nring_frames = 1024",
+        ),
+        Driver::AfXdp => (
+            "af_xdp",
+            "interface = \"f0\"\nframes = 2048",
+            "interface = \"f1\"\nframes = 2048",
+        ),
+        Driver::Dpdk => (
+            "dpdk",
+            "device = \"net_af_packet0\"\neal = [\"--no-huge\", \"-m\", \"512\", \"--no-pci\", \"--vdev\", \"net_af_packet0,iface=f0\", \"--vdev\", \"net_af_packet1,iface=f1\"]\nmbufs = 4096",
+            "device = \"net_af_packet1\"\nmbufs = 4096",
+        ),
+    };
+    format!(
+        r#"[[port]]
+name = "trunk"
+driver = "{d}"
+mac = "{m0}"
+[port.options]
+{opts0}
+[[port]]
+name = "lan"
+driver = "{d}"
+mac = "{m1}"
+address = ["203.0.113.1/24", "2001:db8:3::1/64"]
+[port.options]
+{opts1}
+"#,
+        m0 = mac(F0_MAC),
+        m1 = mac(F1_MAC)
+    )
+}
+
+fn config(dir: &std::path::Path, driver: Driver) -> std::path::PathBuf {
     let path = dir.join("vlan.toml");
     std::fs::write(
         &path,
         format!(
             r#"[forwarder]
 cores = [0]
-[[port]]
-name = "trunk"
-driver = "af_packet"
-mac = "{m0}"
-[port.options]
-interface = "f0"
-ring_frames = 1024
-[[port]]
+{ports}[[port]]
 name = "trunk.100"
 parent = "trunk"
 vlan = 100
@@ -300,17 +334,8 @@ name = "trunk.200"
 parent = "trunk"
 vlan = 200
 address = ["198.51.100.1/24", "2001:db8:2::1/64"]
-[[port]]
-name = "lan"
-driver = "af_packet"
-mac = "{m1}"
-address = ["203.0.113.1/24", "2001:db8:3::1/64"]
-[port.options]
-interface = "f1"
-ring_frames = 1024
 "#,
-            m0 = mac(F0_MAC),
-            m1 = mac(F1_MAC)
+            ports = ports(driver)
         ),
     )
     .unwrap();
@@ -331,12 +356,8 @@ fn tagged_frame(vid: u16) -> Vec<u8> {
     f
 }
 
-#[test]
-fn hosts_on_vlans_reach_each_other_through_sub_interfaces() {
-    if !root_or_skip("hosts_on_vlans_reach_each_other_through_sub_interfaces") {
-        return;
-    }
-    let net = Net::build().expect("namespaces");
+fn through(driver: Driver) {
+    let net = Net::build(driver).expect("namespaces");
     let hosts_switch = Switch::start(net.ns(3), "st", &[("sa", 100), ("sb", 200)]);
 
     // Linux first.
@@ -353,13 +374,17 @@ fn hosts_on_vlans_reach_each_other_through_sub_interfaces() {
     linux_router_gone(&net).expect("Linux's router away");
 
     // Then the forwarder.
-    let dir = std::env::temp_dir().join(format!("fwd-vlan-{}", std::process::id()));
+    let dir = std::env::temp_dir().join(format!(
+        "fwd-vlan-{}-{}",
+        std::process::id(),
+        driver.letter()
+    ));
     std::fs::create_dir_all(&dir).unwrap();
-    let cfg = config(&dir);
+    let cfg = config(&dir, driver);
     let (child, _out) = start_forwarder(net.ns(4), &cfg, None);
     let _child = Running(child);
     let before = hosts_switch.carried();
-    all_reach(&net, "forwarder");
+    all_reach(&net, &format!("the forwarder over {driver:?}"));
     let c = hosts_switch.carried();
     for v in [100, 200] {
         assert!(
@@ -372,7 +397,6 @@ fn hosts_on_vlans_reach_each_other_through_sub_interfaces() {
         "every frame the forwarder sent on the trunk has a VLAN's tag: {c:?}"
     );
 
-    eprintln!("carried: up {:?} down {:?} stray {}", c.up, c.down, c.stray);
     // A tag no sub-interface has: dropped, counted.
     let s = net.ns(3).to_string();
     in_netns(&s, || {
@@ -395,7 +419,6 @@ fn hosts_on_vlans_reach_each_other_through_sub_interfaces() {
         st["total"]["drops"]["unknown_vlan"].as_u64() >= Some(5),
         "unknown tags counted: {st}"
     );
-    eprintln!("ports: {}; drops: {}", st["ports"], st["total"]["drops"]);
     // The sub-interfaces count their own frames.
     for name in ["trunk.100", "trunk.200"] {
         let p = &st["ports"][name];
@@ -403,5 +426,27 @@ fn hosts_on_vlans_reach_each_other_through_sub_interfaces() {
             p["rx"].as_u64() > Some(0) && p["tx"].as_u64() > Some(0),
             "{name}: {p}"
         );
+    }
+}
+
+#[test]
+fn hosts_on_vlans_reach_each_other_over_af_packet() {
+    if root_or_skip("hosts_on_vlans_reach_each_other_over_af_packet") {
+        through(Driver::AfPacket);
+    }
+}
+
+#[test]
+fn hosts_on_vlans_reach_each_other_over_af_xdp() {
+    if root_or_skip("hosts_on_vlans_reach_each_other_over_af_xdp") {
+        through(Driver::AfXdp);
+    }
+}
+
+#[cfg(feature = "dpdk")]
+#[test]
+fn hosts_on_vlans_reach_each_other_over_dpdk() {
+    if root_or_skip("hosts_on_vlans_reach_each_other_over_dpdk") {
+        through(Driver::Dpdk);
     }
 }
