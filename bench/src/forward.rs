@@ -62,35 +62,10 @@ fn with_flows(mut cfg: Config, flows: usize) -> Config {
     cfg
 }
 
-/// `cfg` with its traffic on VLANs: every synthetic port's frames tagged
-/// with VLAN 100 and received by a sub-interface `NAME.100`, every next
-/// hop moved to its port's sub-interface. Frames then come and leave
-/// tagged (a swap of the tag), where the plain variants' are untagged.
+/// `cfg` with its traffic on VLANs (see
+/// [`forwarder::port::synthetic::on_vlans`]).
 fn with_vlans(mut cfg: Config) -> Config {
-    let physical = cfg.physical_ports();
-    for i in 0..physical {
-        let p = &mut cfg.ports[i];
-        if let config::Driver::Synthetic(o) = &mut p.driver {
-            o.vlan = 100;
-        }
-        let sub = config::PortConfig {
-            name: format!("{}.100", p.name),
-            driver: config::Driver::Vlan(config::driver::VlanOptions {
-                parent: i,
-                tags: vec![100],
-            }),
-            addresses: Vec::new(),
-            tap: None,
-            kernel_interface: None,
-            ..p.clone()
-        };
-        cfg.ports.push(sub);
-    }
-    for h in &mut cfg.next_hops {
-        if h.port < physical {
-            h.port += physical;
-        }
-    }
+    forwarder::port::synthetic::on_vlans(&mut cfg, 100);
     cfg
 }
 

@@ -84,7 +84,8 @@ pub struct SyntheticOptions {
     /// since it parses each frame again.
     pub verify: bool,
     /// The VLAN every frame is tagged with (802.1Q), for a sub-interface
-    /// of the port to receive; 0: untagged.
+    /// of the port to receive; 0: untagged. The tag counts in
+    /// `frame_size`.
     pub vlan: u16,
 }
 

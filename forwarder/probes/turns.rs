@@ -41,6 +41,11 @@ fn main() {
         let n = |s: &str| s.parse().expect("a number of routes");
         forwarder::port::synthetic::full_table(&mut cfg, n(v4), n(v6));
     }
+    // With TURNS_VLAN=1 the traffic comes and leaves on VLAN 100 (see
+    // `on_vlans`).
+    if std::env::var("TURNS_VLAN").as_deref() == Ok("1") {
+        forwarder::port::synthetic::on_vlans(&mut cfg, 100);
+    }
     // With TURNS_RESOLVED=1 the next hops are gateways by address,
     // resolved (see `gateways_resolved`).
     let neigh = (std::env::var("TURNS_RESOLVED").as_deref() == Ok("1"))

@@ -36,6 +36,10 @@ pub struct Vlans {
     /// Per port with a driver: its sub-interfaces by tag key (see
     /// [`key`]), sorted for a binary search.
     by_tag: Vec<Vec<(u32, u16)>>,
+    /// Per port with a driver that has single-tagged sub-interfaces: by
+    /// VLAN ID, the sub-interface's index plus one (0: none), so that
+    /// the usual frame's lookup is one load.
+    by_vid: Vec<Box<[u16]>>,
 }
 
 /// A sub-interface's key: its one VLAN ID, or both (with a bit that
@@ -103,6 +107,17 @@ impl Vlans {
         for t in &mut v.by_tag {
             t.sort_unstable();
         }
+        v.by_vid = v
+            .by_tag
+            .iter()
+            .map(|t| {
+                let mut ids = vec![0u16; if t.is_empty() { 0 } else { 4096 }];
+                for &(k, port) in t.iter().filter(|(k, _)| *k < 4096) {
+                    ids[k as usize] = port + 1;
+                }
+                ids.into_boxed_slice()
+            })
+            .collect();
         v
     }
 
@@ -114,7 +129,14 @@ impl Vlans {
     /// The port a frame received on port `queue` belongs to, from its
     /// tags: the sub-interface whose tags it carries (both of them when
     /// it has two), the port itself for a priority tag, or none.
+    #[inline]
     pub fn ingress(&self, queue: u16, frame: &[u8]) -> Ingress {
+        // The usual tagged frame: one 802.1Q tag, read in one go.
+        if let Some(h) = frame.get(12..).and_then(|f| f.first_chunk::<8>()) {
+            if h[..2] == [0x81, 0] && !matches!(h[4..6], [0x81, 0] | [0x88, 0xa8]) {
+                return self.one_tag(queue, u16::from_be_bytes([h[2], h[3]]) & 0xfff);
+            }
+        }
         let be16 = |at: usize| crate::wire::be16(frame, at);
         let tagged = |t: Option<u16>| matches!(t, Some(TPID_8021Q | TPID_8021AD));
         if !tagged(be16(12)) {
@@ -139,15 +161,25 @@ impl Vlans {
                 None => Ingress::Unknown,
             };
         }
-        if outer == 0 {
-            return Ingress::Port {
+        self.one_tag(queue, outer)
+    }
+
+    /// Where a frame with one tag, VLAN `vid`, received on `queue`
+    /// belongs: its sub-interface, the port itself for a priority tag
+    /// (VLAN 0), or none.
+    #[inline(always)]
+    fn one_tag(&self, queue: u16, vid: u16) -> Ingress {
+        let ids = self.by_vid.get(queue as usize).map_or(&[][..], |t| t);
+        match (vid, ids.get(vid as usize).copied().unwrap_or(0)) {
+            (0, _) => Ingress::Port {
                 port: queue,
                 strip: 4,
-            };
-        }
-        match find(key(&[outer])) {
-            Some(port) => Ingress::Port { port, strip: 4 },
-            None => Ingress::Unknown,
+            },
+            (_, 0) => Ingress::Unknown,
+            (_, port) => Ingress::Port {
+                port: port - 1,
+                strip: 4,
+            },
         }
     }
 

@@ -88,6 +88,17 @@ proptest! {
         f.truncate(f.len().saturating_sub(cut));
         f.extend(std::iter::repeat_n(0xa5, pad));
         prop_assert_eq!(parse(&f), parse_reference(&f));
+        // And behind one or two tags (802.1Q, 802.1ad, or a TPID that is
+        // not one), where the fast path reads 4 bytes on.
+        for tags in [&[0x8100u16][..], &[0x88a8], &[0x88a8, 0x8100], &[0x9100]] {
+            let mut g = f[..12.min(f.len())].to_vec();
+            for (k, t) in tags.iter().enumerate() {
+                g.extend(t.to_be_bytes());
+                g.extend((100 + k as u16).to_be_bytes());
+            }
+            g.extend(f.get(12..).unwrap_or_default());
+            prop_assert_eq!(parse(&g), parse_reference(&g));
+        }
     }
 
     #[test]

@@ -117,6 +117,7 @@ pub struct Pipeline {
     /// The FIB's next hops, in its order, as the rewrite uses them
     /// (rebuilt with every snapshot).
     egress: Vec<Egress>,
+    links: Vec<prepared::HopLink>,
     /// Each hop's kind ([`READY`], ...), for frames that leave the fast
     /// path.
     kinds: Vec<u8>,
@@ -165,38 +166,39 @@ pub struct Pipeline {
 }
 
 impl Pipeline {
-    /// The fate of frame `i`, parsed with result `parsed`, when it may
-    /// carry VLAN tags: it belongs to the sub-interface they name (or to
-    /// the port, untagged or priority-tagged), noted in `tagged` and
-    /// `ingress` and counted on the sub-interface, or it is dropped for
-    /// a tag no sub-interface has.
+    /// The frames of the burst that may carry VLAN tags (`odd`, a bit
+    /// each): each belongs to the sub-interface its tags name (or to the
+    /// port, priority-tagged), noted in `tagged` and `ingress` and counted
+    /// on the sub-interface, or is dropped for a tag no sub-interface
+    /// has. One call a burst, out of line. The tags stay: a frame from
+    /// one VLAN to another has its tag swapped in place on the way out
+    /// (taking them off here and pushing others there moved every frame
+    /// twice: 0.66x untagged's rate against 0.75x).
     #[inline(never)]
-    fn ingress(
-        &mut self,
-        tables: &Tables,
-        burst: &Burst,
-        i: usize,
-        parsed: Result<(), DropReason>,
-    ) -> Fate {
-        let frame = burst.frame(i);
-        match tables.vlans.ingress(self.rx_port, frame) {
-            crate::vlan::Ingress::Port { port, strip } => {
-                if strip > 0 {
-                    self.tagged |= 1 << (i % 64);
+    fn ingress(&mut self, tables: &Tables, burst: &Burst, mut odd: u64) {
+        while odd != 0 {
+            let i = odd.trailing_zeros() as usize;
+            odd &= odd - 1;
+            if i >= burst.len() {
+                break;
+            }
+            let len = burst.frame_len(i);
+            match tables.vlans.ingress(self.rx_port, burst.frame(i)) {
+                crate::vlan::Ingress::Port { strip: 0, .. } => {}
+                crate::vlan::Ingress::Port { port, strip } => {
+                    self.tagged |= 1 << i;
                     self.ingress[i % MAX_BURST] = (port, strip);
                     if port != self.rx_port {
                         if let Some(c) = self.counters.links.get_mut(port as usize) {
                             c[0] += 1;
-                            c[1] += frame.len() as u64;
+                            c[1] += len as u64;
                         }
                     }
                 }
-                match parsed {
-                    Ok(()) => Fate::Go,
-                    Err(d) => Fate::Dropped(d),
+                crate::vlan::Ingress::Unknown => {
+                    self.fate[i % MAX_BURST] = Fate::Dropped(DropReason::UnknownVlan)
                 }
             }
-            crate::vlan::Ingress::Unknown => Fate::Dropped(DropReason::UnknownVlan),
         }
     }
 
@@ -236,6 +238,7 @@ impl Pipeline {
             match_bits: [0; MAX_BURST],
             decisions: [Decision::default(); MAX_BURST],
             egress: Vec::new(),
+            links: Vec::new(),
             kinds: Vec::new(),
             gateways: Vec::new(),
             mtus: Vec::new(),
@@ -277,6 +280,7 @@ impl Pipeline {
             scratch: std::mem::take(&mut self.scratch),
             keys: std::mem::take(&mut self.keys),
             egress: std::mem::take(&mut self.egress),
+            links: std::mem::take(&mut self.links),
             kinds: std::mem::take(&mut self.kinds),
             gateways: std::mem::take(&mut self.gateways),
             mtus: std::mem::take(&mut self.mtus),
@@ -296,6 +300,7 @@ impl Pipeline {
         self.scratch = mine.scratch;
         self.keys = mine.keys;
         self.egress = mine.egress;
+        self.links = mine.links;
         self.kinds = mine.kinds;
         self.gateways = mine.gateways;
         self.mtus = mine.mtus;
@@ -432,13 +437,25 @@ impl Pipeline {
             return;
         }
         self.tagged = 0;
+        // The frames that may carry tags: IP past byte 14 (tags are the
+        // only way there), or not IP at all. A bit each, looked at once
+        // the burst is parsed.
+        let mut odd = 0u64;
         for i in 0..n {
             self.fate[i] = match wire::parse_into(burst.frame(i), &mut self.parsed[i]) {
                 Ok(()) if self.parsed[i].l3_off == 14 => Fate::Go,
-                // Tags (the only way past byte 14 to the IP header), or
-                // not IP: the tags say whose the frame is.
-                r => self.ingress(tables, burst, i, r),
+                Ok(()) => {
+                    odd |= 1 << (i % 64);
+                    Fate::Go
+                }
+                Err(d) => {
+                    odd |= 1 << (i % 64);
+                    Fate::Dropped(d)
+                }
             };
+        }
+        if odd != 0 {
+            self.ingress(tables, burst, odd);
         }
         self.match_bits[..n].fill(0);
         self.pending[..n].fill(false);

@@ -25,11 +25,24 @@ use std::sync::Mutex;
 #[repr(C, align(16))]
 pub(super) struct Egress {
     pub(super) macs: [u8; 12],
-    pub(super) port: u16,
-    pub(super) limit: u16,
-    /// The port whose queue sends (`port`'s parent for a VLAN
-    /// sub-interface, `port` otherwise).
+    /// The port whose queue sends (the hop's port, or a VLAN
+    /// sub-interface's parent), with [`TAGGED`] set when the frame leaves
+    /// tagged: then no queue has that index, and the rewrite goes the
+    /// tagged way (see [`HopLink`]). 16 bytes in all: the entry is copied
+    /// for every packet.
     pub(super) queue: u16,
+    pub(super) limit: u16,
+}
+
+/// The bit of [`Egress::queue`] that says the hop's frames leave tagged.
+pub(super) const TAGGED: u16 = 0x8000;
+
+/// What the rarer ways out need of a hop, beside its [`Egress`]: its
+/// port (a VLAN sub-interface's own index, for its MTU, neighbours and
+/// counters) and the tags its frames leave with.
+#[derive(Clone, Copy, Debug, Default)]
+pub(super) struct HopLink {
+    pub(super) port: u16,
     /// The Ethernet header's length as the frame leaves: 14, and 4 a
     /// VLAN tag; the tags are `tags`' first `l2 - 14` bytes.
     pub(super) l2: u16,
@@ -100,6 +113,8 @@ pub struct Prepared {
     /// Per set: its keys' buffer and what it found.
     pub(super) keys: Vec<(Vec<u8>, Found)>,
     pub(super) egress: Vec<Egress>,
+    /// The hops' ports and tags.
+    pub(super) links: Vec<HopLink>,
     /// Each hop's kind ([`READY`], ...).
     pub(super) kinds: Vec<u8>,
     /// The gateways' hops by address: hop index, port, neighbour key.
@@ -143,13 +158,21 @@ impl Prepared {
                 let link = crate::vlan::link_of(ports, h.port);
                 Egress {
                     macs: wire::macs(h.dst_mac, h.src_mac),
-                    port: h.port,
+                    queue: link.queue | if link.len > 0 { TAGGED } else { 0 },
                     limit: if k == READY {
                         ready_limit(routing, mtu(h.port))
                     } else {
                         0
                     },
-                    queue: link.queue,
+                }
+            })
+            .collect();
+        let links = hops
+            .iter()
+            .map(|h| {
+                let link = crate::vlan::link_of(ports, h.port);
+                HopLink {
+                    port: h.port,
                     l2: 14 + link.len as u16,
                     tags: link.tags,
                 }
@@ -162,6 +185,7 @@ impl Prepared {
                 .map(|s| (vec![0; MAX_BURST * s.key_len.max(1)], Found::default()))
                 .collect(),
             egress,
+            links,
             kinds,
             gateways,
             mtus: ports.iter().map(|p| p.mtu).collect(),

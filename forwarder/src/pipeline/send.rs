@@ -4,7 +4,7 @@
 //! handed to the slow path; the gateways' MACs taken from the slow
 //! path's neighbour table.
 
-use super::prepared::{ready_limit, Egress, CONNECTED, LOCAL, PENDING, READY, UNRESOLVED};
+use super::prepared::{ready_limit, Egress, CONNECTED, LOCAL, PENDING, READY, TAGGED, UNRESOLVED};
 use super::{Fate, Pipeline};
 use crate::port::Burst;
 use crate::reason::DropReason;
@@ -33,12 +33,17 @@ impl Pipeline {
             Ok(h) => match self.egress.get(h as usize).copied() {
                 // A frame over the hop's limit goes its own way, out of
                 // line: merging the two ways' entries back into one copies
-                // the entry for every packet.
-                Some(e) if burst.frame_len(i) > e.limit as usize => {
-                    self.send_past_limit(burst, i, h, e);
+                // the entry for every packet. So does a frame that came
+                // or leaves tagged (see `rewrite_to`).
+                Some(e)
+                    if burst.frame_len(i) > e.limit as usize
+                        || e.queue & TAGGED != 0
+                        || self.parsed[i].l3_off != 14 =>
+                {
+                    self.send_other(burst, i, h, e);
                     return;
                 }
-                Some(e) => match self.rewrite_to(burst, i, &e) {
+                Some(e) => match self.rewrite_plain(burst, i, &e) {
                     Ok(()) => return,
                     Err(d) => d,
                 },
@@ -49,18 +54,16 @@ impl Pipeline {
         self.dropped(burst, i, d);
     }
 
-    /// Rewrites frame `i` with `e`'s MACs and lists it on `e`'s port
-    /// (counted as sent by `count_sent`, once per burst).
+    /// Rewrites frame `i`, untagged and leaving untagged, with `e`'s MACs
+    /// and lists it on `e`'s queue (counted as sent by `count_sent`, once
+    /// per burst).
     #[inline(always)]
-    pub(super) fn rewrite_to(
+    pub(super) fn rewrite_plain(
         &mut self,
         burst: &mut Burst,
         i: usize,
         e: &Egress,
     ) -> Result<(), DropReason> {
-        if e.l2 != 14 || self.parsed[i].l3_off != 14 {
-            return self.rewrite_tagged(burst, i, e);
-        }
         let out = self
             .out
             .get_mut(e.queue as usize)
@@ -70,41 +73,67 @@ impl Pipeline {
         Ok(())
     }
 
-    /// [`Pipeline::rewrite_to`] for a frame that came or leaves tagged:
+    /// [`Pipeline::rewrite_plain`] for any frame towards hop `h` (whose
+    /// entry is `e`): one that came tagged (its IP header past byte 14)
+    /// or leaves tagged ([`TAGGED`]) goes the tagged way.
+    #[inline]
+    pub(super) fn rewrite_to(
+        &mut self,
+        burst: &mut Burst,
+        i: usize,
+        h: u32,
+        e: &Egress,
+    ) -> Result<(), DropReason> {
+        if e.queue & TAGGED != 0 || self.parsed[i].l3_off != 14 {
+            return self.rewrite_tagged(burst, i, h, e);
+        }
+        self.rewrite_plain(burst, i, e)
+    }
+
+    /// [`Pipeline::rewrite_plain`] for a frame that came or leaves tagged:
     /// the rewrite, then the tags it came with replaced by the egress
-    /// port's (pushed, swapped or popped: the frame's start moves, its IP
-    /// header stays where it is). Out of line: untagged traffic pays one
-    /// compare for it.
+    /// port's (swapped in place, or pushed or popped: the frame's start
+    /// moves, its IP header stays where it is). Out of line.
     #[inline(never)]
     pub(super) fn rewrite_tagged(
         &mut self,
         burst: &mut Burst,
         i: usize,
+        h: u32,
         e: &Egress,
     ) -> Result<(), DropReason> {
-        let p = self.parsed[i];
-        if e.queue as usize >= self.out.len() {
+        let queue = (e.queue & !TAGGED) as usize;
+        let (Some(link), Some(p)) = (self.links.get(h as usize), self.parsed.get_mut(i)) else {
+            return Err(DropReason::UnknownNextHop);
+        };
+        if queue >= self.out.len() {
             return Err(DropReason::UnknownNextHop);
         }
-        wire::rewrite_with(burst.frame_mut(i), &p, &e.macs)?;
+        wire::rewrite_with(burst.frame_mut(i), p, &e.macs)?;
         let old = (p.l3_off as usize).saturating_sub(14);
-        let new = (e.l2 as usize).saturating_sub(14).min(e.tags.len());
-        if !burst.set_tags(i, old, &e.tags[..new]) {
-            return Err(DropReason::Truncated);
+        let new = (link.l2 as usize).saturating_sub(14).min(link.tags.len());
+        if old == new && old == 4 {
+            // The usual: a tag swapped for another, in place.
+            if let Some(t) = burst.frame_mut(i).get_mut(12..16) {
+                t.copy_from_slice(&link.tags[..4]);
+            }
+        } else {
+            if !burst.set_tags(i, old, &link.tags[..new]) {
+                return Err(DropReason::Truncated);
+            }
+            // The parse's offsets follow the frame's new start (a capture
+            // of what was sent, a trace, read them).
+            let moved = new as i32 - old as i32;
+            p.l3_off = (p.l3_off as i32 + moved) as u16;
+            p.l4_off = (p.l4_off as i32 + moved) as u16;
         }
-        // The parse's offsets follow the frame's new start (a capture of
-        // what was sent, a trace, read them).
-        let moved = new as i32 - old as i32;
-        let q = &mut self.parsed[i];
-        q.l3_off = (q.l3_off as i32 + moved) as u16;
-        q.l4_off = (q.l4_off as i32 + moved) as u16;
-        if let Some(c) = self.counters.links.get_mut(e.port as usize) {
-            if e.queue != e.port {
+        if e.queue & TAGGED != 0 {
+            if let Some(c) = self.counters.links.get_mut(link.port as usize) {
                 c[2] += 1;
                 c[3] += burst.frame_len(i) as u64;
             }
         }
-        self.out[e.queue as usize].push(i as u8);
+        self.out[queue].push(i as u8);
         Ok(())
     }
 
@@ -121,14 +150,20 @@ impl Pipeline {
     }
 
     /// [`Pipeline::send`] for a frame over its hop's limit (see
-    /// [`Egress::limit`]).
-    #[cold]
+    /// [`Egress::limit`]), or one that came or leaves tagged.
     #[inline(never)]
-    pub(super) fn send_past_limit(&mut self, burst: &mut Burst, i: usize, h: u32, e: Egress) {
-        if let Some(e) = self.not_ready(burst, i, h, e) {
-            if let Err(d) = self.rewrite_to(burst, i, &e) {
-                self.dropped(burst, i, d);
+    pub(super) fn send_other(&mut self, burst: &mut Burst, i: usize, h: u32, e: Egress) {
+        let r = if burst.frame_len(i) <= e.limit as usize {
+            // Within the limit: here only for tags.
+            self.rewrite_tagged(burst, i, h, &e)
+        } else {
+            match self.not_ready(burst, i, h, e) {
+                Some(e) => self.rewrite_to(burst, i, h, &e),
+                None => return,
             }
+        };
+        if let Err(d) = r {
+            self.dropped(burst, i, d);
         }
     }
 
@@ -221,10 +256,11 @@ impl Pipeline {
         e: Egress,
     ) -> Option<Egress> {
         let kind = self.kinds.get(hop as usize).copied().unwrap_or(READY);
+        let port = self.links.get(hop as usize).map_or(u16::MAX, |l| l.port);
         let len = burst.frame(i).len() - self.parsed[i].l3_off as usize;
         let too_big = matches!(kind, READY | CONNECTED)
             && self.punting
-            && len > self.mtus.get(e.port as usize).copied().unwrap_or(u16::MAX) as usize;
+            && len > self.mtus.get(port as usize).copied().unwrap_or(u16::MAX) as usize;
         // Why it is dropped here, and whether the slow path takes it.
         let (drop, punt) = match kind {
             _ if too_big => (DropReason::TooBig, true),
@@ -234,7 +270,7 @@ impl Pipeline {
             CONNECTED => {
                 let p = &self.parsed[i];
                 let key = crate::neigh::nkey(p.l3 == wire::L3::V6, p.dst);
-                match self.neigh.get(e.port, key) {
+                match self.neigh.get(port, key) {
                     Some(Some(mac)) => {
                         let mut e = e;
                         e.macs[..6].copy_from_slice(&mac);

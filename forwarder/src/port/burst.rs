@@ -21,6 +21,27 @@ const HEADROOM: usize = STRIDE - FRAME_CAP;
 /// lends its own buffers must leave free before each frame.
 pub const TAG_ROOM: usize = 8;
 
+/// Writes `tags` (none, one or two, 4 bytes each) at the start of `to`,
+/// with fixed-size copies: a copy of a length known only at run time is
+/// a call into memmove, which cost as much as the rest of a tagged
+/// frame's rewrite.
+#[inline(always)]
+fn put_tags(to: &mut [u8], tags: &[u8]) {
+    match (tags.first_chunk::<8>(), tags.first_chunk::<4>()) {
+        (Some(t), _) if tags.len() == 8 => {
+            if let Some(d) = to.first_chunk_mut::<8>() {
+                *d = *t;
+            }
+        }
+        (_, Some(t)) if tags.len() == 4 => {
+            if let Some(d) = to.first_chunk_mut::<4>() {
+                *d = *t;
+            }
+        }
+        _ => {}
+    }
+}
+
 /// Where the burst's own buffer `i` starts in `data`.
 #[inline(always)]
 const fn base(i: usize) -> usize {
@@ -41,6 +62,9 @@ pub struct Burst {
     /// bit each: a port that sends lent buffers as they are (DPDK's
     /// mbufs) tells its device where those now start.
     moved: u64,
+    /// Per frame, how far its start has moved since it was received
+    /// (negative: back, into the room before it).
+    shift: [i16; MAX_BURST],
 }
 
 impl Default for Burst {
@@ -59,6 +83,7 @@ impl Burst {
             handles: [0; MAX_BURST],
             len: 0,
             moved: 0,
+            shift: [0; MAX_BURST],
         }
     }
 
@@ -79,7 +104,10 @@ impl Burst {
     #[inline]
     pub fn clear(&mut self) {
         self.len = 0;
-        self.moved = 0;
+        if self.moved != 0 {
+            self.moved = 0;
+            self.shift = [0; MAX_BURST];
+        }
     }
 
     /// The frames [`Burst::set_tags`] moved or resized, a bit each
@@ -90,48 +118,47 @@ impl Burst {
     }
 
     /// Replaces the `old` bytes of VLAN tags that follow frame `i`'s
-    /// source MAC with `tags` (TPID and TCI each, outer first; empty to
-    /// pop them all). The MACs move by the difference and the rest of the
-    /// frame stays where it is: the frame starts earlier when tags are
-    /// pushed (into the [`TAG_ROOM`] bytes every buffer has before it)
-    /// and later when they are popped; a frame is moved at most once
-    /// between two clears. False, with nothing done, for a frame shorter
-    /// than its MACs and tags, more than [`TAG_ROOM`] bytes pushed, or a
-    /// frame moved already.
+    /// source MAC with `tags` (TPID and TCI each, outer first: 4 or 8
+    /// bytes; empty to pop them all). The MACs move by the difference and
+    /// the rest of the frame stays where it is: the frame starts earlier
+    /// when tags are pushed (into the [`TAG_ROOM`] bytes every buffer has
+    /// before it) and later when they are popped. False, with nothing
+    /// done, for a frame shorter than its MACs and tags, or one whose
+    /// start would move more than [`TAG_ROOM`] bytes before where it was
+    /// received.
     #[inline]
     #[allow(unsafe_code)]
     pub fn set_tags(&mut self, i: usize, old: usize, tags: &[u8]) -> bool {
         assert!(i < self.len);
         let len = self.lens[i] as usize;
         let p = self.ptrs[i];
-        if len < 12 + old || tags.len() > old + TAG_ROOM {
+        let shift = self.shift[i] as isize + old as isize - tags.len() as isize;
+        if len < 12 + old || !matches!(tags.len(), 0 | 4 | 8) || shift < -(TAG_ROOM as isize) {
             return false;
         }
         if tags.len() == old {
             // A swap: the frame stays.
-            self.frame_mut(i)[12..12 + old].copy_from_slice(tags);
+            put_tags(&mut self.frame_mut(i)[12..], tags);
             return true;
-        }
-        if self.moved & 1 << i != 0 {
-            return false;
         }
         let to = p.wrapping_add(old).wrapping_sub(tags.len());
         // SAFETY: the frame's `len >= 12 + old` bytes at `p` are ours
         // (as in `frame_mut`), and so are the `TAG_ROOM` bytes before
-        // them: the burst's own buffers have `HEADROOM` bytes in front,
-        // a lending port guarantees `TAG_ROOM` (`commit_slots`), and a
-        // frame moves once, at most `TAG_ROOM` back. `to` is at most
-        // `TAG_ROOM` before `p` (checked above) and at most `old` after
-        // it, so the 12 MAC bytes moved (`copy`: the two may overlap) and
-        // the tags written after them stay inside those bytes; `tags` is
-        // a borrowed slice, never inside the frame (`&mut self`).
+        // where it was received: the burst's own buffers have `HEADROOM`
+        // bytes in front, a lending port guarantees `TAG_ROOM`
+        // (`commit_slots`). `to` is at most `TAG_ROOM` before that start
+        // (`shift`, checked above) and at most `old` after `p`, so the 12
+        // MAC bytes moved (`copy`: the two may overlap) stay inside those
+        // bytes. The tags are written after them through the frame's new
+        // slice.
         unsafe {
             std::ptr::copy(p, to, 12);
-            std::ptr::copy_nonoverlapping(tags.as_ptr(), to.add(12), tags.len());
         }
         self.ptrs[i] = to;
         self.lens[i] = (len - old + tags.len()) as u16;
+        self.shift[i] = shift as i16;
         self.moved |= 1 << i;
+        put_tags(&mut self.frame_mut(i)[12..], tags);
         true
     }
 
@@ -551,10 +578,22 @@ mod tests {
         assert_eq!(b.frame(1)[12..20], two);
         assert_eq!(b.frame(1)[20..], plain[12..]);
         assert_eq!(b.moved(), 0b11);
-        // Moved once; a swap of the same length stays allowed.
-        assert!(!b.set_tags(0, 4, &[]));
+        // A swap of the same length, then popped and pushed again: the
+        // frame is where it was received, then back by 8 again.
         assert!(b.set_tags(0, 4, &[0x81, 0, 0, 5]));
         assert_eq!(b.frame(0)[12..16], [0x81, 0, 0, 5]);
+        assert!(b.set_tags(0, 4, &[]));
+        assert_eq!(b.frame(0), &plain[..]);
+        assert!(b.set_tags(0, 0, &two));
+        assert!(
+            !b.set_tags(0, 8, &[0; 8][..4].repeat(3)),
+            "12 bytes of tags"
+        );
+        assert!(b.set_tags(0, 8, &[]));
+        // Back by more than the room: refused.
+        assert!(b.set_tags(1, 8, &tag));
+        assert!(b.set_tags(1, 4, &two));
+        assert!(!b.set_tags(1, 0, &tag), "12 bytes back");
         // Popped: the frame starts 4 bytes later.
         assert!(b.set_tags(2, 4, &[]));
         assert_eq!(b.frame(2).len(), 60);

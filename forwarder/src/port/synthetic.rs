@@ -68,6 +68,40 @@ pub fn gateways_resolved(cfg: &mut Config) -> crate::neigh::NeighTable {
     t
 }
 
+/// Puts `cfg`'s traffic on VLAN `vid`: every synthetic port's frames
+/// tagged (the tag counts in `frame_size`: a frame is as long as
+/// untagged, but for IPv6's, 66 bytes at least tagged) and received by a
+/// sub-interface `NAME.VID` of the port, every next hop moved to its
+/// port's sub-interface. Frames then come and leave tagged (the tag
+/// swapped), where untagged traffic's are not: what `bench forward`'s
+/// `+vlan` variants and `examples/turns` (with `TURNS_VLAN=1`) run.
+pub fn on_vlans(cfg: &mut Config, vid: u16) {
+    let physical = cfg.physical_ports();
+    for i in 0..physical {
+        let p = &mut cfg.ports[i];
+        if let config::Driver::Synthetic(o) = &mut p.driver {
+            o.vlan = vid;
+        }
+        let sub = config::PortConfig {
+            name: format!("{}.{vid}", p.name),
+            driver: config::Driver::Vlan(config::driver::VlanOptions {
+                parent: i,
+                tags: vec![vid],
+            }),
+            addresses: Vec::new(),
+            tap: None,
+            kernel_interface: None,
+            ..p.clone()
+        };
+        cfg.ports.push(sub);
+    }
+    for h in &mut cfg.next_hops {
+        if h.port < physical {
+            h.port += physical;
+        }
+    }
+}
+
 /// One queue of a synthetic port.
 pub struct SyntheticPort {
     name: String,
@@ -156,9 +190,12 @@ impl SyntheticPort {
             }
             let src = rng.next_u64() as u128;
             let sport = 1024 + rng.below(60000) as u16;
+            // The headers, a VLAN tag's 4 bytes among them: a frame is
+            // `frame_size` bytes whether tagged or not.
+            let tag = if o.vlan > 0 { 4 } else { 0 };
             let payload = o
                 .frame_size
-                .saturating_sub(if v6 { 14 + 40 + 8 } else { 14 + 20 + 8 });
+                .saturating_sub(if v6 { 14 + 40 + 8 } else { 14 + 20 + 8 } + tag);
             let l4 = L4::Udp(sport, dport);
             let frame = match (v6, dst) {
                 (true, Some(d)) => ipv6(0x2001_0db8_ffff << 80 | src, d, TTL, l4, payload),
