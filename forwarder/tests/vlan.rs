@@ -281,3 +281,44 @@ fn the_slow_path_sees_no_tags() {
     assert_eq!(got.port as usize, SUB100);
     assert_eq!(got.frame(), &arp[..]);
 }
+
+/// `forwarder trace` through sub-interfaces: a packet from the untagged
+/// port to a sub-interface's next hop leaves its parent tagged, the TTL
+/// read where the tag put the IP header; one received on a
+/// sub-interface leaves untagged.
+#[test]
+fn a_trace_shows_the_tags_a_packet_leaves_with() {
+    let dir = std::env::temp_dir().join(format!("fwd-vlan-trace-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let cfg = dir.join("c.toml");
+    std::fs::write(&cfg, CONFIG).unwrap();
+    let trace = |packet: &str| -> serde_json::Value {
+        let o = std::process::Command::new(env!("CARGO_BIN_EXE_forwarder"))
+            .args(["trace", "--offline", "--json", "--config"])
+            .arg(&cfg)
+            .args(["--packet", packet])
+            .output()
+            .unwrap();
+        serde_json::from_slice(&o.stdout)
+            .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&o.stdout)))
+    };
+    let stage = |v: &serde_json::Value, name: &str| {
+        v["stages"]
+            .as_array()
+            .and_then(|s| s.iter().find(|x| x["stage"] == name).cloned())
+            .unwrap_or_else(|| panic!("no {name} stage: {v}"))
+    };
+    let v = trace("iif plain ip saddr 198.51.100.7 ip daddr 198.51.100.200 udp dport 53");
+    assert_eq!(v["fate"]["port"], "trunk", "{v}");
+    assert_eq!(
+        stage(&v, "egress")["vlan"],
+        serde_json::json!([300, 7]),
+        "{v}"
+    );
+    assert_eq!(stage(&v, "rewrite")["ttl_after"], 63, "{v}");
+    let v = trace("iif trunk.100 ip saddr 192.0.2.7 ip daddr 198.51.100.9 udp dport 53");
+    assert_eq!(v["fate"]["port"], "plain", "{v}");
+    assert_eq!(stage(&v, "egress")["vlan"], serde_json::json!([]), "{v}");
+    assert_eq!(stage(&v, "rewrite")["ttl_after"], 63, "{v}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

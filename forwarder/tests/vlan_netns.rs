@@ -419,6 +419,19 @@ fn through(driver: Driver) {
         st["total"]["drops"]["unknown_vlan"].as_u64() >= Some(5),
         "unknown tags counted: {st}"
     );
+    // A capture takes frames off a port's queues: a sub-interface's
+    // name is refused with its parent's.
+    let o = forwarder()
+        .args(["capture", "--config"])
+        .arg(&cfg)
+        .args(["--port", "trunk.100", "-c", "1", "-w", "/dev/null"])
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        !o.status.success() && said.contains("VLAN sub-interface") && said.contains("name `trunk`"),
+        "{said}"
+    );
     // The sub-interfaces count their own frames.
     for name in ["trunk.100", "trunk.200"] {
         let p = &st["ports"][name];

@@ -25,7 +25,19 @@ fn error(e: impl Into<String>) -> Value {
 }
 
 impl Control {
+    /// The port with queues that `name` names (a capture and a live
+    /// trace take frames off a port's queues: a VLAN sub-interface has
+    /// none, and is refused with its parent's name).
     fn port_index(&self, name: &str) -> Result<u16, Value> {
+        if let Some(p) = self.cfg.ports.iter().find(|p| p.name == name) {
+            if let config::Driver::Vlan(o) = &p.driver {
+                let parent = self.cfg.ports.get(o.parent).map_or("", |q| q.name.as_str());
+                return Err(error(format!(
+                    "port `{name}` is a VLAN sub-interface: its frames pass through `{parent}`'s queues, tagged {:?}; name `{parent}`",
+                    o.tags
+                )));
+            }
+        }
         self.cfg
             .ports
             .iter()

@@ -480,7 +480,10 @@ pub fn describe(
     }
     // The rewrite and the egress port.
     if let (Some(sent), Some(p), Fated::Forwarded(port)) = (s.sent(), parsed, s.fate) {
-        let l3 = p.l3_off as usize;
+        // The IP header as far from the Ethernet header's end as it
+        // came: tags pushed, swapped or popped on the way.
+        let (tags, l2_out) = wire::tags(sent);
+        let l3 = (p.l3_off as usize + l2_out).saturating_sub(wire::tags(&s.head).1);
         let ttl = match p.l3 {
             L3::V4 => sent.get(l3 + 8),
             L3::V6 => sent.get(l3 + 7),
@@ -498,10 +501,16 @@ pub fn describe(
             ),
             json!({ "daddr": mac(&sent[..6]), "saddr": mac(&sent[6..12]), "ttl_before": p.ttl, "ttl_after": ttl }),
         ));
+        let vlan: Vec<u16> = tags.iter().map(|&(_, id)| id).collect();
+        let tagged = match vlan.as_slice() {
+            [] => String::new(),
+            [one] => format!(", tagged vlan {one}"),
+            [outer, inner, ..] => format!(", tagged vlan {outer} . {inner}"),
+        };
         out.push(stage(
             "egress",
-            port_name(t, port),
-            json!({ "port": port_name(t, port), "length": s.out_len }),
+            format!("{}{tagged}", port_name(t, port)),
+            json!({ "port": port_name(t, port), "length": s.out_len, "vlan": vlan }),
         ));
     }
     let fate = match s.fate {

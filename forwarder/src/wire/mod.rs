@@ -122,6 +122,23 @@ pub fn addressed_to(frame: &[u8], mac: [u8; 6]) -> bool {
     frame.len() >= 14 && (frame[..6] == mac || is_arp(frame))
 }
 
+/// A frame's VLAN tags (up to two, outer first: TPID and VLAN ID), and
+/// the length of its Ethernet header with them.
+pub fn tags(frame: &[u8]) -> (Vec<(u16, u16)>, usize) {
+    let mut t = Vec::new();
+    let mut at = 12;
+    while t.len() < 2 {
+        match (be16(frame, at), be16(frame, at + 2)) {
+            (Some(tpid @ (ethertype::VLAN | ethertype::QINQ)), Some(tci)) => {
+                t.push((tpid, tci & 0xfff));
+                at += 4;
+            }
+            _ => break,
+        }
+    }
+    (t, at + 2)
+}
+
 /// Whether a frame is ARP, behind up to two VLAN tags (a sub-interface's
 /// neighbours ask on its VLAN).
 #[inline]
