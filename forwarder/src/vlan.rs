@@ -131,11 +131,8 @@ impl Vlans {
     /// it has two), the port itself for a priority tag, or none.
     #[inline]
     pub fn ingress(&self, queue: u16, frame: &[u8]) -> Ingress {
-        // The usual tagged frame: one 802.1Q tag, read in one go.
-        if let Some(h) = frame.get(12..).and_then(|f| f.first_chunk::<8>()) {
-            if h[..2] == [0x81, 0] && !matches!(h[4..6], [0x81, 0] | [0x88, 0xa8]) {
-                return self.one_tag(queue, u16::from_be_bytes([h[2], h[3]]) & 0xfff);
-            }
+        if let Some(i) = Vlans::one_tag_in(self.by_vid(queue), queue, frame) {
+            return i;
         }
         let be16 = |at: usize| crate::wire::be16(frame, at);
         let tagged = |t: Option<u16>| matches!(t, Some(TPID_8021Q | TPID_8021AD));
@@ -162,6 +159,36 @@ impl Vlans {
             };
         }
         self.one_tag(queue, outer)
+    }
+
+    /// The sub-interfaces of port `queue` with one tag, by VLAN ID (the
+    /// index plus one; 0: none), for [`Vlans::one_tag_in`].
+    #[inline]
+    pub fn by_vid(&self, queue: u16) -> &[u16] {
+        self.by_vid.get(queue as usize).map_or(&[][..], |t| t)
+    }
+
+    /// [`Vlans::ingress`] of the usual tagged frame, given port `queue`'s
+    /// [`Vlans::by_vid`]: one 802.1Q tag, read in one go; `None` for any
+    /// other frame (which [`Vlans::ingress`] places).
+    #[inline(always)]
+    pub fn one_tag_in(ids: &[u16], queue: u16, frame: &[u8]) -> Option<Ingress> {
+        let h = frame.get(12..)?.first_chunk::<8>()?;
+        if h[..2] != [0x81, 0] || matches!(h[4..6], [0x81, 0] | [0x88, 0xa8]) {
+            return None;
+        }
+        let vid = u16::from_be_bytes([h[2], h[3]]) & 0xfff;
+        Some(match (vid, ids.get(vid as usize).copied().unwrap_or(0)) {
+            (0, _) => Ingress::Port {
+                port: queue,
+                strip: 4,
+            },
+            (_, 0) => Ingress::Unknown,
+            (_, port) => Ingress::Port {
+                port: port - 1,
+                strip: 4,
+            },
+        })
     }
 
     /// Where a frame with one tag, VLAN `vid`, received on `queue`

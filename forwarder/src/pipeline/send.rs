@@ -40,6 +40,9 @@ impl Pipeline {
                         || e.queue & TAGGED != 0
                         || self.parsed[i].l3_off != 14 =>
                 {
+                    if burst.frame_len(i) <= e.limit as usize && self.swap_tag(burst, i, h, &e) {
+                        return;
+                    }
                     self.send_other(burst, i, h, e);
                     return;
                 }
@@ -71,6 +74,35 @@ impl Pipeline {
         wire::rewrite_with(burst.frame_mut(i), &self.parsed[i], &e.macs)?;
         out.push(i as u8);
         Ok(())
+    }
+
+    /// The usual tagged frame, inline: one tag in, one tag out, swapped
+    /// in place. False, with nothing done, for any other.
+    #[inline(always)]
+    fn swap_tag(&mut self, burst: &mut Burst, i: usize, h: u32, e: &Egress) -> bool {
+        let queue = (e.queue & !TAGGED) as usize;
+        let (Some(link), Some(p)) = (self.links.get(h as usize), self.parsed.get(i)) else {
+            return false;
+        };
+        if p.l3_off != 18 || link.l2 != 18 || e.queue & TAGGED == 0 || p.ttl <= 1 {
+            return false;
+        }
+        let Some(out) = self.out.get_mut(queue) else {
+            return false;
+        };
+        let f = burst.frame_mut(i);
+        if wire::rewrite_with(f, p, &e.macs).is_err() {
+            return false;
+        }
+        if let (Some(t), Some(new)) = (f.get_mut(12..16), link.tags.first_chunk::<4>()) {
+            t.copy_from_slice(new);
+        }
+        out.push(i as u8);
+        if let Some(c) = self.counters.links.get_mut(link.port as usize) {
+            c[2] += 1;
+            c[3] += burst.frame_len(i) as u64;
+        }
+        true
     }
 
     /// [`Pipeline::rewrite_plain`] for any frame towards hop `h` (whose

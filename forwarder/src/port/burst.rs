@@ -21,6 +21,20 @@ const HEADROOM: usize = STRIDE - FRAME_CAP;
 /// lends its own buffers must leave free before each frame.
 pub const TAG_ROOM: usize = 8;
 
+/// The bytes [`Burst::push_strided`] copies for a frame of `l` bytes
+/// from a generator's arena: whole lines up to two (fixed-size copies,
+/// inline), the frame itself past them.
+#[inline(always)]
+const fn copied(l: usize) -> usize {
+    if l <= 64 {
+        64
+    } else if l <= 128 {
+        128
+    } else {
+        l
+    }
+}
+
 /// Writes `tags` (none, one or two, 4 bytes each) at the start of `to`,
 /// with fixed-size copies: a copy of a length known only at run time is
 /// a call into memmove, which cost as much as the rest of a tagged
@@ -314,8 +328,8 @@ impl Burst {
     }
 
     /// [`Burst::push_strided`] of a run that fits: every frame at most
-    /// [`FRAME_CAP`] and `stride` long and wholly inside `src` (its first
-    /// 64 bytes too), as a generator's arena holds them, and room for
+    /// [`FRAME_CAP`] and `stride` long and wholly inside `src` (the whole
+    /// lines copied of it too), as a generator's arena holds them, and room for
     /// all. Those bounds are checked once for the run, then each frame is
     /// one copy and three stores (the general loop's cuts and checks
     /// would be a good part of io mode's work).
@@ -329,7 +343,7 @@ impl Burst {
         if n == 0
             || start + n > MAX_BURST
             || longest > FRAME_CAP.min(stride)
-            || (n - 1).checked_mul(stride)?.checked_add(longest.max(64))? > src.len()
+            || (n - 1).checked_mul(stride)?.checked_add(copied(longest))? > src.len()
             || self.data.len() < base(start + n)
         {
             return None;
@@ -347,11 +361,11 @@ impl Burst {
         for (((ptr, len), handle), &l) in slots {
             let l = l as usize;
             // SAFETY: the `j`-th frame of the run starts at `from = src +
-            // j * stride`, and `max(l, 64)` bytes from there are inside
-            // `src` since `(n - 1) * stride + max(longest, 64) <=
-            // src.len()`; `to` is buffer `start + j`, `FRAME_CAP >=
-            // max(l, 64)` bytes inside `data` (checked above); `src` never
-            // overlaps `data`, which `&mut self` owns.
+            // j * stride`, and `copied(l) <= copied(longest)` bytes from
+            // there are inside `src` since `(n - 1) * stride +
+            // copied(longest) <= src.len()`; `to` is buffer `start + j`,
+            // `FRAME_CAP >= copied(l)` bytes inside `data` (checked
+            // above); `src` never overlaps `data`, which `&mut self` owns.
             unsafe {
                 if l <= 64 {
                     // Minimum-size frames, the generator's usual: one
@@ -361,6 +375,13 @@ impl Burst {
                     // branch into a call of memcpy).
                     let f = std::ptr::read_unaligned(from as *const [u8; 64]);
                     std::ptr::write_unaligned(to as *mut [u8; 64], f);
+                } else if l <= 128 {
+                    // Up to two lines (a tagged IPv6 frame's 66 bytes):
+                    // two fixed copies, not a call.
+                    let f = std::ptr::read_unaligned(from as *const [u8; 64]);
+                    std::ptr::write_unaligned(to as *mut [u8; 64], f);
+                    let g = std::ptr::read_unaligned(from.add(64) as *const [u8; 64]);
+                    std::ptr::write_unaligned(to.add(64) as *mut [u8; 64], g);
                 } else {
                     std::ptr::copy_nonoverlapping(from, to, l);
                 }
@@ -509,7 +530,7 @@ mod tests {
             let longest = run.iter().copied().max().unwrap_or(0) as usize;
             if !run.is_empty()
                 && longest <= FRAME_CAP
-                && (run.len() - 1) * stride + longest.max(64) <= src.len()
+                && (run.len() - 1) * stride + copied(longest) <= src.len()
             {
                 // What `push_strided_whole` takes.
                 whole_runs += 1;

@@ -37,7 +37,7 @@ pub fn parse_into(frame: &[u8], p: &mut Parsed) -> Result<(), DropReason> {
 /// too, 4 bytes on (the frame from byte 4 has the inner ethertype where
 /// a plain frame has its own: the MACs the plain parse skips are the
 /// only bytes it reads differently); everything else walked.
-#[inline(never)]
+#[inline(always)]
 fn parse_tagged(frame: &[u8], p: &mut Parsed) -> Result<(), DropReason> {
     let tagged = matches!(frame.get(12..14), Some([0x81, 0x00] | [0x88, 0xa8]));
     if tagged && frame.get(4..).is_some_and(|f| parse_plain(f, p)) {
