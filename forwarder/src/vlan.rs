@@ -158,7 +158,7 @@ impl Vlans {
                 None => Ingress::Unknown,
             };
         }
-        self.one_tag(queue, outer)
+        Vlans::one_tag(self.by_vid(queue), queue, outer)
     }
 
     /// The sub-interfaces of port `queue` with one tag, by VLAN ID (the
@@ -177,26 +177,18 @@ impl Vlans {
         if h[..2] != [0x81, 0] || matches!(h[4..6], [0x81, 0] | [0x88, 0xa8]) {
             return None;
         }
-        let vid = u16::from_be_bytes([h[2], h[3]]) & 0xfff;
-        Some(match (vid, ids.get(vid as usize).copied().unwrap_or(0)) {
-            (0, _) => Ingress::Port {
-                port: queue,
-                strip: 4,
-            },
-            (_, 0) => Ingress::Unknown,
-            (_, port) => Ingress::Port {
-                port: port - 1,
-                strip: 4,
-            },
-        })
+        Some(Vlans::one_tag(
+            ids,
+            queue,
+            u16::from_be_bytes([h[2], h[3]]) & 0xfff,
+        ))
     }
 
-    /// Where a frame with one tag, VLAN `vid`, received on `queue`
-    /// belongs: its sub-interface, the port itself for a priority tag
-    /// (VLAN 0), or none.
+    /// Where a frame with one tag, VLAN `vid`, received on `queue` (whose
+    /// [`Vlans::by_vid`] is `ids`) belongs: its sub-interface, the port
+    /// itself for a priority tag (VLAN 0), or none.
     #[inline(always)]
-    fn one_tag(&self, queue: u16, vid: u16) -> Ingress {
-        let ids = self.by_vid.get(queue as usize).map_or(&[][..], |t| t);
+    fn one_tag(ids: &[u16], queue: u16, vid: u16) -> Ingress {
         match (vid, ids.get(vid as usize).copied().unwrap_or(0)) {
             (0, _) => Ingress::Port {
                 port: queue,
