@@ -121,11 +121,6 @@ impl Vlans {
         v
     }
 
-    /// Whether any port has sub-interfaces.
-    pub fn any(&self) -> bool {
-        self.by_tag.iter().any(|t| !t.is_empty())
-    }
-
     /// The port a frame received on port `queue` belongs to, from its
     /// tags: the sub-interface whose tags it carries (both of them when
     /// it has two), the port itself for a priority tag, or none.
@@ -258,7 +253,7 @@ vlan = [200, 7]
         let names: Vec<&str> = ps.iter().map(|p| p.name.as_str()).collect();
         assert_eq!(names, ["lan", "wan", "lan.100", "lan.qinq"]);
         let v = Vlans::new(&ps);
-        assert!(v.any());
+        assert!(!v.by_vid(0).is_empty() && v.by_vid(1).is_empty());
         let at = |q, f: &[u8]| v.ingress(q, f);
         let port = |port, strip| Ingress::Port { port, strip };
         assert_eq!(at(0, &frame(&[])), port(0, 0));
@@ -291,6 +286,8 @@ vlan = [200, 7]
         assert_eq!((l.queue, l.len), (0, 8));
         assert_eq!(l.tags, [0x88, 0xa8, 0, 200, 0x81, 0, 0, 7]);
         assert_eq!(v.link(2).tags[..4], [0x81, 0, 0, 100]);
-        assert!(!Vlans::new(&ports("[[port]]\nname = \"a\"\n")).any());
+        assert!(Vlans::new(&ports("[[port]]\nname = \"a\"\n"))
+            .by_vid(0)
+            .is_empty());
     }
 }

@@ -37,15 +37,7 @@ const B_MAC: [u8; 6] = [0x02, 0, 0, 0, 0x0b, 0x02];
 const B_MAC2: [u8; 6] = [0x02, 0, 0, 0, 0x0b, 0x99];
 
 fn ports(driver: Driver) -> String {
-    let (d, opts0, opts1) = match driver {
-        Driver::AfPacket => ("af_packet", "ring_frames = 1024", ""),
-        Driver::AfXdp => ("af_xdp", "frames = 2048", ""),
-        Driver::Dpdk => (
-            "dpdk",
-            "device = \"net_af_packet0\"\neal = [\"--no-huge\", \"-m\", \"512\", \"--no-pci\", \"--vdev\", \"net_af_packet0,iface=f0,qpairs=2\", \"--vdev\", \"net_af_packet1,iface=f1,qpairs=2\"]\nmbufs = 4096",
-            "device = \"net_af_packet1\"\nmbufs = 4096",
-        ),
-    };
+    let (d, opts0, opts1) = driver.port_options(2);
     format!(
         r#"[[port]]
 name = "f0"

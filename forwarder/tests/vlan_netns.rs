@@ -280,23 +280,7 @@ fn linux_router_gone(net: &Net) -> Result<(), String> {
 
 /// The two ports with drivers, `trunk` on f0 and `lan` on f1.
 fn ports(driver: Driver) -> String {
-    let (d, opts0, opts1) = match driver {
-        Driver::AfPacket => (
-            "af_packet",
-            "interface = \"f0\"\nring_frames = 1024",
-            "interface = \"f1\"\nring_frames = 1024",
-        ),
-        Driver::AfXdp => (
-            "af_xdp",
-            "interface = \"f0\"\nframes = 2048",
-            "interface = \"f1\"\nframes = 2048",
-        ),
-        Driver::Dpdk => (
-            "dpdk",
-            "device = \"net_af_packet0\"\neal = [\"--no-huge\", \"-m\", \"512\", \"--no-pci\", \"--vdev\", \"net_af_packet0,iface=f0\", \"--vdev\", \"net_af_packet1,iface=f1\"]\nmbufs = 4096",
-            "device = \"net_af_packet1\"\nmbufs = 4096",
-        ),
-    };
+    let (d, opts0, opts1) = driver.port_options(1);
     format!(
         r#"[[port]]
 name = "trunk"

@@ -98,11 +98,18 @@ impl Pipeline {
             t.copy_from_slice(new);
         }
         out.push(i as u8);
-        if let Some(c) = self.counters.links.get_mut(link.port as usize) {
-            c[2] += 1;
-            c[3] += burst.frame_len(i) as u64;
-        }
+        self.count_link_tx(link.port, burst.frame_len(i));
         true
+    }
+
+    /// Counts a frame of `len` bytes sent out of VLAN sub-interface
+    /// `port` (its parent's queue counts it too).
+    #[inline(always)]
+    fn count_link_tx(&mut self, port: u16, len: usize) {
+        if let Some(c) = self.counters.links.get_mut(port as usize) {
+            c[2] += 1;
+            c[3] += len as u64;
+        }
     }
 
     /// [`Pipeline::rewrite_plain`] for any frame towards hop `h` (whose
@@ -144,26 +151,17 @@ impl Pipeline {
         wire::rewrite_with(burst.frame_mut(i), p, &e.macs)?;
         let old = (p.l3_off as usize).saturating_sub(14);
         let new = (link.l2 as usize).saturating_sub(14).min(link.tags.len());
-        if old == new && old == 4 {
-            // The usual: a tag swapped for another, in place.
-            if let Some(t) = burst.frame_mut(i).get_mut(12..16) {
-                t.copy_from_slice(&link.tags[..4]);
-            }
-        } else {
-            if !burst.set_tags(i, old, &link.tags[..new]) {
-                return Err(DropReason::Truncated);
-            }
-            // The parse's offsets follow the frame's new start (a capture
-            // of what was sent, a trace, read them).
-            let moved = new as i32 - old as i32;
-            p.l3_off = (p.l3_off as i32 + moved) as u16;
-            p.l4_off = (p.l4_off as i32 + moved) as u16;
+        if !burst.set_tags(i, old, &link.tags[..new]) {
+            return Err(DropReason::Truncated);
         }
+        // The parse's offsets follow the frame's new start (a capture of
+        // what was sent, a trace, read them).
+        let moved = new as i32 - old as i32;
+        p.l3_off = (p.l3_off as i32 + moved) as u16;
+        p.l4_off = (p.l4_off as i32 + moved) as u16;
+        let port = link.port;
         if e.queue & TAGGED != 0 {
-            if let Some(c) = self.counters.links.get_mut(link.port as usize) {
-                c[2] += 1;
-                c[3] += burst.frame_len(i) as u64;
-            }
+            self.count_link_tx(port, burst.frame_len(i));
         }
         self.out[queue].push(i as u8);
         Ok(())
@@ -185,16 +183,15 @@ impl Pipeline {
     /// [`Egress::limit`]), or one that came or leaves tagged.
     #[inline(never)]
     pub(super) fn send_other(&mut self, burst: &mut Burst, i: usize, h: u32, e: Egress) {
-        let r = if burst.frame_len(i) <= e.limit as usize {
-            // Within the limit: here only for tags.
-            self.rewrite_tagged(burst, i, h, &e)
-        } else {
+        let e = if burst.frame_len(i) > e.limit as usize {
             match self.not_ready(burst, i, h, e) {
-                Some(e) => self.rewrite_to(burst, i, h, &e),
+                Some(e) => e,
                 None => return,
             }
+        } else {
+            e
         };
-        if let Err(d) = r {
+        if let Err(d) = self.rewrite_to(burst, i, h, &e) {
             self.dropped(burst, i, d);
         }
     }

@@ -122,6 +122,31 @@ impl Driver {
         }
     }
 
+    /// The `driver` of the forwarder's two ports on `f0` and `f1`, and
+    /// each one's `[port.options]` (`qpairs`: DPDK's queue pairs a
+    /// device, one a worker).
+    pub fn port_options(self, qpairs: u32) -> (&'static str, String, String) {
+        match self {
+            Driver::AfPacket => (
+                "af_packet",
+                "interface = \"f0\"\nring_frames = 1024".into(),
+                "interface = \"f1\"".into(),
+            ),
+            Driver::AfXdp => (
+                "af_xdp",
+                "interface = \"f0\"\nframes = 2048".into(),
+                "interface = \"f1\"".into(),
+            ),
+            Driver::Dpdk => (
+                "dpdk",
+                format!(
+                    "device = \"net_af_packet0\"\neal = [\"--no-huge\", \"-m\", \"512\", \"--no-pci\", \"--vdev\", \"net_af_packet0,iface=f0,qpairs={qpairs}\", \"--vdev\", \"net_af_packet1,iface=f1,qpairs={qpairs}\"]\nmbufs = 4096"
+                ),
+                "device = \"net_af_packet1\"\nmbufs = 4096".into(),
+            ),
+        }
+    }
+
     /// Whether the hosts must compute their checksums in full: neither
     /// AF_XDP nor DPDK's af_packet driver sees which a sending host left
     /// to the NIC.
