@@ -54,6 +54,8 @@ pub enum FibError {
     UnknownTarget(TargetId),
     /// An ECMP group needs at least one member.
     EmptyGroup,
+    /// No VRF of this index.
+    UnknownVrf(usize),
 }
 
 impl std::fmt::Display for FibError {
@@ -65,6 +67,7 @@ impl std::fmt::Display for FibError {
             }
             FibError::UnknownTarget(t) => write!(f, "unknown next hop {t}"),
             FibError::EmptyGroup => write!(f, "an ECMP group needs at least one member"),
+            FibError::UnknownVrf(v) => write!(f, "no VRF {v}"),
         }
     }
 }
@@ -137,6 +140,10 @@ impl Targets {
 pub struct Fib {
     v4: Lpm,
     v6: Lpm,
+    /// The routes of VRFs 1.. (VRF 0's are `v4` and `v6`): every VRF
+    /// routes to the same next hops, so a route may lead into another
+    /// VRF's ports (a leak) where the configuration says so.
+    vrfs: Vec<(Lpm, Lpm)>,
     targets: Arc<Targets>,
     generation: u32,
     published: Option<Arc<FibSnapshot>>,
@@ -164,10 +171,23 @@ impl Fib {
         Fib {
             v4: Lpm::new_v4(),
             v6: Lpm::new_v6(),
+            vrfs: Vec::new(),
             targets: Arc::new(Targets::default()),
             generation: 0,
             published: None,
         }
+    }
+
+    /// Sets the number of VRFs (at least 1): new ones start empty, the
+    /// ones past `n` go with their routes.
+    pub fn set_vrfs(&mut self, n: usize) {
+        self.vrfs
+            .resize_with(n.max(1) - 1, || (Lpm::new_v4(), Lpm::new_v6()));
+    }
+
+    /// The number of VRFs.
+    pub fn vrfs(&self) -> usize {
+        self.vrfs.len() + 1
     }
 
     /// An empty table that replaces `old`: its snapshots' generations
@@ -209,24 +229,55 @@ impl Fib {
         &self.targets
     }
 
-    fn lpm(&mut self, f: Family) -> &mut Lpm {
-        match f {
-            Family::V4 => &mut self.v4,
-            Family::V6 => &mut self.v6,
-        }
+    fn lpm(&mut self, vrf: usize, f: Family) -> Result<&mut Lpm, FibError> {
+        let (v4, v6) = match vrf {
+            0 => (&mut self.v4, &mut self.v6),
+            v => {
+                let (v4, v6) = self.vrfs.get_mut(v - 1).ok_or(FibError::UnknownVrf(v))?;
+                (v4, v6)
+            }
+        };
+        Ok(match f {
+            Family::V4 => v4,
+            Family::V6 => v6,
+        })
     }
 
-    /// The routes of a family.
+    /// The routes of a family (VRF 0's).
     pub fn routes(&self, f: Family) -> &Lpm {
-        match f {
-            Family::V4 => &self.v4,
-            Family::V6 => &self.v6,
-        }
+        self.routes_in(0, f).unwrap_or(&self.v4)
     }
 
-    /// Adds or replaces a route; returns the previous target.
+    /// The routes of a family in VRF `vrf`.
+    pub fn routes_in(&self, vrf: usize, f: Family) -> Option<&Lpm> {
+        let (v4, v6) = match vrf {
+            0 => (&self.v4, &self.v6),
+            v => {
+                let (v4, v6) = self.vrfs.get(v - 1)?;
+                (v4, v6)
+            }
+        };
+        Some(match f {
+            Family::V4 => v4,
+            Family::V6 => v6,
+        })
+    }
+
+    /// Adds or replaces a route (VRF 0's); returns the previous target.
     pub fn insert(
         &mut self,
+        f: Family,
+        prefix: u128,
+        len: u32,
+        target: TargetId,
+    ) -> Result<Option<TargetId>, FibError> {
+        self.insert_in(0, f, prefix, len, target)
+    }
+
+    /// Adds or replaces a route of VRF `vrf`; returns the previous target.
+    pub fn insert_in(
+        &mut self,
+        vrf: usize,
         f: Family,
         prefix: u128,
         len: u32,
@@ -235,12 +286,23 @@ impl Fib {
         if target > MAX_TARGET || !self.targets.contains(target) {
             return Err(FibError::UnknownTarget(target));
         }
-        Ok(self.lpm(f).insert(prefix, len, target)?)
+        Ok(self.lpm(vrf, f)?.insert(prefix, len, target)?)
     }
 
-    /// Removes a route; returns its target.
+    /// Removes a route (VRF 0's); returns its target.
     pub fn remove(&mut self, f: Family, prefix: u128, len: u32) -> Result<TargetId, FibError> {
-        Ok(self.lpm(f).remove(prefix, len)?)
+        self.remove_in(0, f, prefix, len)
+    }
+
+    /// Removes a route of VRF `vrf`; returns its target.
+    pub fn remove_in(
+        &mut self,
+        vrf: usize,
+        f: Family,
+        prefix: u128,
+        len: u32,
+    ) -> Result<TargetId, FibError> {
+        Ok(self.lpm(vrf, f)?.remove(prefix, len)?)
     }
 
     /// Generation of the last published snapshot (0 before any).
@@ -254,11 +316,14 @@ impl Fib {
     pub fn publish(&mut self) -> Arc<FibSnapshot> {
         self.generation = self.generation.wrapping_add(1).max(1);
         let snap = Arc::new(FibSnapshot {
-            v4: self.v4.snapshot(),
-            v6: self.v6.snapshot(),
+            main: VrfTables::of(&self.v4, &self.v6),
+            more: self
+                .vrfs
+                .iter()
+                .map(|(v4, v6)| VrfTables::of(v4, v6))
+                .collect(),
             targets: self.targets.clone(),
             generation: self.generation,
-            v6_ranges: Arc::new(OnceLock::new()),
         });
         self.published = Some(snap.clone());
         snap
@@ -274,16 +339,37 @@ impl Fib {
 /// the trie: fewer do not overlap enough of its levels.
 const MIN_RANGE_BURST: usize = 4;
 
-/// An immutable, published forwarding table.
+/// One VRF's published routes, both families.
 #[derive(Clone, Debug)]
-pub struct FibSnapshot {
+pub struct VrfTables {
     v4: LpmTable,
     v6: LpmTable,
-    targets: Arc<Targets>,
-    generation: u32,
-    /// The IPv6 table as a range tree, once [`FibSnapshot::prepare`] has
+    /// The IPv6 table as a range tree, once [`VrfTables::prepare`] has
     /// built it (shared by clones); IPv6 lookups use the trie until then.
     v6_ranges: Arc<OnceLock<RangeTree>>,
+}
+
+/// An immutable, published forwarding table: the routes of every VRF and
+/// the next hops they share.
+#[derive(Clone, Debug)]
+pub struct FibSnapshot {
+    /// VRF 0's routes, in place: a router without VRFs (and every
+    /// untagged burst of a VRF 0 port) reaches them with no indirection.
+    main: VrfTables,
+    /// VRFs 1.. .
+    more: Box<[VrfTables]>,
+    targets: Arc<Targets>,
+    generation: u32,
+}
+
+impl std::ops::Deref for FibSnapshot {
+    type Target = VrfTables;
+
+    /// VRF 0's routes: what a FIB without VRFs is.
+    #[inline(always)]
+    fn deref(&self) -> &VrfTables {
+        &self.main
+    }
 }
 
 impl FibSnapshot {
@@ -292,6 +378,58 @@ impl FibSnapshot {
     #[inline]
     pub fn generation(&self) -> u32 {
         self.generation
+    }
+
+    /// The routes of VRF `vrf`; `None` past the last.
+    #[inline(always)]
+    pub fn vrf(&self, vrf: usize) -> Option<&VrfTables> {
+        match vrf {
+            0 => Some(&self.main),
+            v => self.more.get(v - 1),
+        }
+    }
+
+    /// The number of VRFs.
+    pub fn vrfs(&self) -> usize {
+        self.more.len() + 1
+    }
+
+    /// Builds every VRF's IPv6 range tree (see [`VrfTables::prepare`]).
+    pub fn prepare(&self) {
+        self.main.prepare();
+        for v in self.more.iter() {
+            v.prepare();
+        }
+    }
+
+    /// The next hop of `dst` for a flow in VRF 0: route lookup, then
+    /// ECMP choice.
+    #[inline]
+    pub fn route(&self, f: Family, flow: &FlowKey, seed: u32) -> Option<&NextHop> {
+        let t = self.lookup(f, flow.dst)?;
+        self.targets.resolve(t, flow.hash(seed))
+    }
+
+    /// Bytes held by every VRF's lookup tables (pages shared with other
+    /// snapshots are counted in full) and IPv6 range trees.
+    pub fn memory_usage(&self) -> usize {
+        self.main.memory_usage() + self.more.iter().map(VrfTables::memory_usage).sum::<usize>()
+    }
+
+    /// Next hops and ECMP groups, shared by every VRF.
+    #[inline]
+    pub fn targets(&self) -> &Targets {
+        &self.targets
+    }
+}
+
+impl VrfTables {
+    fn of(v4: &Lpm, v6: &Lpm) -> VrfTables {
+        VrfTables {
+            v4: v4.snapshot(),
+            v6: v6.snapshot(),
+            v6_ranges: Arc::new(OnceLock::new()),
+        }
     }
 
     /// IPv4 longest-prefix match.
@@ -310,7 +448,7 @@ impl FibSnapshot {
         self.v6_ranges.get_or_init(|| RangeTree::build(&self.v6));
     }
 
-    /// The IPv6 range tree, if [`FibSnapshot::prepare`] has built it.
+    /// The IPv6 range tree, if [`VrfTables::prepare`] has built it.
     pub fn v6_ranges(&self) -> Option<&RangeTree> {
         self.v6_ranges.get()
     }
@@ -389,19 +527,6 @@ impl FibSnapshot {
             (u128::MAX >> (128 - width)) & !((1u128 << (width - len)).wrapping_sub(1))
         };
         Some((dst & mask, len, target))
-    }
-
-    /// Next hops and ECMP groups.
-    #[inline]
-    pub fn targets(&self) -> &Targets {
-        &self.targets
-    }
-
-    /// The next hop of `dst` for a flow: route lookup, then ECMP choice.
-    #[inline]
-    pub fn route(&self, f: Family, flow: &FlowKey, seed: u32) -> Option<&NextHop> {
-        let t = self.lookup(f, flow.dst)?;
-        self.targets.resolve(t, flow.hash(seed))
     }
 
     /// The lookup tables (for memory figures and copy-on-write checks).

@@ -20,5 +20,7 @@ pub mod ranges;
 pub mod reference;
 
 pub use cache::{CacheKey, CacheStats, DstCache, HashKind, RouteCacheConfig, Router};
-pub use fib::{Family, Fib, FibError, FibSnapshot, NextHop, TargetId, Targets, ECMP_FLAG};
+pub use fib::{
+    Family, Fib, FibError, FibSnapshot, NextHop, TargetId, Targets, VrfTables, ECMP_FLAG,
+};
 pub use hash::FlowKey;

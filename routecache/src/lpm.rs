@@ -78,6 +78,15 @@ pub struct LpmTable {
     groups: Vec<Arc<Page>>,
 }
 
+/// The page of zeros every table's unwritten pages share: an empty IPv4
+/// table is 32 first-level pages (64 MiB) that a VRF with a few routes
+/// mostly never writes; copy on write gives a page its own copy at its
+/// first write.
+fn zero_page() -> Arc<Page> {
+    static ZERO: std::sync::OnceLock<Arc<Page>> = std::sync::OnceLock::new();
+    ZERO.get_or_init(|| Arc::new(Page::zeroed())).clone()
+}
+
 impl LpmTable {
     fn new(width: u32, first: u32) -> LpmTable {
         let entries = 1usize << first;
@@ -86,7 +95,7 @@ impl LpmTable {
             width,
             first,
             prefetch: false,
-            top: (0..pages).map(|_| Arc::new(Page::zeroed())).collect(),
+            top: vec![zero_page(); pages],
             groups: Vec::new(),
         }
     }
@@ -297,11 +306,16 @@ impl LpmTable {
         }
     }
 
-    /// Bytes held by the pages.
+    /// Bytes held by the pages (the zero page all tables share not
+    /// counted).
     pub fn memory_usage(&self) -> usize {
-        (self.top.iter().map(|p| p.len()).sum::<usize>()
-            + self.groups.iter().map(|p| p.len()).sum::<usize>())
-            * 4
+        let zero = zero_page();
+        self.top
+            .iter()
+            .chain(&self.groups)
+            .filter(|p| !Arc::ptr_eq(p, &zero))
+            .map(|p| p.len() * 4)
+            .sum()
     }
 
     /// Number of pages shared with `other` (for tests of copy on write).
@@ -393,7 +407,7 @@ impl Lpm {
         let mut table = LpmTable::new(width, first);
         // Group 0 is reserved: the burst lookup's loads for addresses
         // already resolved go there.
-        table.groups.push(Arc::new(Page::zeroed()));
+        table.groups.push(zero_page());
         Lpm {
             table,
             rib: vec![HashMap::new(); width as usize + 1],
