@@ -86,6 +86,8 @@ pub(crate) enum Gave {
     Routes {
         hops: Vec<String>,
         groups: Vec<String>,
+        /// The VRF the routes were read for (they say it).
+        vrf: u16,
         routes: Arc<[RouteConfig]>,
     },
 }

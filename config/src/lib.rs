@@ -61,7 +61,8 @@ pub use paths::{control_socket, default_socket, runtime_dir, socket_for};
 pub use types::{
     Action, Config, ControlConfig, EcmpGroup, ElementLines, FlowCache, Forwarder, IcmpSettings,
     KernelRoutes, NeighbourSettings, NextHopConfig, PortConfig, RouteCache, RouteConfig,
-    RouterSettings, SetConfig, Source, Via, DEFAULT_BURST, MAX_SETS, ROUTE_PROTOCOLS,
+    RouterSettings, SetConfig, Source, Via, VrfConfig, DEFAULT_BURST, DEFAULT_VRF, MAX_SETS,
+    ROUTE_PROTOCOLS,
 };
 
 use std::path::Path;

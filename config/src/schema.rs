@@ -18,6 +18,8 @@ pub(crate) struct File {
     pub ecmp: Vec<Ecmp>,
     #[serde(default)]
     pub route: Vec<Route>,
+    #[serde(default)]
+    pub vrf: Vec<Vrf>,
     pub route_file: Option<Spanned<String>>,
     pub routes: Option<Routes>,
     pub route_cache: Option<RouteCache>,
@@ -86,6 +88,7 @@ pub(crate) struct Port {
     /// integer, or `[outer, inner]`).
     pub parent: Option<Spanned<String>>,
     pub vlan: Option<Spanned<toml::Value>>,
+    pub vrf: Option<Spanned<String>>,
     #[serde(default)]
     pub options: crate::driver::RawOptions,
 }
@@ -126,6 +129,15 @@ pub(crate) struct Ecmp {
 pub(crate) struct Route {
     pub prefix: Spanned<String>,
     pub via: Spanned<String>,
+    pub vrf: Option<Spanned<String>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Vrf {
+    pub name: Spanned<String>,
+    pub table: Option<Spanned<u32>>,
+    pub route_file: Option<Spanned<String>>,
 }
 
 #[derive(Deserialize)]

@@ -52,6 +52,10 @@ pub struct PortConfig {
     /// The Linux interface whose kernel routes lead to this port
     /// (`kernel_interface`), besides the port's own interface and TAP.
     pub kernel_interface: Option<String>,
+    /// The VRF it routes in (`vrf`; 0, the default VRF, where not given):
+    /// its connected and local routes go there, and what comes in on it
+    /// is routed there.
+    pub vrf: u16,
 }
 
 impl PortConfig {
@@ -314,7 +318,25 @@ pub struct RouteConfig {
     /// as the benchmarks do). Where `forwarder route get` and the packet
     /// trace say it comes from.
     pub line: u32,
+    /// Its VRF (0: the default).
+    pub vrf: u16,
 }
+
+/// A VRF (`[[vrf]]`): a routing table of its own for the ports that
+/// name it. VRF 0 is the default one (the main table), which has no
+/// `[[vrf]]`; these are VRFs 1, 2, ... in file order.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct VrfConfig {
+    /// Its name (`vrf = NAME` on ports and routes).
+    pub name: String,
+    /// Its route file (`route_file`), if any.
+    pub route_file: Option<std::path::PathBuf>,
+    /// That file's routes, sorted by prefix.
+    pub file_routes: Arc<[RouteConfig]>,
+}
+
+/// The default VRF's name, as `vrf = ...` may say it.
+pub const DEFAULT_VRF: &str = "default";
 
 /// The route stage's settings (see `routecache::RouteCacheConfig`).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -400,6 +422,8 @@ pub struct Config {
     /// `[routes] source = "kernel"`: the kernel table mirrored beside
     /// the configured routes (which win for the same prefix).
     pub kernel: Option<KernelRoutes>,
+    /// The VRFs besides the default one (VRF `i + 1` is `vrfs[i]`).
+    pub vrfs: Vec<VrfConfig>,
 }
 
 /// Neighbour resolution's timers (`[neighbour]`), Linux's defaults
@@ -489,9 +513,37 @@ impl Config {
         self.ports.iter().any(|p| !p.addresses.is_empty())
     }
 
-    /// Every route: the inline ones, then the route file's.
+    /// Every route: the inline ones, then the route file's, then each
+    /// VRF's route file's (each route says its VRF).
     pub fn all_routes(&self) -> impl Iterator<Item = &RouteConfig> + '_ {
-        self.routes.iter().chain(self.file_routes.iter())
+        self.routes
+            .iter()
+            .chain(self.file_routes.iter())
+            .chain(self.vrfs.iter().flat_map(|v| v.file_routes.iter()))
+    }
+
+    /// The number of VRFs, the default one counted.
+    pub fn vrf_count(&self) -> usize {
+        self.vrfs.len() + 1
+    }
+
+    /// VRF `vrf`'s name (`default` for 0).
+    pub fn vrf_name(&self, vrf: u16) -> &str {
+        match vrf {
+            0 => DEFAULT_VRF,
+            v => self.vrfs.get(v as usize - 1).map_or("?", |c| &c.name),
+        }
+    }
+
+    /// The VRF named `name`, `default` included.
+    pub fn vrf_index(&self, name: &str) -> Option<u16> {
+        if name == DEFAULT_VRF {
+            return Some(0);
+        }
+        self.vrfs
+            .iter()
+            .position(|v| v.name == name)
+            .map(|i| i as u16 + 1)
     }
 
     /// How many routes there are, inline and from the route file.

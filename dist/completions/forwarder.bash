@@ -868,12 +868,16 @@ _forwarder() {
             return 0
             ;;
         forwarder__subcmd__route__subcmd__get)
-            opts="-c -h --config --offline --json --socket --help"
+            opts="-c -h --vrf --config --offline --json --socket --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
+                --vrf)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --config)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -950,13 +954,17 @@ _forwarder() {
             return 0
             ;;
         forwarder__subcmd__route__subcmd__list)
-            opts="-c -h --origin --config --offline --json --socket --help"
+            opts="-c -h --origin --vrf --config --offline --json --socket --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
                 --origin)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --vrf)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -101,12 +101,14 @@ complete -c forwarder -n "__fish_forwarder_using_subcommand route; and not __fis
 complete -c forwarder -n "__fish_forwarder_using_subcommand route; and not __fish_seen_subcommand_from get list help" -f -a "get" -d 'The route an address takes, as `ip route get`'
 complete -c forwarder -n "__fish_forwarder_using_subcommand route; and not __fish_seen_subcommand_from get list help" -f -a "list" -d 'List routes, as `ip route show`'
 complete -c forwarder -n "__fish_forwarder_using_subcommand route; and not __fish_seen_subcommand_from get list help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c forwarder -n "__fish_forwarder_using_subcommand route; and __fish_seen_subcommand_from get" -l vrf -d 'In this VRF (`default` where not given), as `ip route get vrf`' -r
 complete -c forwarder -n "__fish_forwarder_using_subcommand route; and __fish_seen_subcommand_from get" -s c -l config -d 'The configuration file' -r -F
 complete -c forwarder -n "__fish_forwarder_using_subcommand route; and __fish_seen_subcommand_from get" -l socket -d 'The running forwarder\'s control socket, instead of the one the configuration names (for the commands that talk to it)' -r -F
 complete -c forwarder -n "__fish_forwarder_using_subcommand route; and __fish_seen_subcommand_from get" -l offline -d 'The file\'s tables, not the running forwarder\'s'
 complete -c forwarder -n "__fish_forwarder_using_subcommand route; and __fish_seen_subcommand_from get" -l json -d 'Print JSON'
 complete -c forwarder -n "__fish_forwarder_using_subcommand route; and __fish_seen_subcommand_from get" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c forwarder -n "__fish_forwarder_using_subcommand route; and __fish_seen_subcommand_from list" -l origin -d 'Only routes from here: config, route_file, kernel, connected, local, router' -r
+complete -c forwarder -n "__fish_forwarder_using_subcommand route; and __fish_seen_subcommand_from list" -l vrf -d 'The routes of this VRF (`default` where not given), as `ip route show vrf`' -r
 complete -c forwarder -n "__fish_forwarder_using_subcommand route; and __fish_seen_subcommand_from list" -s c -l config -d 'The configuration file' -r -F
 complete -c forwarder -n "__fish_forwarder_using_subcommand route; and __fish_seen_subcommand_from list" -l socket -d 'The running forwarder\'s control socket, instead of the one the configuration names (for the commands that talk to it)' -r -F
 complete -c forwarder -n "__fish_forwarder_using_subcommand route; and __fish_seen_subcommand_from list" -l offline -d 'The file\'s tables, not the running forwarder\'s'

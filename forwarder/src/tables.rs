@@ -55,6 +55,13 @@ pub struct Tables {
     /// The VLAN sub-interfaces: which port a tagged frame came in on, and
     /// each port's queues and tags.
     pub vlans: Arc<crate::vlan::Vlans>,
+    /// Each port's VRF (its routes are those of `fib.vrf(VRF)`).
+    pub port_vrf: Box<[u8]>,
+    /// Per port with a driver: whether a sub-interface of it is in
+    /// another VRF than it (then a burst's frames may route in several).
+    pub vrf_mixed: Box<[bool]>,
+    /// The VRFs' names, by index (`default` first).
+    pub vrf_names: Arc<[String]>,
     /// Whether any port has addresses: the router's slow path is on.
     pub routing: bool,
     /// Neighbour and ICMP settings.
@@ -164,6 +171,18 @@ impl Default for FlowCacheConfig {
 }
 
 impl Tables {
+    /// The VRF of port `port` (0 for one it does not know).
+    #[inline(always)]
+    pub fn vrf_of(&self, port: u16) -> u8 {
+        self.port_vrf.get(port as usize).copied().unwrap_or(0)
+    }
+
+    /// The routes of port `port`'s VRF.
+    #[inline(always)]
+    pub fn routes_of(&self, port: u16) -> Option<&routecache::VrfTables> {
+        self.fib.vrf(self.vrf_of(port) as usize)
+    }
+
     /// No sets, no routes: a placeholder before the first publication.
     pub fn empty() -> Tables {
         Tables {
@@ -181,6 +200,9 @@ impl Tables {
             hop_kinds: Arc::from(Vec::new()),
             ports: Arc::from(Vec::new()),
             vlans: Arc::default(),
+            port_vrf: Box::new([]),
+            vrf_mixed: Box::new([]),
+            vrf_names: Arc::from(vec![config::DEFAULT_VRF.to_string()]),
             routing: false,
             router_settings: RouterSettings::default(),
             static_neighbours: Arc::from(Vec::new()),

@@ -7,18 +7,20 @@
 //!   `[control]`;
 //! - `ports`: `[[port]]` and their drivers' options;
 //! - `sets`: `[[set]]`, their elements and set files;
-//! - `routes`: next hops, ECMP groups, routes, the route file, `[routes]`.
+//! - `routes`: next hops, ECMP groups, routes, the route file, `[routes]`;
+//! - `vrfs`: `[[vrf]]` and the `vrf` of ports and routes.
 
 mod names;
 mod ports;
 mod routes;
 mod sets;
 mod settings;
+mod vrfs;
 
 use crate::error::{ConfigError, Located};
 use crate::files::Files;
 use crate::schema;
-use crate::types::{Config, NextHopConfig};
+use crate::types::{Config, NextHopConfig, VrfConfig};
 use names::index;
 use routes::{all_routes, ecmp_groups, kernel_routes, next_hops, Targets};
 use std::path::Path;
@@ -56,7 +58,15 @@ pub(crate) fn validate_all(
     let mut errs = Vec::new();
     let forwarder = take(settings::forwarder(&loc, raw.forwarder), &mut errs);
     let port_names = take(index(&loc, &raw.port, |p| &p.name, "port"), &mut errs);
-    let ports = take(ports::ports(&loc, &raw.port), &mut errs);
+    let kernel = take(kernel_routes(&loc, &raw.routes, None), &mut errs);
+    let vrf_names = take(vrfs::vrfs(&loc, &raw.vrf), &mut errs);
+    let ports = take(ports::ports(&loc, &raw.port), &mut errs).and_then(|mut ports| {
+        let names = vrf_names.as_ref()?;
+        for (p, r) in ports.iter_mut().zip(&raw.port) {
+            p.vrf = take(vrfs::vrf_of(&loc, names, &r.vrf), &mut errs)?;
+        }
+        Some(ports)
+    });
     let sets = match sets::sets(&loc, &raw.set, dir, files) {
         Ok(s) => Some(s),
         Err(mut e) => {
@@ -77,21 +87,24 @@ pub(crate) fn validate_all(
         .as_ref()
         .and_then(|h| take(ecmp_groups(&loc, &raw.ecmp, h), &mut errs));
     let mut gateways = Vec::new();
-    let routes = match (&hop_names, &group_names, &ports) {
-        (Some(hops), Some(groups), Some(ports)) => {
+    let routes = match (&hop_names, &group_names, &ports, &vrf_names) {
+        (Some(hops), Some(groups), Some(ports), Some(names)) => {
             let targets = Targets {
                 hops,
                 groups,
                 ports,
                 gateways: Default::default(),
+                vrf: Default::default(),
             };
-            let r = match all_routes(&loc, (&raw.route, &raw.route_file), dir, &targets, files) {
-                Ok(r) => Some(r),
-                Err(mut e) => {
-                    errs.append(&mut e);
-                    None
-                }
-            };
+            let r = vrf_routes(
+                &loc,
+                (&raw.route, &raw.route_file, &raw.vrf),
+                names,
+                dir,
+                &targets,
+                files,
+                &mut errs,
+            );
             gateways = targets.gateways.into_inner();
             r
         }
@@ -107,7 +120,9 @@ pub(crate) fn validate_all(
         h
     });
     let router = take(settings::router(&loc, &raw.neighbour, &raw.icmp), &mut errs);
-    let kernel = take(kernel_routes(&loc, &raw.routes, ports.as_ref()), &mut errs);
+    if let (Some(Some(_)), Some(ports)) = (&kernel, &ports) {
+        take(kernel_routes(&loc, &raw.routes, Some(ports)), &mut errs);
+    }
     let flow_cache = take(
         settings::flow_cache(&loc, raw.flow_cache, &raw.set),
         &mut errs,
@@ -120,7 +135,7 @@ pub(crate) fn validate_all(
     // A section without a value has its error (or depends on one that
     // has), so with no errors every section gave its value.
     let config = (|| {
-        let (routes, route_file, file_routes) = routes?;
+        let (routes, route_file, file_routes, vrfs) = routes?;
         Some(Config {
             forwarder: forwarder?,
             ports: ports?,
@@ -135,6 +150,7 @@ pub(crate) fn validate_all(
             route_file,
             router: router?,
             kernel: kernel?,
+            vrfs,
         })
     })();
     match config {
@@ -154,6 +170,83 @@ pub(crate) fn validate_all(
             Err(errs)
         }
     }
+}
+
+/// Every VRF's routes: the default VRF's (inline routes naming none,
+/// `route_file`), then each `[[vrf]]`'s (inline routes naming it, its
+/// `route_file`), each VRF's checked on their own (a prefix may be in
+/// several). `None` where any has an error (in `errs`).
+#[allow(clippy::type_complexity)]
+fn vrf_routes(
+    loc: &Located,
+    raw: (
+        &[schema::Route],
+        &Option<toml::Spanned<String>>,
+        &[schema::Vrf],
+    ),
+    names: &[String],
+    dir: &Path,
+    targets: &Targets,
+    files: &mut Files,
+    errs: &mut Vec<ConfigError>,
+) -> Option<(
+    Vec<crate::types::RouteConfig>,
+    Option<std::path::PathBuf>,
+    std::sync::Arc<[crate::types::RouteConfig]>,
+    Vec<VrfConfig>,
+)> {
+    let (route, route_file, vrf) = raw;
+    let mut of = Vec::new();
+    for r in route {
+        match vrfs::vrf_of(loc, names, &r.vrf) {
+            Ok(v) => of.push(v),
+            Err(e) => errs.push(e),
+        }
+    }
+    if of.len() < route.len() {
+        return None;
+    }
+    let mut inline = Vec::new();
+    let mut main = None;
+    let mut vrfs = Vec::new();
+    let mut failed = false;
+    for v in 0..=names.len() {
+        targets.vrf.set(v as u16);
+        let mine: Vec<&schema::Route> = route
+            .iter()
+            .zip(&of)
+            .filter(|&(_, &o)| o as usize == v)
+            .map(|(r, _)| r)
+            .collect();
+        let file = match v {
+            0 => route_file,
+            v => &vrf[v - 1].route_file,
+        };
+        match all_routes(loc, (&mine, file), dir, targets, files) {
+            Ok((routes, path, file_routes)) => {
+                inline.extend(routes);
+                match v {
+                    0 => main = Some((path, file_routes)),
+                    v => {
+                        let c = &vrf[v - 1];
+                        vrfs.push(VrfConfig {
+                            name: c.name.get_ref().clone(),
+                            route_file: path,
+                            file_routes,
+                        })
+                    }
+                }
+            }
+            Err(mut e) => {
+                errs.append(&mut e);
+                failed = true;
+            }
+        }
+    }
+    let (path, file_routes) = main?;
+    // In file order, as the routes were given.
+    inline.sort_by_key(|r| r.line);
+    (!failed).then_some((inline, path, file_routes, vrfs))
 }
 
 /// A TOML decoding error as an operator reads it: which key in which

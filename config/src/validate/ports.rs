@@ -52,6 +52,7 @@ pub(super) fn ports(loc: &Located, raw: &[schema::Port]) -> Result<Vec<PortConfi
             mtu,
             tap,
             kernel_interface,
+            vrf: 0,
         });
     }
     // A TAP is a new interface: not one a port already names.
@@ -250,6 +251,7 @@ fn sub_interface(
         mtu,
         tap: tap(loc, p, !p.address.is_empty())?,
         kernel_interface: kernel_interface(loc, p)?,
+        vrf: 0,
     })
 }
 

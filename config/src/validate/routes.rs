@@ -17,7 +17,7 @@ use toml::Spanned;
 #[allow(clippy::type_complexity)]
 pub(super) fn all_routes(
     loc: &Located,
-    raw: (&[schema::Route], &Option<Spanned<String>>),
+    raw: (&[&schema::Route], &Option<Spanned<String>>),
     dir: &Path,
     targets: &Targets,
     files: &mut Files,
@@ -180,11 +180,12 @@ pub(super) fn next_hops(
     Ok(next_hops)
 }
 
-/// The port whose networks hold `ip` (the first, in file order).
-pub(super) fn port_of(ports: &[PortConfig], ip: IpAddr) -> Option<usize> {
+/// The port of VRF `vrf` whose networks hold `ip` (the first, in file
+/// order).
+pub(super) fn port_of(ports: &[PortConfig], vrf: u16, ip: IpAddr) -> Option<usize> {
     ports
         .iter()
-        .position(|p| p.addresses.iter().any(|a| a.covers(ip)))
+        .position(|p| p.vrf == vrf && p.addresses.iter().any(|a| a.covers(ip)))
 }
 
 pub(super) fn ecmp_groups(
@@ -230,8 +231,12 @@ pub(super) struct Targets<'a> {
     pub(super) groups: &'a HashMap<&'a str, usize>,
     pub(super) ports: &'a [PortConfig],
     /// The next hops gateways' addresses made, in order, after the
-    /// configured ones (`hops.len()` of them).
+    /// configured ones (`hops.len()` of them): address and port (two
+    /// VRFs may each have a gateway of the same address).
     pub(super) gateways: std::cell::RefCell<Vec<(IpAddr, usize)>>,
+    /// The VRF of the routes being read: a gateway's address and a
+    /// connected network are looked for among its ports only.
+    pub(super) vrf: std::cell::Cell<u16>,
 }
 
 impl Targets<'_> {
@@ -252,11 +257,13 @@ impl Targets<'_> {
         let Ok(ip) = name.parse::<IpAddr>() else {
             return self.via(name);
         };
-        let port = port_of(self.ports, ip).ok_or_else(|| {
-            format!("gateway `{ip}` is on none of the ports' networks (their `address` lists)")
+        let vrf = self.vrf.get();
+        let port = port_of(self.ports, vrf, ip).ok_or_else(|| match vrf {
+            0 => format!("gateway `{ip}` is on none of the ports' networks (their `address` lists)"),
+            _ => format!("gateway `{ip}` is on none of the networks of the VRF's ports (a route leaks into another VRF through a `[[next_hop]]` on a port of that VRF)"),
         })?;
         let mut g = self.gateways.borrow_mut();
-        let at = match g.iter().position(|&(a, _)| a == ip) {
+        let at = match g.iter().position(|&(a, p)| a == ip && p == port) {
             Some(i) => i,
             None => {
                 g.push((ip, port));
@@ -290,7 +297,7 @@ fn first_at(
 
 pub(super) fn inline_routes(
     loc: &Located,
-    raw: &[schema::Route],
+    raw: &[&schema::Route],
     targets: &Targets,
     seen: &mut Seen,
 ) -> Result<Vec<RouteConfig>, ConfigError> {
@@ -309,9 +316,10 @@ pub(super) fn inline_routes(
             ));
         }
         if let Some(p) = targets.ports.iter().find(|p| {
-            p.addresses
-                .iter()
-                .any(|a| (a.v6(), a.network(), a.len) == (v6, prefix, len))
+            p.vrf == targets.vrf.get()
+                && p.addresses
+                    .iter()
+                    .any(|a| (a.v6(), a.network(), a.len) == (v6, prefix, len))
         }) {
             return Err(loc.of(
                 &r.prefix,
@@ -331,6 +339,7 @@ pub(super) fn inline_routes(
             len,
             via,
             line: loc.line(&r.prefix),
+            vrf: targets.vrf.get(),
         });
     }
     Ok(routes)
@@ -362,12 +371,14 @@ pub(super) fn route_file(
     groups.sort_unstable_by_key(|g| g.1);
     let hops: Vec<String> = hops.into_iter().map(|h| h.0.to_string()).collect();
     let groups: Vec<String> = groups.into_iter().map(|g| g.0.to_string()).collect();
+    let vrf = targets.vrf.get();
     let same = |g: &Gave| match g {
         Gave::Routes {
             hops: h,
             groups: gr,
+            vrf: v,
             routes,
-        } if *h == hops && *gr == groups => Some(routes.clone()),
+        } if *h == hops && *gr == groups && *v == vrf => Some(routes.clone()),
         _ => None,
     };
     let text = match files.get(&path, same).map_err(|e| vec![cannot(e)])? {
@@ -435,6 +446,7 @@ pub(super) fn route_file(
             len,
             via,
             line: n as u32 + 1,
+            vrf,
         });
     }
     if let Some(line) = more_from {
@@ -455,6 +467,7 @@ pub(super) fn route_file(
         Gave::Routes {
             hops,
             groups,
+            vrf,
             routes: routes.clone(),
         },
     );

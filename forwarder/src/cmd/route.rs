@@ -19,6 +19,9 @@ pub enum Cmd {
     Get {
         /// The address.
         address: String,
+        /// In this VRF (`default` where not given), as `ip route get vrf`.
+        #[arg(long)]
+        vrf: Option<String>,
         /// The configuration file.
         #[arg(long, short = 'c')]
         config: Option<PathBuf>,
@@ -40,6 +43,10 @@ pub enum Cmd {
         /// local, router.
         #[arg(long)]
         origin: Option<String>,
+        /// The routes of this VRF (`default` where not given), as `ip
+        /// route show vrf`.
+        #[arg(long)]
+        vrf: Option<String>,
         /// The configuration file.
         #[arg(long, short = 'c')]
         config: Option<PathBuf>,
@@ -71,20 +78,27 @@ pub fn run(
     match cmd {
         Cmd::Get {
             address,
+            vrf,
             config,
             offline,
             json,
-        } => get(&default(config), &address, offline, json, out),
+        } => get(
+            &default(config),
+            (&address, vrf.as_deref()),
+            offline,
+            json,
+            out,
+        ),
         Cmd::List {
             prefix,
             origin,
+            vrf,
             config,
             offline,
             json,
         } => list(
             &default(config),
-            prefix.as_deref(),
-            origin.as_deref(),
+            (prefix.as_deref(), origin.as_deref(), vrf.as_deref()),
             offline,
             json,
             out,
@@ -94,18 +108,18 @@ pub fn run(
 
 fn get(
     config: &Path,
-    address: &str,
+    (address, vrf): (&str, Option<&str>),
     offline: bool,
     as_json: bool,
     out: &mut dyn Write,
 ) -> Result<(), String> {
     let v: Value = if offline {
-        Control::start(config)?.route_get(address)
+        Control::start(config)?.route_get(address, vrf)
     } else {
         let socket = super::socket(config)?;
         let line = request(
             &socket,
-            &json!({ "request": "route_get", "address": address }).to_string(),
+            &json!({ "request": "route_get", "address": address, "vrf": vrf }).to_string(),
         )?;
         serde_json::from_str(&line)
             .map_err(|e| format!("bad answer from the forwarder: {e}: {line}"))?
@@ -147,18 +161,17 @@ fn s_of(v: &Value) -> &str {
 
 fn list(
     config: &Path,
-    within: Option<&str>,
-    origin: Option<&str>,
+    (within, origin, vrf): (Option<&str>, Option<&str>, Option<&str>),
     offline: bool,
     json: bool,
     out: &mut dyn Write,
 ) -> Result<(), String> {
     if offline {
-        let l = Control::start(config)?.route_list(within, origin)?;
+        let l = Control::start(config)?.route_list(within, origin, vrf)?;
         return l.write(out, json).map_err(|e| e.to_string());
     }
     let socket = super::socket(config)?;
-    let mut req = serde_json::json!({ "request": "route_list", "json": json });
+    let mut req = serde_json::json!({ "request": "route_list", "json": json, "vrf": vrf });
     if let Some(p) = within {
         req["prefix"] = serde_json::json!(p);
     }

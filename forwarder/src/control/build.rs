@@ -119,27 +119,31 @@ pub fn fib_targets(cfg: &Config, fib: &mut Fib) -> Result<FibTargets, String> {
 /// before the configured routes, which may not repeat a connected
 /// network (the configuration refuses it).
 pub fn insert_router_routes(cfg: &Config, fib: &mut Fib, t: &FibTargets) -> Result<(), String> {
-    let mut any_v6 = None;
+    // Per VRF, a local hop of an IPv6 port: where its groups and
+    // link-local addresses go.
+    let mut any_v6 = vec![None; cfg.vrf_count()];
     for &(i, connected, local) in &t.router {
+        let vrf = cfg.ports[i].vrf as usize;
         for a in &cfg.ports[i].addresses {
             let f = if a.v6() { Family::V6 } else { Family::V4 };
             let full = if a.v6() { 128 } else { 32 };
             let link_local =
                 matches!(a.ip, std::net::IpAddr::V6(v) if v.segments()[0] & 0xffc0 == 0xfe80);
             if a.v6() {
-                any_v6.get_or_insert(local);
+                any_v6[vrf].get_or_insert(local);
             }
             if !link_local && a.len < full {
-                fib.insert(f, a.network(), a.len, connected)
+                fib.insert_in(vrf, f, a.network(), a.len, connected)
                     .map_err(|e| format!("port `{}`: {}: {e}", cfg.ports[i].name, a.ip))?;
             }
-            fib.insert(f, a.bits(), full, local)
+            fib.insert_in(vrf, f, a.bits(), full, local)
                 .map_err(|e| format!("port `{}`: {}: {e}", cfg.ports[i].name, a.ip))?;
         }
     }
-    if let Some(local) = any_v6 {
+    for (vrf, local) in any_v6.into_iter().enumerate() {
+        let Some(local) = local else { continue };
         for (p, l) in [(0xff00u128 << 112, 8), (0xfe80u128 << 112, 10)] {
-            fib.insert(Family::V6, p, l, local)
+            fib.insert_in(vrf, Family::V6, p, l, local)
                 .map_err(|e| format!("{p:#x}/{l}: {e}"))?;
         }
     }
@@ -163,9 +167,9 @@ pub fn family(r: &RouteConfig) -> Family {
     }
 }
 
-/// Adds (or replaces) a route in a FIB working copy.
+/// Adds (or replaces) a route in a FIB working copy, in its VRF.
 pub fn insert_route(fib: &mut Fib, r: &RouteConfig, target: TargetId) -> Result<(), String> {
-    fib.insert(family(r), r.prefix, r.len, target)
+    fib.insert_in(r.vrf as usize, family(r), r.prefix, r.len, target)
         .map(|_| ())
         .map_err(|e| format!("route {:#x}/{}: {e}", r.prefix, r.len))
 }
@@ -222,6 +226,7 @@ impl Working {
 /// Adds `cfg`'s next hops, groups and routes (the router's, then the
 /// configured ones) to an empty FIB.
 pub fn fill_fib(cfg: &Config, fib: &mut Fib) -> Result<FibTargets, String> {
+    fib.set_vrfs(cfg.vrf_count());
     let t = fib_targets(cfg, fib)?;
     insert_router_routes(cfg, fib, &t)?;
     for r in cfg.all_routes() {
@@ -274,6 +279,19 @@ pub fn assemble(
         hop_kinds: working.kinds.clone(),
         ports: cfg.ports.clone().into(),
         vlans: Arc::new(crate::vlan::Vlans::new(&cfg.ports)),
+        port_vrf: cfg.ports.iter().map(|p| p.vrf as u8).collect(),
+        vrf_mixed: cfg.ports[..cfg.physical_ports()]
+            .iter()
+            .enumerate()
+            .map(|(i, p)| {
+                cfg.ports.iter().any(|s| {
+                    matches!(&s.driver, config::Driver::Vlan(v) if v.parent == i) && s.vrf != p.vrf
+                })
+            })
+            .collect(),
+        vrf_names: (0..cfg.vrf_count())
+            .map(|v| cfg.vrf_name(v as u16).to_string())
+            .collect(),
         routing: cfg.is_router(),
         router_settings: cfg.router,
         static_neighbours: cfg

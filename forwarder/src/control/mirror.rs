@@ -122,8 +122,14 @@ impl Mirror {
 
     /// The prefixes that shadow kernel routes, but for the route file's.
     pub(super) fn configured_of(cfg: &Config) -> HashSet<RouteKey> {
-        let mut s: HashSet<RouteKey> = cfg.routes.iter().map(|r| (r.v6, r.prefix, r.len)).collect();
-        for p in &cfg.ports {
+        // The mirror feeds the default VRF: its routes and ports alone.
+        let mut s: HashSet<RouteKey> = cfg
+            .routes
+            .iter()
+            .filter(|r| r.vrf == 0)
+            .map(|r| (r.v6, r.prefix, r.len))
+            .collect();
+        for p in cfg.ports.iter().filter(|p| p.vrf == 0) {
             for a in &p.addresses {
                 let full = if a.v6() { 128 } else { 32 };
                 s.insert((a.v6(), a.bits(), full));

@@ -12,16 +12,17 @@ use routecache::ECMP_FLAG;
 use serde_json::{json, Value};
 
 impl Control {
-    /// Where the route `key` comes from (see [`crate::trace::Origins`]).
-    pub fn route_origin(&self, key: RouteKey) -> Value {
-        let o = self.classify(key, |k| {
+    /// Where the route `key` of VRF `vrf` comes from (see
+    /// [`crate::trace::Origins`]).
+    pub fn route_origin(&self, vrf: u16, key: RouteKey) -> Value {
+        let o = self.classify(vrf, key, |k| {
             self.cfg
                 .routes
                 .iter()
-                .find(|r| (r.v6, r.prefix, r.len) == k)
+                .find(|r| r.vrf == vrf && (r.v6, r.prefix, r.len) == k)
                 .map(|r| r.line)
         });
-        self.origin_names().origin(o)
+        self.origin_names(vrf).origin(o)
     }
 
     /// Where element `e` of the set at index `set` comes from.
@@ -74,8 +75,8 @@ impl Control {
 }
 
 impl crate::trace::Origins for Control {
-    fn route(&self, v6: bool, prefix: u128, len: u32) -> Value {
-        self.route_origin((v6, prefix, len))
+    fn route(&self, vrf: u8, v6: bool, prefix: u128, len: u32) -> Value {
+        self.route_origin(vrf as u16, (v6, prefix, len))
     }
     fn element(&self, set: usize, e: &Element) -> Value {
         self.element_origin(set, e)

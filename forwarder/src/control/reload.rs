@@ -84,8 +84,8 @@ pub const COMPACT_MAX_AGE: Duration = Duration::from_secs(5);
 /// (or above an eighth of its size, whichever is more).
 const REBUILD_ABOVE: usize = 256;
 
-fn route_key(r: &RouteConfig) -> RouteKey {
-    (r.v6, r.prefix, r.len)
+fn route_key(r: &RouteConfig) -> (u16, RouteKey) {
+    (r.vrf, (r.v6, r.prefix, r.len))
 }
 
 /// `file:line:1` of the first line of `path` that starts with `what`.
@@ -556,11 +556,12 @@ impl Control {
     fn stage_fib(&mut self, new: &Config, rep: &mut Reload) -> Result<bool, String> {
         let targets_kept = new.next_hops == self.cfg.next_hops
             && new.ecmp == self.cfg.ecmp
-            && new.ports.iter().map(|p| (p.mac, &p.addresses)).eq(self
-                .cfg
+            && new.vrf_count() == self.cfg.vrf_count()
+            && new
                 .ports
                 .iter()
-                .map(|p| (p.mac, &p.addresses)));
+                .map(|p| (p.mac, &p.addresses, p.vrf))
+                .eq(self.cfg.ports.iter().map(|p| (p.mac, &p.addresses, p.vrf)));
         if !targets_kept {
             let mut fib = Fib::succeeding(&self.w.fib);
             let t = build::fill_fib(new, &mut fib)?;
@@ -574,21 +575,29 @@ impl Control {
         // The common case of a set-only change: nothing to diff (a full
         // table is a million routes; an unchanged route file gives the
         // same shared routes, compared by pointer).
-        if new.routes == self.cfg.routes && new.file_routes == self.cfg.file_routes {
+        if new.routes == self.cfg.routes
+            && new.file_routes == self.cfg.file_routes
+            && new.vrfs.iter().map(|v| &v.file_routes).eq(self
+                .cfg
+                .vrfs
+                .iter()
+                .map(|v| &v.file_routes))
+        {
             return Ok(false);
         }
-        let old: HashMap<RouteKey, Via> = self
+        let old: HashMap<(u16, RouteKey), Via> = self
             .cfg
             .all_routes()
             .map(|r| (route_key(r), r.via))
             .collect();
-        let now: HashMap<RouteKey, Via> = new.all_routes().map(|r| (route_key(r), r.via)).collect();
+        let now: HashMap<(u16, RouteKey), Via> =
+            new.all_routes().map(|r| (route_key(r), r.via)).collect();
         let mut done: Vec<(RouteConfig, Option<Via>)> = Vec::new();
         let mut result = Ok(());
         for r in self.cfg.all_routes() {
             if !now.contains_key(&route_key(r)) {
                 let f = build::family(r);
-                if let Err(e) = self.w.fib.remove(f, r.prefix, r.len) {
+                if let Err(e) = self.w.fib.remove_in(r.vrf as usize, f, r.prefix, r.len) {
                     result = Err(format!("route {:#x}/{}: {e}", r.prefix, r.len));
                     break;
                 }
@@ -618,14 +627,24 @@ impl Control {
                         let _ = build::insert_route(&mut self.w.fib, &r, t);
                     }
                     None => {
-                        let _ = self.w.fib.remove(build::family(&r), r.prefix, r.len);
+                        let _ = self.w.fib.remove_in(
+                            r.vrf as usize,
+                            build::family(&r),
+                            r.prefix,
+                            r.len,
+                        );
                     }
                 }
             }
             return Err(e);
         }
         rep.routes_changed = done.len();
-        self.staged_keys = done.iter().map(|(r, _)| route_key(r)).collect();
+        // The kernel mirror feeds the default VRF: its keys alone.
+        self.staged_keys = done
+            .iter()
+            .filter(|(r, _)| r.vrf == 0)
+            .map(|(r, _)| route_key(r).1)
+            .collect();
         Ok(!done.is_empty())
     }
 }

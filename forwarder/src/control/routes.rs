@@ -101,17 +101,21 @@ impl Names {
 }
 
 impl Control {
-    /// Where route `key` comes from: the router's own routes first, then
-    /// the configuration's, then the kernel's (the FIB's precedence).
-    /// `inline` finds an inline route's line.
+    /// Where route `key` of VRF `vrf` comes from: the router's own
+    /// routes first, then the configuration's, then the kernel's (the
+    /// FIB's precedence). `inline` finds an inline route's line.
     pub(super) fn classify(
         &self,
+        vrf: u16,
         key: RouteKey,
         inline: impl Fn(RouteKey) -> Option<u32>,
     ) -> Origin {
         let (v6, p, len) = key;
         let full = if v6 { 128 } else { 32 };
         for (i, port) in self.cfg.ports.iter().enumerate() {
+            if port.vrf != vrf {
+                continue;
+            }
             for a in port.addresses.iter().filter(|a| a.v6() == v6) {
                 if len == full && a.bits() == p {
                     return Origin::Local(i as u16);
@@ -130,11 +134,18 @@ impl Control {
         if let Some(line) = inline(key) {
             return Origin::Config(line);
         }
-        let file = &self.cfg.file_routes;
+        let file = match vrf {
+            0 => &self.cfg.file_routes,
+            v => match self.cfg.vrfs.get(v as usize - 1) {
+                Some(c) => &c.file_routes,
+                None => return Origin::Unknown,
+            },
+        };
         if let Ok(i) = file.binary_search_by_key(&key, |r| (r.v6, r.prefix, r.len)) {
             return Origin::RouteFile(file[i].line);
         }
-        if let Some(m) = &self.mirror {
+        // The kernel mirror feeds the default VRF.
+        if let Some(m) = self.mirror.as_ref().filter(|_| vrf == 0) {
             if m.installed.contains_key(&key) {
                 let best = m.kernel.get(&key).and_then(|by| by.values().next());
                 return Origin::Kernel(
@@ -146,15 +157,20 @@ impl Control {
         Origin::Unknown
     }
 
-    /// The names of this control's files and ports (what an origin
-    /// needs).
-    pub fn origin_names(&self) -> Names {
+    /// The names of this control's files and ports (what an origin in
+    /// VRF `vrf` needs).
+    pub fn origin_names(&self, vrf: u16) -> Names {
+        let route_file = match vrf {
+            0 => self.cfg.route_file.as_ref(),
+            v => self
+                .cfg
+                .vrfs
+                .get(v as usize - 1)
+                .and_then(|c| c.route_file.as_ref()),
+        };
         Names {
             config: self.path().display().to_string(),
-            route_file: self
-                .cfg
-                .route_file
-                .as_ref()
+            route_file: route_file
                 .map(|f| f.display().to_string())
                 .unwrap_or_default(),
             table: self.mirror.as_ref().map(|m| m.table).unwrap_or(0),
@@ -164,8 +180,9 @@ impl Control {
         }
     }
 
-    /// The names of this control's files, ports, next hops and groups.
-    pub fn names(&self) -> Names {
+    /// The names of this control's files, ports, next hops and groups,
+    /// for routes of VRF `vrf`.
+    pub fn names(&self, vrf: u16) -> Names {
         let mut hops = HashMap::new();
         let kinds = &self.w.kinds;
         let snap = self.shared.snapshot.load();
@@ -197,14 +214,33 @@ impl Control {
         Names {
             hops,
             groups,
-            ..self.origin_names()
+            ..self.origin_names(vrf)
         }
     }
 
-    /// `forwarder route get ADDR`: the route the workers' table gives
-    /// `address`, its origin, its target (an ECMP group's members), each
-    /// next hop's port, MAC and neighbour.
-    pub fn route_get(&self, address: &str) -> Value {
+    /// The VRF named `name` (`default` when `None`), or the error.
+    fn vrf_named(&self, name: Option<&str>) -> Result<u16, String> {
+        let name = name.unwrap_or(config::DEFAULT_VRF);
+        self.cfg.vrf_index(name).ok_or_else(|| {
+            format!(
+                "unknown VRF `{}` ({})",
+                matcher::excerpt(name),
+                (0..self.cfg.vrf_count())
+                    .map(|v| self.cfg.vrf_name(v as u16))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        })
+    }
+
+    /// `forwarder route get ADDR [--vrf NAME]`: the route the workers'
+    /// table gives `address` in the VRF, its origin, its target (an ECMP
+    /// group's members), each next hop's port, MAC and neighbour.
+    pub fn route_get(&self, address: &str, vrf: Option<&str>) -> Value {
+        let vrf = match self.vrf_named(vrf) {
+            Ok(v) => v,
+            Err(e) => return json!({ "result": "error", "error": e }),
+        };
         let ip: std::net::IpAddr = match address.trim().parse() {
             Ok(ip) => ip,
             Err(_) => {
@@ -215,21 +251,33 @@ impl Control {
         let dst = config::ip_bits(ip);
         let snap = self.shared.snapshot.load_full();
         let f = if v6 { Family::V6 } else { Family::V4 };
-        let Some((p, len, target)) = snap.fib.lookup_prefix(f, dst) else {
+        let vrf_name = self.cfg.vrf_name(vrf).to_string();
+        // Named where there are several.
+        let in_vrf = if self.cfg.vrfs.is_empty() {
+            String::new()
+        } else {
+            format!(" vrf {vrf_name}")
+        };
+        let Some((p, len, target)) = snap
+            .fib
+            .vrf(vrf as usize)
+            .and_then(|r| r.lookup_prefix(f, dst))
+        else {
             return json!({
                 "result": "ok",
                 "address": ip.to_string(),
+                "vrf": vrf_name,
                 "route": null,
                 "generation": snap.generation,
-                "summary": format!("{ip}: no route (dropped: no_route)"),
+                "summary": format!("{ip}{in_vrf}: no route (dropped: no_route)"),
             });
         };
-        let names = self.names();
-        let origin = names.origin(self.classify((v6, p, len), |k| {
+        let names = self.names(vrf);
+        let origin = names.origin(self.classify(vrf, (v6, p, len), |k| {
             self.cfg
                 .routes
                 .iter()
-                .find(|r| (r.v6, r.prefix, r.len) == k)
+                .find(|r| r.vrf == vrf && (r.v6, r.prefix, r.len) == k)
                 .map(|r| r.line)
         }));
         let hops: Vec<u32> = if Targets::is_ecmp(target) {
@@ -280,7 +328,7 @@ impl Control {
             .collect();
         let via = names.target(target);
         let summary = format!(
-            "{ip} via {via} dev {}  prefix {} ({})  generation {}",
+            "{ip}{in_vrf} via {via} dev {}  prefix {} ({})  generation {}",
             {
                 let mut ports: Vec<&str> = hops.iter().filter_map(|h| h["port"].as_str()).collect();
                 ports.dedup();
@@ -293,6 +341,7 @@ impl Control {
         json!({
             "result": "ok",
             "address": ip.to_string(),
+            "vrf": vrf_name,
             "route": prefix(v6, p, len),
             "origin": origin,
             "via": via,
@@ -302,14 +351,17 @@ impl Control {
         })
     }
 
-    /// `forwarder route list [PREFIX] [--origin KIND]`: the routes
-    /// within `within` (all when `None`) whose origin is `kind`, sorted,
-    /// classified here; [`RouteList::write`] writes them.
+    /// `forwarder route list [PREFIX] [--origin KIND] [--vrf NAME]`: the
+    /// routes of the VRF within `within` (all when `None`) whose origin
+    /// is `kind`, sorted, classified here; [`RouteList::write`] writes
+    /// them.
     pub fn route_list(
         &self,
         within: Option<&str>,
         kind: Option<&str>,
+        vrf: Option<&str>,
     ) -> Result<RouteList, String> {
+        let vrf = self.vrf_named(vrf)?;
         let within = match within {
             None => None,
             Some(t) => Some(
@@ -338,11 +390,15 @@ impl Control {
             .cfg
             .routes
             .iter()
+            .filter(|r| r.vrf == vrf)
             .map(|r| ((r.v6, r.prefix, r.len), r.line))
             .collect();
         let mut routes = Vec::new();
         for (f, v6) in [(Family::V4, false), (Family::V6, true)] {
-            for (p, len, t) in self.w.fib.routes(f).routes() {
+            let Some(table) = self.w.fib.routes_in(vrf as usize, f) else {
+                continue;
+            };
+            for (p, len, t) in table.routes() {
                 if let Some((wv6, wp, wlen)) = within {
                     let w = if v6 { 128 } else { 32 };
                     let mask = |l: u32| {
@@ -356,7 +412,7 @@ impl Control {
                         continue;
                     }
                 }
-                let o = self.classify((v6, p, len), |k| inline.get(&k).copied());
+                let o = self.classify(vrf, (v6, p, len), |k| inline.get(&k).copied());
                 if kind.is_some_and(|k| k != o.kind()) {
                     continue;
                 }
@@ -366,7 +422,7 @@ impl Control {
         routes.sort_unstable_by_key(|r| r.0);
         Ok(RouteList {
             routes,
-            names: self.names(),
+            names: self.names(vrf),
             generation: self
                 .shared
                 .status

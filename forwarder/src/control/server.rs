@@ -469,7 +469,7 @@ fn json_request(control: &mut Control, text: &str) -> Reply {
         Some("route_list") => {
             let within = v["prefix"].as_str();
             let json = v["json"].as_bool().unwrap_or(false);
-            return match control.route_list(within, v["origin"].as_str()) {
+            return match control.route_list(within, v["origin"].as_str(), v["vrf"].as_str()) {
                 Ok(list) => Reply::Stream(Box::new(move |s: &mut UnixStream| {
                     let _ = list.write(s, json);
                 })),
@@ -496,7 +496,7 @@ fn json_request(control: &mut Control, text: &str) -> Reply {
         }
         Some("route_get") => {
             return control
-                .route_get(v["address"].as_str().unwrap_or(""))
+                .route_get(v["address"].as_str().unwrap_or(""), v["vrf"].as_str())
                 .into()
         }
         _ => {}

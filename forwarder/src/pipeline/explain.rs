@@ -95,6 +95,8 @@ pub struct Stages {
     pub time_ns: u64,
     /// The port it came in on.
     pub port: u16,
+    /// The VRF it was routed in (its port's, or its sub-interface's).
+    pub vrf: u8,
     /// The frame's length as received.
     pub len: u16,
     /// The frame's first [`HEAD`] bytes as received.
@@ -131,6 +133,7 @@ impl Default for Stages {
             generation: 0,
             time_ns: 0,
             port: 0,
+            vrf: 0,
             len: 0,
             head: [0; HEAD],
             parsed: Err(DropReason::Truncated),
@@ -196,6 +199,7 @@ impl Pipeline {
         let aside = self.flow_cache_stats().bypassed > bypassed;
         for (i, s) in out.iter_mut().enumerate().take(n) {
             s.generation = self.generation;
+            s.vrf = self.vrf_at(i);
             // A packet the cache looked up either missed (`pending`: its
             // decision to be stored) or hit; its fate no longer says
             // which (a drop writes its reason over `Cached`).

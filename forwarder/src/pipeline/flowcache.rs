@@ -48,7 +48,7 @@ pub const MAX_SETS: usize = config::FlowCache::MAX_SETS;
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct FlowId {
     /// Source (2 words), destination (2 words); source port, destination
-    /// port, protocol, transport header complete, family and TTL, a byte
+    /// port, protocol, transport header complete, family and VRF, a byte
     /// or two each from the lowest; the first 8 bytes of the MACs.
     w: [u64; 6],
     /// The last 4 bytes of the MACs.
@@ -56,14 +56,13 @@ pub struct FlowId {
 }
 
 impl FlowId {
-    /// The flow of a parsed frame.
+    /// The flow of a parsed frame that came in on a port of VRF `vrf`.
     ///
-    /// The TTL is part of the key only because it shares the word with
-    /// the ports (the word is then one load of [`Parsed`]'s fields, in
-    /// their order): no decision depends on it, so a flow whose TTL
-    /// changes takes one more entry, never a wrong decision.
+    /// The VRF takes the byte of [`Parsed`]'s TTL (which no decision
+    /// depends on): two VRFs may hold the same addresses and route them
+    /// differently, and sub-interfaces of one port share its MAC.
     #[inline(always)]
-    pub fn of(p: &Parsed, frame: &[u8]) -> FlowId {
+    pub fn of(p: &Parsed, frame: &[u8], vrf: u8) -> FlowId {
         let (mut a, mut b) = ([0u8; 8], [0u8; 4]);
         if let Some(m) = frame.get(..12) {
             a.copy_from_slice(&m[..8]);
@@ -80,7 +79,7 @@ impl FlowId {
                     | (p.proto as u64) << 32
                     | (p.l4_ok as u64) << 40
                     | (p.l3 as u64) << 48
-                    | (p.ttl as u64) << 56,
+                    | (vrf as u64) << 56,
                 u64::from_ne_bytes(a),
             ],
             m: u32::from_ne_bytes(b),

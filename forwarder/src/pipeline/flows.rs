@@ -26,7 +26,11 @@ impl Pipeline {
         // misses wait in line: BENCHMARKS.md, "What did not pay".)
         for i in 0..n {
             if self.fate[i] == Fate::Go {
-                let id = FlowId::of(&self.parsed[i], burst.frame(i));
+                let id = FlowId::of(
+                    &self.parsed[i],
+                    burst.frame(i),
+                    super::vrf_at(self.tagged, &self.vrf, self.base_vrf, i),
+                );
                 self.flow_locs[i] = flows.hash(&id);
             }
         }
@@ -42,7 +46,11 @@ impl Pipeline {
             lookups += 1;
             // The flow again, from the parse (a copy kept per packet would
             // be seven stores for as many loads as this).
-            let id = FlowId::of(&self.parsed[i], burst.frame(i));
+            let id = FlowId::of(
+                &self.parsed[i],
+                burst.frame(i),
+                super::vrf_at(self.tagged, &self.vrf, self.base_vrf, i),
+            );
             match flows.probe_in_burst(self.flow_locs[i], &id) {
                 Some(d) => {
                     hits += 1;
@@ -86,7 +94,11 @@ impl Pipeline {
             };
             f.fill(
                 self.flow_locs[i],
-                &FlowId::of(&self.parsed[i], burst.frame(i)),
+                &FlowId::of(
+                    &self.parsed[i],
+                    burst.frame(i),
+                    super::vrf_at(self.tagged, &self.vrf, self.base_vrf, i),
+                ),
                 d,
             );
         }

@@ -148,6 +148,10 @@ pub struct Pipeline {
     /// [`Pipeline::ingress_of`]).
     tagged: u64,
     ingress: [(u16, u8); MAX_BURST],
+    /// The VRF of the burst's port, and of each tagged frame (its
+    /// sub-interface's).
+    base_vrf: u8,
+    vrf: [u8; MAX_BURST],
     /// Frames to send, per egress port index (filled by [`Pipeline::process`]).
     pub out: Vec<Vec<u8>>,
     /// Counters.
@@ -163,6 +167,18 @@ pub struct Pipeline {
     mode: Mode,
     /// The worker's index, which picks its [`Slot`] in each snapshot.
     worker: usize,
+}
+
+/// The VRF of frame `i` of a burst with `tagged` frames (their VRFs in
+/// `vrf`) from a port of VRF `base`: a function of the fields, so that it
+/// can be called while another field is borrowed.
+#[inline(always)]
+fn vrf_at(tagged: u64, vrf: &[u8; MAX_BURST], base: u8, i: usize) -> u8 {
+    if tagged & 1 << (i % 64) != 0 {
+        vrf[i % MAX_BURST]
+    } else {
+        base
+    }
 }
 
 impl Pipeline {
@@ -193,6 +209,7 @@ impl Pipeline {
                 crate::vlan::Ingress::Port { port, strip } => {
                     self.tagged |= 1 << i;
                     self.ingress[i % MAX_BURST] = (port, strip);
+                    self.vrf[i % MAX_BURST] = tables.vrf_of(port);
                     if port != self.rx_port {
                         if let Some(c) = self.counters.links.get_mut(port as usize) {
                             c[0] += 1;
@@ -209,6 +226,12 @@ impl Pipeline {
 
     /// The port frame `i` of the burst came in on (a sub-interface, for a
     /// tagged frame) and the bytes of its tags.
+    /// The VRF frame `i` of the burst routes in.
+    #[inline(always)]
+    pub(super) fn vrf_at(&self, i: usize) -> u8 {
+        vrf_at(self.tagged, &self.vrf, self.base_vrf, i)
+    }
+
     #[inline]
     pub(super) fn ingress_of(&self, i: usize) -> (u16, u8) {
         if self.tagged & 1 << (i % 64) != 0 {
@@ -258,6 +281,8 @@ impl Pipeline {
             rx_port: 0,
             tagged: 0,
             ingress: [(0, 0); MAX_BURST],
+            base_vrf: 0,
+            vrf: [0; MAX_BURST],
             out: vec![Vec::with_capacity(MAX_BURST); ports],
             counters: Counters::default(),
             generation: u64::MAX,
@@ -442,6 +467,7 @@ impl Pipeline {
             return;
         }
         self.tagged = 0;
+        self.base_vrf = tables.vrf_of(self.rx_port);
         // The frames that may carry tags: IP past byte 14 (tags are the
         // only way there), or not IP at all. A bit each, looked at once
         // the burst is parsed.
@@ -487,11 +513,15 @@ impl Pipeline {
                 };
                 if left > 0 {
                     // The FIB's first-level lines, fetched while the sets
-                    // classify (a full table's are cache misses).
-                    for i in 0..n {
-                        let p = &self.parsed[i];
-                        if self.fate[i] == Fate::Go && p.l3 == wire::L3::V4 {
-                            tables.fib.prefetch_v4(p.dst as u32);
+                    // classify (a full table's are cache misses); the
+                    // port's VRF's (a tagged frame of another VRF's
+                    // sub-interface gets a useless prefetch).
+                    if let Some(fib) = tables.fib.vrf(self.base_vrf as usize) {
+                        for i in 0..n {
+                            let p = &self.parsed[i];
+                            if self.fate[i] == Fate::Go && p.l3 == wire::L3::V4 {
+                                fib.prefetch_v4(p.dst as u32);
+                            }
                         }
                     }
                     self.classify(tables, burst, n);

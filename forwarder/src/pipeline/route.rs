@@ -9,12 +9,55 @@ use crate::wire::L3;
 use routecache::{FlowKey, Targets};
 
 impl Pipeline {
-    /// The FIB's targets of the packets still going, one batched lookup
-    /// per family.
+    /// The FIB's targets of the packets still going: per VRF in the
+    /// burst, one batched lookup per family. A burst comes from one port:
+    /// its frames route in the port's VRF, but for tagged ones of a
+    /// sub-interface in another (only where the port has such:
+    /// `vrf_mixed`), gathered by VRF afterwards.
     pub(super) fn lookup_routes(&mut self, tables: &Tables, n: usize) {
+        let base = self.base_vrf;
+        let mut others = 0u64;
+        if self.tagged != 0
+            && tables
+                .vrf_mixed
+                .get(self.rx_port as usize)
+                .copied()
+                .unwrap_or(false)
+        {
+            let mut t = self.tagged;
+            while t != 0 {
+                let i = t.trailing_zeros() as usize;
+                t &= t - 1;
+                if self.vrf[i % MAX_BURST] != base {
+                    others |= 1 << i;
+                }
+            }
+        }
+        self.lookup_vrf(tables, base, n, others);
+        while others != 0 {
+            let vrf = self.vrf[others.trailing_zeros() as usize % MAX_BURST];
+            let mut these = 0u64;
+            let mut t = others;
+            while t != 0 {
+                let i = t.trailing_zeros() as usize;
+                t &= t - 1;
+                if self.vrf[i % MAX_BURST] == vrf {
+                    these |= 1 << i;
+                }
+            }
+            others &= !these;
+            self.lookup_vrf(tables, vrf, n, !these);
+        }
+    }
+
+    /// [`Pipeline::lookup_routes`] of the packets still going in VRF
+    /// `vrf`, but those set in `skip`: through the route hint and dst
+    /// cache in VRF 0 (their entries know no VRF), straight to the FIB in
+    /// the others.
+    fn lookup_vrf(&mut self, tables: &Tables, vrf: u8, n: usize, skip: u64) {
         let (mut n4, mut n6) = (0, 0);
         for i in 0..n.min(MAX_BURST) {
-            if matches!(self.fate[i], Fate::Dropped(_) | Fate::Cached) {
+            if matches!(self.fate[i], Fate::Dropped(_) | Fate::Cached) || skip & 1 << i != 0 {
                 continue;
             }
             let p = &self.parsed[i];
@@ -31,27 +74,42 @@ impl Pipeline {
                 }
             }
         }
-        let fib = &tables.fib;
-        let gen = fib.generation();
         let mut found = [None; MAX_BURST];
+        let Some(fib) = tables.fib.vrf(vrf as usize) else {
+            // A VRF the FIB does not have (never, from a checked
+            // configuration): no route, rather than another VRF's.
+            for &i in self.idx4[..n4].iter().chain(&self.idx6[..n6]) {
+                self.targets[i as usize] = None;
+            }
+            return;
+        };
+        let gen = tables.fib.generation();
         if n4 > 0 {
-            self.router4.route_burst(
-                &self.dst4[..n4],
-                gen,
-                |k, o| fib.lookup_burst_v4(k, o),
-                &mut found[..n4],
-            );
+            if vrf == 0 {
+                self.router4.route_burst(
+                    &self.dst4[..n4],
+                    gen,
+                    |k, o| fib.lookup_burst_v4(k, o),
+                    &mut found[..n4],
+                );
+            } else {
+                fib.lookup_burst_v4(&self.dst4[..n4], &mut found[..n4]);
+            }
             for (j, &i) in self.idx4[..n4].iter().enumerate() {
                 self.targets[i as usize] = found[j];
             }
         }
         if n6 > 0 {
-            self.router6.route_burst(
-                &self.dst6[..n6],
-                gen,
-                |k, o| fib.lookup_burst_v6(k, o),
-                &mut found[..n6],
-            );
+            if vrf == 0 {
+                self.router6.route_burst(
+                    &self.dst6[..n6],
+                    gen,
+                    |k, o| fib.lookup_burst_v6(k, o),
+                    &mut found[..n6],
+                );
+            } else {
+                fib.lookup_burst_v6(&self.dst6[..n6], &mut found[..n6]);
+            }
             for (j, &i) in self.idx6[..n6].iter().enumerate() {
                 self.targets[i as usize] = found[j];
             }

@@ -36,6 +36,7 @@ pub fn full_table(cfg: &mut Config, v4: usize, v6: usize) {
                 len,
                 via: config::Via::NextHop(i % hops),
                 line: 0,
+                vrf: 0,
             });
         }
     }

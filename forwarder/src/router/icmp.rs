@@ -168,7 +168,7 @@ impl SlowPath {
         // As Linux: path MTU discovery's messages are not limited per
         // destination (limiting them breaks it), only per core.
         if self.allow(w, osrc, !too_big) {
-            self.route_out(t, w, is6, osrc, pkt, counter);
+            self.route_out(t, w, t.vrf_of(port), is6, osrc, pkt, counter);
         }
     }
 
@@ -181,7 +181,7 @@ impl SlowPath {
             };
             let (v6, dst) = (p.l3 == wire::L3::V6, p.src);
             if self.allow(w, dst, true) {
-                self.route_out(t, w, v6, dst, rst, Counter::TcpResets);
+                self.route_out(t, w, t.vrf_of(port), v6, dst, rst, Counter::TcpResets);
             }
         } else if l4 == proto::UDP {
             self.error(t, port, w, f, IcmpError::PORT_UNREACH, [0; 4])
@@ -190,12 +190,15 @@ impl SlowPath {
         }
     }
 
-    /// Routes an IP packet of our own to `dst` and sends it (or holds it
-    /// while its neighbour resolves), counting `counter` when it goes.
+    /// Routes an IP packet of our own to `dst` in VRF `vrf` (the port's
+    /// whose packet it answers) and sends it (or holds it while its
+    /// neighbour resolves), counting `counter` when it goes.
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn route_out(
         &mut self,
         t: &Tables,
         w: u16,
+        vrf: u8,
         v6: bool,
         dst: u128,
         pkt: Vec<u8>,
@@ -206,7 +209,8 @@ impl SlowPath {
         let targets = t.fib.targets();
         let Some(hop) = t
             .fib
-            .lookup(family(v6), dst)
+            .vrf(vrf as usize)
+            .and_then(|r| r.lookup(family(v6), dst))
             .and_then(|tg| targets.resolve_index(tg, 0))
         else {
             c.inc(Counter::InjectDropped);

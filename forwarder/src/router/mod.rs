@@ -79,7 +79,7 @@ impl SlowPath {
             c.inc(Counter::LocalIgnored);
             return;
         };
-        if !Self::ours(t, v6, dst) {
+        if !Self::ours(t, port, v6, dst) {
             // Groups (ff02::1, OSPFv3's, ...): the host's, if it has a
             // side on this port.
             if !self.give_host(port, f) {
@@ -89,7 +89,7 @@ impl SlowPath {
         }
         if let Some(reply) = wire::icmp::echo_reply(f) {
             if self.allow(w, src, false) {
-                self.route_out(t, w, v6, src, reply, Counter::IcmpEchoReply);
+                self.route_out(t, w, t.vrf_of(port), v6, src, reply, Counter::IcmpEchoReply);
             }
             return;
         }

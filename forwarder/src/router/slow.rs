@@ -219,12 +219,14 @@ impl SlowPath {
             .map(|a| a.bits())
     }
 
-    /// Whether `addr` is one of our addresses (any port's: the weak host
-    /// model, as Linux).
-    pub(super) fn ours(t: &Tables, v6: bool, addr: u128) -> bool {
-        t.ports
-            .iter()
-            .any(|p| p.addresses.iter().any(|a| a.v6() == v6 && a.bits() == addr))
+    /// Whether `addr` is one of our addresses in the VRF of `port`
+    /// (any of its ports': the weak host model, as Linux; a VRF's
+    /// addresses are not another's, as with Linux's VRF devices).
+    pub(super) fn ours(t: &Tables, port: u16, v6: bool, addr: u128) -> bool {
+        let vrf = t.vrf_of(port);
+        t.ports.iter().any(|p| {
+            p.vrf as u8 == vrf && p.addresses.iter().any(|a| a.v6() == v6 && a.bits() == addr)
+        })
     }
 
     pub(super) fn ours_on(t: &Tables, port: u16, v6: bool, addr: u128) -> bool {

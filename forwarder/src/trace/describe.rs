@@ -366,18 +366,30 @@ pub fn describe(
         (Some(Some(target)), Some(p)) => {
             let v6 = p.l3 == L3::V6;
             let f = if v6 { Family::V6 } else { Family::V4 };
-            let (pre, len, _) = t.fib.lookup_prefix(f, p.dst).unwrap_or((0, 0, target));
-            let origin = cx.origins.route(v6, pre, len);
+            let (pre, len, _) = t
+                .fib
+                .vrf(s.vrf as usize)
+                .and_then(|r| r.lookup_prefix(f, p.dst))
+                .unwrap_or((0, 0, target));
+            let origin = cx.origins.route(s.vrf, v6, pre, len);
             let to = target_name(t, cx, target);
+            // The VRF is named where there are several.
+            let vrf = t.vrf_names.get(s.vrf as usize).cloned().unwrap_or_default();
+            let in_vrf = if t.vrf_names.len() > 1 {
+                format!(" in vrf {vrf}")
+            } else {
+                String::new()
+            };
             out.push(stage(
                 "route",
                 format!(
-                    "{} ({}) via {to}",
+                    "{}{in_vrf} ({}) via {to}",
                     prefix(v6, pre, len),
                     origin_text(&origin)
                 ),
                 json!({
                     "prefix": prefix(v6, pre, len),
+                    "vrf": vrf,
                     "origin": origin,
                     "via": to,
                     "decision": format!("{} via {to}", prefix(v6, pre, len)),

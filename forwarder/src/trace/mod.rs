@@ -34,11 +34,12 @@ use std::sync::Arc;
 /// configuration's files and lines, the kernel mirror, the run-time
 /// changes); the trace asks.
 pub trait Origins {
-    /// Where the route `prefix/len` of family `v6` comes from, as JSON
+    /// Where the route `prefix/len` of family `v6` in VRF `vrf` comes
+    /// from, as JSON
     /// (`from`: `config`, `route_file`, `kernel`, `connected`, `local`,
     /// `router`; with `file` and `line`, or the kernel's `table`,
     /// `protocol` and `metric`, or the `port`).
-    fn route(&self, v6: bool, prefix: u128, len: u32) -> Value;
+    fn route(&self, vrf: u8, v6: bool, prefix: u128, len: u32) -> Value;
     /// Where element `e` of the set at index `set` comes from (`from`:
     /// `config` or `set_file` with `file` and `line`, or `run_time`).
     fn element(&self, set: usize, e: &Element) -> Value;
@@ -54,7 +55,7 @@ pub trait Origins {
 pub struct NoOrigins;
 
 impl Origins for NoOrigins {
-    fn route(&self, _: bool, _: u128, _: u32) -> Value {
+    fn route(&self, _: u8, _: bool, _: u128, _: u32) -> Value {
         json!({ "from": "unknown" })
     }
     fn element(&self, _: usize, _: &Element) -> Value {
