@@ -329,6 +329,9 @@ pub struct RouteConfig {
 pub struct VrfConfig {
     /// Its name (`vrf = NAME` on ports and routes).
     pub name: String,
+    /// The kernel routing table mirrored into it (`table`), with
+    /// `[routes] source = "kernel"`.
+    pub table: Option<u32>,
     /// Its route file (`route_file`), if any.
     pub route_file: Option<std::path::PathBuf>,
     /// That file's routes, sorted by prefix.

@@ -10,6 +10,12 @@ fn parse(text: &str) -> config::Config {
     config::parse("f.toml", text, Path::new(".")).unwrap()
 }
 
+/// `text` with the kernel table mirrored (`[routes]` is a table: before
+/// the others would do, but TOML takes it anywhere at the top).
+fn kernel(text: String) -> String {
+    format!("{text}\n[routes]\nsource = \"kernel\"\n")
+}
+
 fn err(text: &str) -> String {
     config::parse("f.toml", text, Path::new("."))
         .unwrap_err()
@@ -177,7 +183,34 @@ fn wrong_vrf_lines_are_refused_at_their_value() {
                 "name = \"blue\"\n[[port]]",
                 "name = \"blue\"\ntable = 10\n[[port]]",
             ),
-            "`table = 10` (a kernel table mirrored into the VRF) is not supported yet",
+            "`table` mirrors a kernel table into the VRF: it needs `[routes] source = \"kernel\"`",
+        ),
+        (
+            kernel(TWO.replace(
+                "name = \"blue\"\n[[port]]",
+                "name = \"blue\"\ntable = 254\n[[port]]",
+            )),
+            "table 254 is the `default` VRF's (`[routes] table`)",
+        ),
+        (
+            kernel(TWO.replace(
+                "name = \"blue\"\n[[port]]",
+                "name = \"blue\"\ntable = 255\n[[port]]",
+            )),
+            "table 255 is not a routing table",
+        ),
+        (
+            kernel(
+                TWO.replace(
+                    "name = \"blue\"\n[[port]]",
+                    "name = \"blue\"\ntable = 100\n[[port]]",
+                )
+                .replace(
+                    "name = \"red\"\n[[vrf]]",
+                    "name = \"red\"\ntable = 100\n[[vrf]]",
+                ),
+            ),
+            "table 100 is VRF `red`'s already",
         ),
         // A gateway on another VRF's network: only through a next hop.
         (
@@ -204,6 +237,27 @@ fn wrong_vrf_lines_are_refused_at_their_value() {
         assert!(e.contains(want), "want `{want}`, got: {e}");
         assert!(e.starts_with("f.toml:"), "{e}");
     }
+    // Kernel tables per VRF.
+    let text = format!(
+        "[routes]\nsource = \"kernel\"\ntable = 200\n{}",
+        TWO.replace(
+            "name = \"blue\"\n[[port]]",
+            "name = \"blue\"\ntable = 254\n[[port]]"
+        )
+    );
+    let cfg = parse(&text);
+    assert_eq!(cfg.kernel.as_ref().map(|k| k.table), Some(200));
+    assert_eq!((cfg.vrfs[0].table, cfg.vrfs[1].table), (None, Some(254)));
+    // Kernel tables per VRF.
+    let cfg = parse(&format!(
+        "[routes]\nsource = \"kernel\"\ntable = 200\n{}",
+        TWO.replace(
+            "name = \"blue\"\n[[port]]",
+            "name = \"blue\"\ntable = 254\n[[port]]"
+        )
+    ));
+    assert_eq!(cfg.kernel.as_ref().map(|k| k.table), Some(200));
+    assert_eq!((cfg.vrfs[0].table, cfg.vrfs[1].table), (None, Some(254)));
     // Another VRF's connected network may be routed in this one.
     let ok = TWO.to_string()
         + "[[route]]\nprefix = \"203.0.113.0/24\"\nvia = \"upstream\"\nvrf = \"blue\"\n";

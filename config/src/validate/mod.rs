@@ -59,7 +59,9 @@ pub(crate) fn validate_all(
     let forwarder = take(settings::forwarder(&loc, raw.forwarder), &mut errs);
     let port_names = take(index(&loc, &raw.port, |p| &p.name, "port"), &mut errs);
     let kernel = take(kernel_routes(&loc, &raw.routes, None), &mut errs);
-    let vrf_names = take(vrfs::vrfs(&loc, &raw.vrf), &mut errs);
+    let vrf_names = kernel
+        .as_ref()
+        .and_then(|k| take(vrfs::vrfs(&loc, &raw.vrf, k.as_ref()), &mut errs));
     let ports = take(ports::ports(&loc, &raw.port), &mut errs).and_then(|mut ports| {
         let names = vrf_names.as_ref()?;
         for (p, r) in ports.iter_mut().zip(&raw.port) {
@@ -231,6 +233,7 @@ fn vrf_routes(
                         let c = &vrf[v - 1];
                         vrfs.push(VrfConfig {
                             name: c.name.get_ref().clone(),
+                            table: c.table.as_ref().map(|t| *t.get_ref()),
                             route_file: path,
                             file_routes,
                         })

@@ -1,10 +1,11 @@
-//! `[[vrf]]` (names; their route files are read with the routes) and
+//! `[[vrf]]` (names, kernel tables; their route files are read with the
+//! routes) and
 //! `vrf = NAME` on ports and routes.
 
 use super::names::index;
 use crate::error::{ConfigError, Located};
 use crate::schema;
-use crate::types::DEFAULT_VRF;
+use crate::types::{KernelRoutes, DEFAULT_VRF};
 use toml::Spanned;
 
 /// The most VRFs besides the default one: 256 in all, as grout. A
@@ -14,8 +15,14 @@ pub(super) const MAX_VRFS: usize = 255;
 
 /// The VRFs' names, in file order (VRF `i + 1` is the `i`th), checked:
 /// unique, not `default`, at most [`MAX_VRFS`], names Linux would take
-/// for a VRF device.
-pub(super) fn vrfs(loc: &Located, raw: &[schema::Vrf]) -> Result<Vec<String>, ConfigError> {
+/// for a VRF device; kernel tables (`kernel`: `[routes]`, needed for
+/// any) distinct, and not the default VRF's.
+pub(super) fn vrfs(
+    loc: &Located,
+    raw: &[schema::Vrf],
+    kernel: Option<&KernelRoutes>,
+) -> Result<Vec<String>, ConfigError> {
+    let mut tables: Vec<(u32, &str)> = Vec::new();
     index(loc, raw, |v| &v.name, "VRF")?;
     if let Some(v) = raw.get(MAX_VRFS) {
         return Err(loc.of(
@@ -37,14 +44,30 @@ pub(super) fn vrfs(loc: &Located, raw: &[schema::Vrf]) -> Result<Vec<String>, Co
                 format!("`{name}` is not a VRF name (1-15 characters, no `/`, `:` or space, as Linux's interface names)"),
             ));
         }
-        if let Some(t) = &v.table {
-            // The kernel mirror follows one table, the default VRF's, so
-            // far: a VRF's would be accepted and never filled.
+        let Some(t) = &v.table else { continue };
+        let Some(k) = kernel else {
             return Err(loc.of(
                 t,
-                format!("`table = {}` (a kernel table mirrored into the VRF) is not supported yet: the kernel mirror follows the `{DEFAULT_VRF}` VRF's table (`[routes] table`) alone", t.get_ref()),
+                "`table` mirrors a kernel table into the VRF: it needs `[routes] source = \"kernel\"`",
+            ));
+        };
+        let n = *t.get_ref();
+        if n == 0 || n == 255 || n == u32::MAX {
+            return Err(loc.of(
+                t,
+                format!("table {n} is not a routing table of routes to mirror (1-254, 256-...; not 255, local)"),
             ));
         }
+        if n == k.table {
+            return Err(loc.of(
+                t,
+                format!("table {n} is the `{DEFAULT_VRF}` VRF's (`[routes] table`)"),
+            ));
+        }
+        if let Some((_, other)) = tables.iter().find(|(m, _)| *m == n) {
+            return Err(loc.of(t, format!("table {n} is VRF `{other}`'s already")));
+        }
+        tables.push((n, name));
     }
     Ok(raw.iter().map(|v| v.name.get_ref().clone()).collect())
 }

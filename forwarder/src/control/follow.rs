@@ -2,9 +2,9 @@
 //! mirror's changes (see [`super::mirror`]) applied to the working FIB in
 //! batches and published, and installed again when the FIB is rebuilt.
 
-use super::mirror::{prefix_text, Mirror};
+use super::mirror::{prefix_text, Mirror, VrfKey};
 use super::reload::Control;
-use crate::kernel::{Action, Event, Route, RouteKey};
+use crate::kernel::{Action, Event, Route};
 use crate::log::{log, log_with, Level};
 use crate::tables::HopKind;
 use routecache::{Family, NextHop, TargetId};
@@ -33,10 +33,11 @@ impl Control {
         let Some(m) = self.mirror.as_mut() else {
             return Ok(());
         };
+        let tables = m.table_numbers();
         let Some(req) = m.requests.as_mut() else {
             return Ok(());
         };
-        let routes = req.dump_routes(m.table)?;
+        let routes = req.dump_routes(&tables)?;
         let start = Instant::now();
         m.ifmap = Mirror::map_interfaces(&self.cfg);
         m.configured = Mirror::configured_of(&self.cfg);
@@ -140,11 +141,12 @@ impl Control {
             }
         }
         if resync {
+            let tables = m.table_numbers();
             if let Some(req) = m.requests.as_mut() {
-                match req.dump_routes(m.table) {
+                match req.dump_routes(&tables) {
                     Ok(routes) => {
                         m.resyncs += 1;
-                        let old: Vec<RouteKey> = m.kernel.keys().copied().collect();
+                        let old: Vec<VrfKey> = m.kernel.keys().copied().collect();
                         m.kernel.clear();
                         for r in routes {
                             m.take(Event::New(r, false));
@@ -194,7 +196,7 @@ impl Control {
 
     /// Brings the FIB's entries for `keys` in line with the kernel's
     /// routes and the precedence; returns whether the FIB changed.
-    pub(super) fn kernel_sync(&mut self, keys: impl Iterator<Item = RouteKey>) -> bool {
+    pub(super) fn kernel_sync(&mut self, keys: impl Iterator<Item = VrfKey>) -> bool {
         let Some(mut m) = self.mirror.take() else {
             return false;
         };
@@ -229,9 +231,10 @@ impl Control {
             if want == have {
                 continue;
             }
-            let f = if key.0 { Family::V6 } else { Family::V4 };
+            let (vrf, (v6, prefix, len)) = key;
+            let f = if v6 { Family::V6 } else { Family::V4 };
             match want {
-                Some(t) => match self.w.fib.insert(f, key.1, key.2, t) {
+                Some(t) => match self.w.fib.insert_in(vrf as usize, f, prefix, len, t) {
                     Ok(_) => {
                         m.installed.insert(key, t);
                         changed = true;
@@ -240,12 +243,13 @@ impl Control {
                         m.unusable.insert(key, "refused by the FIB");
                         log(
                             Level::Warn,
-                            &format!("kernel route {}: {e}", prefix_text(key)),
+                            &format!("kernel route {}: {e}", prefix_text(key.1)),
                         );
                     }
                 },
                 None => {
-                    if have.is_some() && self.w.fib.remove(f, key.1, key.2).is_ok() {
+                    if have.is_some() && self.w.fib.remove_in(vrf as usize, f, prefix, len).is_ok()
+                    {
                         changed = true;
                     }
                     m.installed.remove(&key);
@@ -340,7 +344,7 @@ impl Control {
         m.installed.clear();
         m.configured = Mirror::configured_of(&self.cfg);
         m.ifmap = Mirror::map_interfaces(&self.cfg);
-        let keys: Vec<RouteKey> = m.kernel.keys().copied().collect();
+        let keys: Vec<VrfKey> = m.kernel.keys().copied().collect();
         self.kernel_sync(keys.into_iter());
         self.kernel_view();
     }
@@ -348,7 +352,7 @@ impl Control {
     /// After the configuration's routes changed in place: the prefixes
     /// it gave up go back to the kernel's routes; those it took are
     /// shadowed.
-    pub(super) fn kernel_reconsider(&mut self, keys: Vec<RouteKey>) {
+    pub(super) fn kernel_reconsider(&mut self, keys: Vec<VrfKey>) {
         let Some(m) = self.mirror.as_mut() else {
             return;
         };
@@ -407,6 +411,7 @@ address = "198.51.100.2"
 
     fn route(v6: bool, p: u128, len: u32, metric: u32, action: Action) -> Route {
         Route {
+            table: 254,
             key: (v6, p, len),
             metric,
             protocol: 12,
@@ -509,6 +514,72 @@ address = "198.51.100.2"
             (v["routes"].as_u64(), v["unusable"].as_u64()),
             (Some(0), Some(0))
         );
+    }
+
+    /// The routes of VRF `vrf` that `dst` finds, as in [`lookup`].
+    fn lookup_in(c: &Control, vrf: usize, dst: u128) -> Option<u32> {
+        c.shared()
+            .snapshot
+            .load_full()
+            .fib
+            .vrf(vrf)?
+            .lookup(Family::V4, dst)
+    }
+
+    /// A VRF's table feeds that VRF alone; the configuration's routes
+    /// shadow the kernel's of their own VRF only.
+    #[test]
+    fn each_vrf_follows_its_own_table() {
+        // blue's route file: a /28 the kernel's table 100 has too.
+        let d = std::env::temp_dir().join(format!("fwd-mirror-vrf-{}", std::process::id()));
+        std::fs::create_dir_all(&d).unwrap();
+        std::fs::write(d.join("blue.routes"), "203.0.113.0/28 g2\n").unwrap();
+        let (mut c, _) = control(
+            "vrf",
+            "[[vrf]]\nname = \"blue\"\ntable = 100\nroute_file = \"blue.routes\"\n\
+             [[port]]\nname = \"p2\"\nvrf = \"blue\"\naddress = [\"192.0.2.129/25\"]\n",
+        );
+        let in_table = |table: u32, len: u32| Route {
+            table,
+            ..route(false, NET, len, 10, via(&[GW2], false))
+        };
+        c.kernel_apply(
+            vec![
+                Event::New(in_table(100, 24), false),
+                Event::New(in_table(100, 28), false),
+                Event::New(in_table(254, 26), false),
+                Event::New(in_table(7, 27), false),
+            ],
+            Instant::now(),
+        );
+        // Table 100's /24 in blue, main's /26 in the default VRF; table
+        // 7 is nobody's.
+        let t = c.shared().snapshot.load_full();
+        let blue = t.fib.vrf(1).unwrap();
+        assert_eq!(
+            blue.lookup_prefix(Family::V4, NET + 100).map(|r| r.1),
+            Some(24)
+        );
+        assert_eq!(
+            t.fib.lookup_prefix(Family::V4, NET + 5).map(|r| r.1),
+            Some(26)
+        );
+        assert_eq!(lookup_in(&c, 0, NET + 100), None);
+        // blue's configured /28 shadows table 100's, not main's.
+        let v = c.shared().kernel.lock().unwrap().clone();
+        assert_eq!(
+            (v["installed"].as_u64(), v["shadowed"].as_u64()),
+            (Some(2), Some(1)),
+            "{v}"
+        );
+        assert_eq!(
+            v["tables"],
+            serde_json::json!([{"table": 254, "vrf": 0}, {"table": 100, "vrf": 1}])
+        );
+        // Gone from table 100: gone from blue.
+        c.kernel_apply(vec![Event::Del(in_table(100, 24))], Instant::now());
+        assert_eq!(lookup_in(&c, 1, NET + 100), None);
+        assert!(lookup_in(&c, 0, NET + 5).is_some());
     }
 
     #[test]

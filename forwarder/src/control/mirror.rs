@@ -21,12 +21,21 @@
 //! routes, are counted and listed as unusable and not installed, so
 //! their packets follow the next shorter prefix.
 //!
+//! Each VRF may follow a table of its own (`[[vrf]] table`, the default
+//! VRF `[routes] table`): one socket carries every table's changes, and
+//! everything above is per VRF (a prefix of one VRF's table shadows
+//! nothing in another's). A kernel route's interface may be a port of
+//! another VRF: the kernel says so, as a leak would.
+//!
 //! Next hops and groups are added to the FIB as routes first need them
 //! and kept until the FIB is next rebuilt (a reload that changes next
 //! hops or port addresses), when the kernel's routes are installed
 //! again on the new one.
 
 use crate::kernel::{self, Action, Event, Requests, Route, RouteKey, Routes};
+
+/// A route's key in its VRF.
+pub type VrfKey = (u16, RouteKey);
 use config::Config;
 use routecache::TargetId;
 use serde_json::{json, Value};
@@ -37,19 +46,21 @@ use std::time::Duration;
 pub struct Mirror {
     pub(super) events: Option<Routes>,
     pub(super) requests: Option<Requests>,
-    pub(super) table: u32,
+    /// The tables followed, each with its VRF (the default VRF's
+    /// first).
+    pub(super) tables: Vec<(u32, u16)>,
     pub(super) protocols: Vec<u8>,
-    /// The kernel's routes of the table, per prefix by metric.
-    pub(super) kernel: HashMap<RouteKey, BTreeMap<u32, Route>>,
+    /// The kernel's routes of the tables, per VRF and prefix by metric.
+    pub(super) kernel: HashMap<VrfKey, BTreeMap<u32, Route>>,
     /// Interface index to port.
     pub(super) ifmap: HashMap<u32, u16>,
     /// Prefixes the router's own routes and the configuration's inline
-    /// routes hold (the route file's are searched in it, sorted).
-    pub(super) configured: HashSet<RouteKey>,
+    /// routes hold (the route files' are searched in them, sorted).
+    pub(super) configured: HashSet<VrfKey>,
     /// What the mirror installed, per prefix.
-    pub(super) installed: HashMap<RouteKey, TargetId>,
-    pub(super) shadowed: HashSet<RouteKey>,
-    pub(super) unusable: HashMap<RouteKey, &'static str>,
+    pub(super) installed: HashMap<VrfKey, TargetId>,
+    pub(super) shadowed: HashSet<VrfKey>,
+    pub(super) unusable: HashMap<VrfKey, &'static str>,
     pub(super) hop_ids: HashMap<(u16, Option<(bool, u128)>), TargetId>,
     pub(super) group_ids: HashMap<Vec<TargetId>, TargetId>,
     pub(super) events_seen: u64,
@@ -65,10 +76,16 @@ impl Mirror {
     /// A mirror of `cfg`'s kernel table with no sockets (tests).
     pub fn detached(cfg: &Config) -> Option<Mirror> {
         let k = cfg.kernel.as_ref()?;
+        let mut tables = vec![(k.table, 0)];
+        for (i, v) in cfg.vrfs.iter().enumerate() {
+            if let Some(t) = v.table {
+                tables.push((t, i as u16 + 1));
+            }
+        }
         Some(Mirror {
             events: None,
             requests: None,
-            table: k.table,
+            tables,
             protocols: k.protocols.clone(),
             kernel: HashMap::new(),
             ifmap: Mirror::map_interfaces(cfg),
@@ -93,9 +110,19 @@ impl Mirror {
         let Some(mut m) = Mirror::detached(cfg) else {
             return Ok(None);
         };
-        m.events = Some(Routes::subscribe(m.table)?);
+        m.events = Some(Routes::subscribe(&m.table_numbers())?);
         m.requests = Some(Requests::open()?);
         Ok(Some(m))
+    }
+
+    /// The tables followed.
+    pub(super) fn table_numbers(&self) -> Vec<u32> {
+        self.tables.iter().map(|t| t.0).collect()
+    }
+
+    /// The table VRF `vrf` follows, if any.
+    pub(super) fn table_of(&self, vrf: u16) -> Option<u32> {
+        self.tables.iter().find(|t| t.1 == vrf).map(|t| t.0)
     }
 
     /// The notification socket, to wait on.
@@ -121,29 +148,33 @@ impl Mirror {
     }
 
     /// The prefixes that shadow kernel routes, but for the route file's.
-    pub(super) fn configured_of(cfg: &Config) -> HashSet<RouteKey> {
-        // The mirror feeds the default VRF: its routes and ports alone.
-        let mut s: HashSet<RouteKey> = cfg
+    pub(super) fn configured_of(cfg: &Config) -> HashSet<VrfKey> {
+        let mut s: HashSet<VrfKey> = cfg
             .routes
             .iter()
-            .filter(|r| r.vrf == 0)
-            .map(|r| (r.v6, r.prefix, r.len))
+            .map(|r| (r.vrf, (r.v6, r.prefix, r.len)))
             .collect();
-        for p in cfg.ports.iter().filter(|p| p.vrf == 0) {
+        for p in &cfg.ports {
             for a in &p.addresses {
                 let full = if a.v6() { 128 } else { 32 };
-                s.insert((a.v6(), a.bits(), full));
-                s.insert((a.v6(), a.network(), a.len));
+                s.insert((p.vrf, (a.v6(), a.bits(), full)));
+                s.insert((p.vrf, (a.v6(), a.network(), a.len)));
             }
         }
         s
     }
 
-    pub(super) fn is_configured(&self, cfg: &Config, key: RouteKey) -> bool {
+    pub(super) fn is_configured(&self, cfg: &Config, key: VrfKey) -> bool {
+        let file = match key.0 {
+            0 => &cfg.file_routes,
+            v => match cfg.vrfs.get(v as usize - 1) {
+                Some(c) => &c.file_routes,
+                None => return false,
+            },
+        };
         self.configured.contains(&key)
-            || cfg
-                .file_routes
-                .binary_search_by_key(&key, |r| (r.v6, r.prefix, r.len))
+            || file
+                .binary_search_by_key(&key.1, |r| (r.v6, r.prefix, r.len))
                 .is_ok()
     }
 
@@ -153,15 +184,16 @@ impl Mirror {
         for why in self.unusable.values() {
             *reasons.entry(why).or_default() += 1;
         }
-        let mut some: Vec<(&RouteKey, &&str)> = self.unusable.iter().collect();
+        let mut some: Vec<(&VrfKey, &&str)> = self.unusable.iter().collect();
         some.sort();
         let listed: Vec<Value> = some
             .iter()
             .take(20)
-            .map(|(k, why)| json!({ "prefix": prefix_text(**k), "why": **why }))
+            .map(|(k, why)| json!({ "prefix": prefix_text(k.1), "vrf": k.0, "why": **why }))
             .collect();
         json!({
-            "table": self.table,
+            "table": self.tables[0].0,
+            "tables": self.tables.iter().map(|&(t, vrf)| json!({ "table": t, "vrf": vrf })).collect::<Vec<_>>(),
             "routes": self.kernel.len(),
             "installed": self.installed.len(),
             "shadowed": self.shadowed.len(),
@@ -178,15 +210,20 @@ impl Mirror {
         })
     }
 
-    /// Takes one notification into the kernel table; returns the prefix
-    /// it touched.
-    pub(super) fn take(&mut self, ev: Event) -> Option<RouteKey> {
+    /// The VRF table `table` feeds.
+    fn vrf_of(&self, table: u32) -> Option<u16> {
+        self.tables.iter().find(|t| t.0 == table).map(|t| t.1)
+    }
+
+    /// Takes one notification into the kernel tables; returns the
+    /// prefix it touched, in its VRF.
+    pub(super) fn take(&mut self, ev: Event) -> Option<VrfKey> {
         match ev {
             Event::New(r, append) => {
                 if !self.wanted(&r) {
                     return None;
                 }
-                let key = r.key;
+                let key = (self.vrf_of(r.table)?, r.key);
                 let e = self.kernel.entry(key).or_default();
                 match (append, e.get_mut(&r.metric)) {
                     (true, Some(old)) => {
@@ -207,7 +244,7 @@ impl Mirror {
                 Some(key)
             }
             Event::Del(r) => {
-                let key = r.key;
+                let key = (self.vrf_of(r.table)?, r.key);
                 let e = self.kernel.get_mut(&key)?;
                 if let Some(old) = e.get_mut(&r.metric) {
                     // IPv6 removes one path of a multipath route by

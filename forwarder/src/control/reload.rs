@@ -65,7 +65,7 @@ pub struct Control {
     /// The kernel table's mirror, with `[routes] source = "kernel"`.
     pub(super) mirror: Option<super::mirror::Mirror>,
     /// The prefixes the last staged route change touched.
-    staged_keys: Vec<RouteKey>,
+    staged_keys: Vec<super::mirror::VrfKey>,
     /// The live traces being served.
     pub(super) live: Vec<super::live::Live>,
 }
@@ -449,6 +449,20 @@ impl Control {
                 locate(&self.path, "[routes]")
             ));
         }
+        // The mirror maps each followed table to its VRF's index.
+        let followed = |c: &Config| -> Vec<(usize, u32)> {
+            c.vrfs
+                .iter()
+                .enumerate()
+                .filter_map(|(i, v)| Some((i, v.table?)))
+                .collect()
+        };
+        if followed(new) != followed(&self.cfg) {
+            return Err(format!(
+                "{}: a VRF's kernel table changed (or moved): the kernel tables' mirror takes it on restart; nothing was changed",
+                locate(&self.path, "[[vrf]]")
+            ));
+        }
         let same = |a: &config::PortConfig, b: &config::PortConfig| {
             a.name == b.name
                 && a.driver == b.driver
@@ -639,12 +653,7 @@ impl Control {
             return Err(e);
         }
         rep.routes_changed = done.len();
-        // The kernel mirror feeds the default VRF: its keys alone.
-        self.staged_keys = done
-            .iter()
-            .filter(|(r, _)| r.vrf == 0)
-            .map(|(r, _)| route_key(r).1)
-            .collect();
+        self.staged_keys = done.iter().map(|(r, _)| route_key(r)).collect();
         Ok(!done.is_empty())
     }
 }

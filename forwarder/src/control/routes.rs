@@ -144,10 +144,9 @@ impl Control {
         if let Ok(i) = file.binary_search_by_key(&key, |r| (r.v6, r.prefix, r.len)) {
             return Origin::RouteFile(file[i].line);
         }
-        // The kernel mirror feeds the default VRF.
-        if let Some(m) = self.mirror.as_ref().filter(|_| vrf == 0) {
-            if m.installed.contains_key(&key) {
-                let best = m.kernel.get(&key).and_then(|by| by.values().next());
+        if let Some(m) = &self.mirror {
+            if m.installed.contains_key(&(vrf, key)) {
+                let best = m.kernel.get(&(vrf, key)).and_then(|by| by.values().next());
                 return Origin::Kernel(
                     best.map(|r| r.protocol).unwrap_or(0),
                     best.map(|r| r.metric).unwrap_or(0),
@@ -173,7 +172,11 @@ impl Control {
             route_file: route_file
                 .map(|f| f.display().to_string())
                 .unwrap_or_default(),
-            table: self.mirror.as_ref().map(|m| m.table).unwrap_or(0),
+            table: self
+                .mirror
+                .as_ref()
+                .and_then(|m| m.table_of(vrf))
+                .unwrap_or(0),
             ports: self.cfg.ports.iter().map(|p| p.name.clone()).collect(),
             hops: HashMap::new(),
             groups: HashMap::new(),

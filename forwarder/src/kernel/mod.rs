@@ -45,9 +45,11 @@ pub enum Action {
     Unusable(&'static str),
 }
 
-/// A route of the mirrored table.
+/// A route of a mirrored table.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Route {
+    /// Its table.
+    pub table: u32,
     /// Its prefix.
     pub key: RouteKey,
     /// Its metric (the lowest of one prefix's routes is the one used).
@@ -195,8 +197,9 @@ impl Requests {
         )
     }
 
-    /// Every route of both families in `table`, as [`parse`] reads them.
-    pub fn dump_routes(&mut self, table: u32) -> Result<Vec<Route>, String> {
+    /// Every route of both families in `tables`, as [`parse`] reads
+    /// them.
+    pub fn dump_routes(&mut self, tables: &[u32]) -> Result<Vec<Route>, String> {
         let mut out = Vec::new();
         for family in [AddressFamily::Inet, AddressFamily::Inet6] {
             let mut m = RouteMessage::default();
@@ -206,7 +209,7 @@ impl Requests {
                 NLM_F_REQUEST | NLM_F_DUMP,
                 |_, msg| {
                     if let RouteNetlinkMessage::NewRoute(r) = msg {
-                        if let Some(r) = parse(&r, table) {
+                        if let Some(r) = parse(&r, tables) {
                             out.push(r);
                         }
                     }
@@ -230,14 +233,14 @@ pub fn ifindex(name: &str) -> Option<u32> {
 /// notifications, read without blocking.
 pub struct Routes {
     sock: Socket,
-    table: u32,
+    tables: Vec<u32>,
     buf: Vec<u8>,
 }
 
 impl Routes {
     /// Subscribes to the notifications (before the table is dumped, so
     /// that nothing between the dump and the first event is missed).
-    pub fn subscribe(table: u32) -> Result<Routes, String> {
+    pub fn subscribe(tables: &[u32]) -> Result<Routes, String> {
         let mut sock = Socket::new(NETLINK_ROUTE).map_err(|e| format!("rtnetlink: {e}"))?;
         sock.bind_auto().map_err(|e| format!("rtnetlink: {e}"))?;
         for g in [
@@ -257,7 +260,7 @@ impl Routes {
             .map_err(|e| format!("rtnetlink: {e}"))?;
         Ok(Routes {
             sock,
-            table,
+            tables: tables.to_vec(),
             buf: vec![0; RECV_BUF],
         })
     }
@@ -281,16 +284,16 @@ impl Routes {
                 }
                 Err(e) => return Err(format!("rtnetlink: {e}")),
             };
-            events(&self.buf[..n], self.table, out);
+            events(&self.buf[..n], &self.tables, out);
         }
         Ok(())
     }
 }
 
 /// The events of one datagram of notifications: route changes of
-/// `table`, link changes, overruns. What cannot be read ends it (the
+/// `tables`, link changes, overruns. What cannot be read ends it (the
 /// rest of a datagram is lost with the message that does not parse).
-pub fn events(buf: &[u8], table: u32, out: &mut Vec<Event>) {
+pub fn events(buf: &[u8], tables: &[u32], out: &mut Vec<Event>) {
     let mut off = 0;
     while off < buf.len() {
         let Ok(m) = NetlinkMessage::<RouteNetlinkMessage>::deserialize(&buf[off..]) else {
@@ -304,12 +307,12 @@ pub fn events(buf: &[u8], table: u32, out: &mut Vec<Event>) {
         const NLM_F_APPEND: u16 = 0x800;
         match m.payload {
             NetlinkPayload::InnerMessage(RouteNetlinkMessage::NewRoute(r)) => {
-                if let Some(r) = parse(&r, table) {
+                if let Some(r) = parse(&r, tables) {
                     out.push(Event::New(r, m.header.flags & NLM_F_APPEND != 0));
                 }
             }
             NetlinkPayload::InnerMessage(RouteNetlinkMessage::DelRoute(r)) => {
-                if let Some(r) = parse(&r, table) {
+                if let Some(r) = parse(&r, tables) {
                     out.push(Event::Del(r));
                 }
             }
@@ -330,12 +333,12 @@ fn addr_bits(a: &RouteAddress) -> Option<(bool, u128)> {
     }
 }
 
-/// A route message of table `table`, as the mirror reads it; `None` for
-/// what is not a route of that table to mirror: other tables, cached
+/// A route message of one of `tables`, as the mirror reads it; `None`
+/// for what is not a route of those tables to mirror: other tables, cached
 /// clones, the local and broadcast routes of the host's own addresses,
 /// IPv6 link-local and multicast routes (the router's own), policy
 /// routes by source or TOS.
-pub fn parse(m: &RouteMessage, table: u32) -> Option<Route> {
+pub fn parse(m: &RouteMessage, tables: &[u32]) -> Option<Route> {
     let h = &m.header;
     let v6 = match h.address_family {
         AddressFamily::Inet => false,
@@ -365,7 +368,7 @@ pub fn parse(m: &RouteMessage, table: u32) -> Option<Route> {
             _ => {}
         }
     }
-    if t != table || h.flags.contains(RouteFlags::Cloned) {
+    if !tables.contains(&t) || h.flags.contains(RouteFlags::Cloned) {
         return None;
     }
     if h.source_prefix_length != 0 || h.tos != 0 {
@@ -392,14 +395,13 @@ pub fn parse(m: &RouteMessage, table: u32) -> Option<Route> {
                         match a {
                             RouteAttribute::Gateway(g) => gw = addr_bits(g),
                             RouteAttribute::Via(_) => {
-                                return Some(route_unusable(
-                                    v6,
-                                    dst,
-                                    len,
+                                return Some(Route {
+                                    table: t,
+                                    key: (v6, dst, len),
                                     metric,
-                                    h.protocol.into(),
-                                    "gateway of the other family",
-                                ))
+                                    protocol: h.protocol.into(),
+                                    action: Action::Unusable("gateway of the other family"),
+                                })
                             }
                             _ => {}
                         }
@@ -430,27 +432,12 @@ pub fn parse(m: &RouteMessage, table: u32) -> Option<Route> {
         _ => return None,
     };
     Some(Route {
+        table: t,
         key: (v6, dst, len),
         metric,
         protocol: h.protocol.into(),
         action,
     })
-}
-
-fn route_unusable(
-    v6: bool,
-    dst: u128,
-    len: u32,
-    metric: u32,
-    protocol: u8,
-    why: &'static str,
-) -> Route {
-    Route {
-        key: (v6, dst, len),
-        metric,
-        protocol,
-        action: Action::Unusable(why),
-    }
 }
 
 #[cfg(test)]
@@ -496,7 +483,7 @@ mod tests {
                 RouteAttribute::Priority(32),
             ],
         );
-        let r = parse(&m, 254).unwrap();
+        let r = parse(&m, &[254]).unwrap();
         assert_eq!(r.key, (false, 0xcb00_7100, 24));
         assert_eq!((r.metric, r.protocol), (32, 12));
         assert_eq!(
@@ -507,7 +494,8 @@ mod tests {
                 weight: 1
             }])
         );
-        assert_eq!(parse(&m, 100), None, "another table");
+        assert_eq!(parse(&m, &[100]), None, "another table");
+        assert_eq!(parse(&m, &[100, 254]).map(|r| r.table), Some(254));
         let mut hop = RouteNextHop::default();
         hop.interface_index = 3;
         hop.hops = 2;
@@ -522,7 +510,7 @@ mod tests {
             RouteType::Unicast,
             vec![RouteAttribute::MultiPath(vec![hop, dead])],
         );
-        let r = parse(&m, 254).unwrap();
+        let r = parse(&m, &[254]).unwrap();
         assert_eq!(
             r.action,
             Action::Forward(vec![Path {
@@ -533,7 +521,7 @@ mod tests {
         );
         let m = msg(false, v4("192.0.2.0"), 24, RouteType::BlackHole, vec![]);
         assert_eq!(
-            parse(&m, 254).unwrap().action,
+            parse(&m, &[254]).unwrap().action,
             Action::Unusable("blackhole")
         );
         let m = msg(
@@ -543,9 +531,9 @@ mod tests {
             RouteType::Unicast,
             vec![RouteAttribute::Oif(2)],
         );
-        assert_eq!(parse(&m, 254), None, "link-local is the router's own");
+        assert_eq!(parse(&m, &[254]), None, "link-local is the router's own");
         let m = msg(false, v4("192.0.2.1"), 32, RouteType::Local, vec![]);
-        assert_eq!(parse(&m, 254), None, "the host's own address");
+        assert_eq!(parse(&m, &[254]), None, "the host's own address");
         let mut m = msg(
             false,
             v4("192.0.2.0"),
@@ -554,10 +542,10 @@ mod tests {
             vec![RouteAttribute::Oif(2)],
         );
         m.header.flags = RouteFlags::Cloned;
-        assert_eq!(parse(&m, 254), None, "a cached clone");
+        assert_eq!(parse(&m, &[254]), None, "a cached clone");
         let m = msg(false, v4("192.0.2.0"), 24, RouteType::Unicast, vec![]);
         assert_eq!(
-            parse(&m, 254).unwrap().action,
+            parse(&m, &[254]).unwrap().action,
             Action::Unusable("no interface")
         );
     }
