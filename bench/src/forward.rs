@@ -8,7 +8,8 @@
 //! `+resolved`: the same two with every next hop a gateway given by
 //! address and resolved (as ARP or neighbour discovery leave it);
 //! `+vlan`: the same two with every frame tagged, received and sent by
-//! VLAN sub-interfaces;
+//! VLAN sub-interfaces; `+vrf`: the same two with every port and route
+//! in a VRF (not the default one);
 //! `+capture`: the same two with a capture of port p0's received frames
 //! armed (at the default budget of frames a burst; `+capture+all`: every
 //! frame), written as pcapng into a socket by the writer on the other
@@ -260,6 +261,15 @@ pub fn run(
     let t_vlan = Arc::new(build::snapshot(&vlan, 1).expect("tables"));
     let vlan_fc = with_vlans(flow_cached.clone());
     let t_vlan_fc = Arc::new(build::snapshot(&vlan_fc, 1).expect("tables"));
+    // The same traffic and routes in a VRF.
+    let in_vrf = |mut c: Config| {
+        forwarder::port::synthetic::in_vrf(&mut c);
+        c
+    };
+    let vrf = in_vrf(no_flow_cache.clone());
+    let t_vrf = Arc::new(build::snapshot(&vrf, 1).expect("tables"));
+    let vrf_fc = in_vrf(flow_cached.clone());
+    let t_vrf_fc = Arc::new(build::snapshot(&vrf_fc, 1).expect("tables"));
     // The example's flow mix, then fewer and more flows per port (the
     // ports' configurations differ; the tables are the same).
     let sweep: Vec<(String, Config, Config, Config)> = FLOWS
@@ -301,6 +311,14 @@ pub fn run(
             Some(&neigh),
         ),
         ("full+vlan".into(), Mode::Full, &vlan, &t_vlan, None),
+        ("full+vrf".into(), Mode::Full, &vrf, &t_vrf, None),
+        (
+            "full+flowcache+vrf".into(),
+            Mode::Full,
+            &vrf_fc,
+            &t_vrf_fc,
+            None,
+        ),
         (
             "full+flowcache+vlan".into(),
             Mode::Full,

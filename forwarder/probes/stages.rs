@@ -46,7 +46,7 @@ fn main() {
     for f in &frames {
         let mut p = Parsed::default();
         if parse_into(f, &mut p).is_ok() {
-            let id = FlowId::of(&p, f, 0);
+            let id = FlowId::of(&p, f);
             cache.fill(cache.locate(&id), &id, Decision::forward(0, 1));
         }
     }
@@ -79,7 +79,7 @@ fn main() {
                     }
                     if stage >= 3 {
                         for i in 0..n {
-                            ids[i] = FlowId::of(&parsed[i], burst.frame(i), 0);
+                            ids[i] = FlowId::of(&parsed[i], burst.frame(i));
                             locs[i] = cache.hash(&ids[i]);
                         }
                     }

@@ -46,6 +46,10 @@ fn main() {
     if std::env::var("TURNS_VLAN").as_deref() == Ok("1") {
         forwarder::port::synthetic::on_vlans(&mut cfg, 100);
     }
+    // With TURNS_VRF=1 the ports and routes are in a VRF (see `in_vrf`).
+    if std::env::var("TURNS_VRF").as_deref() == Ok("1") {
+        forwarder::port::synthetic::in_vrf(&mut cfg);
+    }
     // With TURNS_RESOLVED=1 the next hops are gateways by address,
     // resolved (see `gateways_resolved`).
     let neigh = (std::env::var("TURNS_RESOLVED").as_deref() == Ok("1"))

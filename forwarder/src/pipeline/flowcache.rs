@@ -56,13 +56,11 @@ pub struct FlowId {
 }
 
 impl FlowId {
-    /// The flow of a parsed frame that came in on a port of VRF `vrf`.
-    ///
-    /// The VRF takes the byte of [`Parsed`]'s TTL (which no decision
-    /// depends on): two VRFs may hold the same addresses and route them
-    /// differently, and sub-interfaces of one port share its MAC.
+    /// The flow of a parsed frame, in its VRF ([`Parsed::vrf`]): two
+    /// VRFs may hold the same addresses and route them differently, and
+    /// sub-interfaces of one port share its MAC.
     #[inline(always)]
-    pub fn of(p: &Parsed, frame: &[u8], vrf: u8) -> FlowId {
+    pub fn of(p: &Parsed, frame: &[u8]) -> FlowId {
         let (mut a, mut b) = ([0u8; 8], [0u8; 4]);
         if let Some(m) = frame.get(..12) {
             a.copy_from_slice(&m[..8]);
@@ -79,7 +77,7 @@ impl FlowId {
                     | (p.proto as u64) << 32
                     | (p.l4_ok as u64) << 40
                     | (p.l3 as u64) << 48
-                    | (vrf as u64) << 56,
+                    | (p.vrf as u64) << 56,
                 u64::from_ne_bytes(a),
             ],
             m: u32::from_ne_bytes(b),

@@ -26,11 +26,7 @@ impl Pipeline {
         // misses wait in line: BENCHMARKS.md, "What did not pay".)
         for i in 0..n {
             if self.fate[i] == Fate::Go {
-                let id = FlowId::of(
-                    &self.parsed[i],
-                    burst.frame(i),
-                    super::vrf_at(self.tagged, &self.vrf, self.base_vrf, i),
-                );
+                let id = FlowId::of(&self.parsed[i], burst.frame(i));
                 self.flow_locs[i] = flows.hash(&id);
             }
         }
@@ -46,11 +42,7 @@ impl Pipeline {
             lookups += 1;
             // The flow again, from the parse (a copy kept per packet would
             // be seven stores for as many loads as this).
-            let id = FlowId::of(
-                &self.parsed[i],
-                burst.frame(i),
-                super::vrf_at(self.tagged, &self.vrf, self.base_vrf, i),
-            );
+            let id = FlowId::of(&self.parsed[i], burst.frame(i));
             match flows.probe_in_burst(self.flow_locs[i], &id) {
                 Some(d) => {
                     hits += 1;
@@ -94,11 +86,7 @@ impl Pipeline {
             };
             f.fill(
                 self.flow_locs[i],
-                &FlowId::of(
-                    &self.parsed[i],
-                    burst.frame(i),
-                    super::vrf_at(self.tagged, &self.vrf, self.base_vrf, i),
-                ),
+                &FlowId::of(&self.parsed[i], burst.frame(i)),
                 d,
             );
         }

@@ -148,10 +148,8 @@ pub struct Pipeline {
     /// [`Pipeline::ingress_of`]).
     tagged: u64,
     ingress: [(u16, u8); MAX_BURST],
-    /// The VRF of the burst's port, and of each tagged frame (its
-    /// sub-interface's).
+    /// The VRF of the burst's port (each frame's is in its parse).
     base_vrf: u8,
-    vrf: [u8; MAX_BURST],
     /// Frames to send, per egress port index (filled by [`Pipeline::process`]).
     pub out: Vec<Vec<u8>>,
     /// Counters.
@@ -167,18 +165,6 @@ pub struct Pipeline {
     mode: Mode,
     /// The worker's index, which picks its [`Slot`] in each snapshot.
     worker: usize,
-}
-
-/// The VRF of frame `i` of a burst with `tagged` frames (their VRFs in
-/// `vrf`) from a port of VRF `base`: a function of the fields, so that it
-/// can be called while another field is borrowed.
-#[inline(always)]
-fn vrf_at(tagged: u64, vrf: &[u8; MAX_BURST], base: u8, i: usize) -> u8 {
-    if tagged & 1 << (i % 64) != 0 {
-        vrf[i % MAX_BURST]
-    } else {
-        base
-    }
 }
 
 impl Pipeline {
@@ -209,7 +195,7 @@ impl Pipeline {
                 crate::vlan::Ingress::Port { port, strip } => {
                     self.tagged |= 1 << i;
                     self.ingress[i % MAX_BURST] = (port, strip);
-                    self.vrf[i % MAX_BURST] = tables.vrf_of(port);
+                    self.parsed[i % MAX_BURST].vrf = tables.vrf_of(port);
                     if port != self.rx_port {
                         if let Some(c) = self.counters.links.get_mut(port as usize) {
                             c[0] += 1;
@@ -229,7 +215,7 @@ impl Pipeline {
     /// The VRF frame `i` of the burst routes in.
     #[inline(always)]
     pub(super) fn vrf_at(&self, i: usize) -> u8 {
-        vrf_at(self.tagged, &self.vrf, self.base_vrf, i)
+        self.parsed[i % MAX_BURST].vrf
     }
 
     #[inline]
@@ -282,7 +268,6 @@ impl Pipeline {
             tagged: 0,
             ingress: [(0, 0); MAX_BURST],
             base_vrf: 0,
-            vrf: [0; MAX_BURST],
             out: vec![Vec::with_capacity(MAX_BURST); ports],
             counters: Counters::default(),
             generation: u64::MAX,
@@ -484,6 +469,13 @@ impl Pipeline {
                     Fate::Dropped(d)
                 }
             };
+        }
+        // A port outside the default VRF: its frames' VRF (a parse says
+        // 0), before the tagged ones get their sub-interfaces'.
+        if self.base_vrf != 0 {
+            for p in &mut self.parsed[..n] {
+                p.vrf = self.base_vrf;
+            }
         }
         if odd != 0 {
             self.ingress(tables, burst, odd);

@@ -28,20 +28,20 @@ impl Pipeline {
             while t != 0 {
                 let i = t.trailing_zeros() as usize;
                 t &= t - 1;
-                if self.vrf[i % MAX_BURST] != base {
+                if self.parsed[i % MAX_BURST].vrf != base {
                     others |= 1 << i;
                 }
             }
         }
         self.lookup_vrf(tables, base, n, others);
         while others != 0 {
-            let vrf = self.vrf[others.trailing_zeros() as usize % MAX_BURST];
+            let vrf = self.parsed[others.trailing_zeros() as usize % MAX_BURST].vrf;
             let mut these = 0u64;
             let mut t = others;
             while t != 0 {
                 let i = t.trailing_zeros() as usize;
                 t &= t - 1;
-                if self.vrf[i % MAX_BURST] == vrf {
+                if self.parsed[i % MAX_BURST].vrf == vrf {
                     these |= 1 << i;
                 }
             }

@@ -103,6 +103,32 @@ pub fn on_vlans(cfg: &mut Config, vid: u16) {
     }
 }
 
+/// Puts every port and route of `cfg` in a VRF of its own (`tenant`,
+/// VRF 1): the same traffic and routes, looked up in a VRF's table
+/// behind the snapshot's index rather than the default one's in place.
+/// What `bench forward`'s `+vrf` variants and `examples/turns` (with
+/// `TURNS_VRF=1`) run.
+pub fn in_vrf(cfg: &mut Config) {
+    let file_routes: Vec<config::RouteConfig> = cfg
+        .file_routes
+        .iter()
+        .map(|r| config::RouteConfig { vrf: 1, ..*r })
+        .collect();
+    cfg.file_routes = Vec::new().into();
+    cfg.vrfs.push(config::VrfConfig {
+        name: "tenant".into(),
+        table: None,
+        route_file: None,
+        file_routes: file_routes.into(),
+    });
+    for p in &mut cfg.ports {
+        p.vrf = 1;
+    }
+    for r in &mut cfg.routes {
+        r.vrf = 1;
+    }
+}
+
 /// One queue of a synthetic port.
 pub struct SyntheticPort {
     name: String,

@@ -77,6 +77,7 @@ pub(super) fn parse_plain(frame: &[u8], p: &mut Parsed) -> bool {
                 sport,
                 dport,
                 l4_ok: ok,
+                vrf: 0,
             };
             return true;
         }
@@ -111,6 +112,7 @@ pub(super) fn parse_plain(frame: &[u8], p: &mut Parsed) -> bool {
                 sport,
                 dport,
                 l4_ok: ok,
+                vrf: 0,
             };
             return true;
         }
