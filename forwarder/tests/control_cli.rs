@@ -32,6 +32,8 @@ elements = ["10.0.0.0/8 . 0-1000"{extra}]
 name = "gw"
 port = "p0"
 mac = "02:00:00:00:00:99"
+[[vrf]]
+name = "blue"
 [control]
 prometheus = "127.0.0.1:{prom}"
 "#
@@ -207,6 +209,9 @@ fn reload_by_file_signal_and_socket_and_statistics() {
             env!("CARGO_PKG_VERSION")
         ),
         "forwarder_start_time_seconds 1",
+        // Per VRF: the default one has p0's traffic, blue none.
+        "forwarder_vrf_rx_packets_total{vrf=\"default\"} ",
+        "forwarder_vrf_tx_bytes_total{vrf=\"blue\"} 0",
     ] {
         assert!(m.contains(want), "no `{want}` in\n{m}");
     }
@@ -228,6 +233,7 @@ fn reload_by_file_signal_and_socket_and_statistics() {
             "forwarder_port_tx_bytes counter",
             "forwarder_port_rx_bytes counter",
             "forwarder_build_info gauge",
+            "forwarder_vrf_rx_packets counter",
         ] {
             assert!(
                 families.iter().any(|l| l.starts_with(want)),

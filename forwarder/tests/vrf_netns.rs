@@ -506,6 +506,15 @@ fn tenants_with_the_same_addresses_route_apart_over_af_packet() {
             "{name}: {p}"
         );
     }
+    // Each tenant's traffic counted in its VRF.
+    for vrf in ["red", "blue"] {
+        let v = &st["vrfs"][vrf];
+        assert!(
+            v["rx"].as_u64() > Some(0) && v["tx"].as_u64() > Some(0),
+            "{vrf}: {}",
+            st["vrfs"]
+        );
+    }
     // What the forwarder says of its VRFs' routes.
     let v = json(
         &["route", "get", "--json", "--vrf", "blue", "198.51.100.2"],

@@ -168,6 +168,34 @@ impl Source {
                 .collect();
             family(&mut o, name, "counter", help, all);
         }
+        // Per VRF (with VRFs), over every core: its ports' frames and
+        // bytes (see `Source::vrfs`).
+        let mut per_port = vec![[0u64; PortStats::N]; self.ports.len()];
+        for r in &reads {
+            for (a, b) in per_port.iter_mut().zip(&r.counters.ports) {
+                for (x, y) in a.iter_mut().zip(b) {
+                    *x += y;
+                }
+            }
+        }
+        let vrfs = self.vrfs(&per_port);
+        if !vrfs.is_empty() {
+            for (k, (name, help)) in [
+                ("vrf_rx_packets_total", "Frames received, per VRF."),
+                ("vrf_rx_bytes_total", "Bytes received, per VRF."),
+                ("vrf_tx_packets_total", "Frames sent, per VRF."),
+                ("vrf_tx_bytes_total", "Bytes sent, per VRF."),
+            ]
+            .into_iter()
+            .enumerate()
+            {
+                let all = vrfs
+                    .iter()
+                    .map(|(n, v)| (format!("vrf=\"{}\"", escape(n)), v[k]))
+                    .collect();
+                family(&mut o, name, "counter", help, all);
+            }
+        }
         family(
             &mut o,
             "generation",

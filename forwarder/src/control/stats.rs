@@ -98,6 +98,37 @@ impl Source {
             .collect()
     }
 
+    /// Each VRF's frames and bytes received and sent (`rx`, `rx_bytes`,
+    /// `tx`, `tx_bytes`), summed over its ports from `per_port` (all
+    /// workers'): a trunk's tagged frames count in their
+    /// sub-interface's VRF, the trunk keeping the rest (its own counters
+    /// count every frame on the wire). Only with VRFs configured.
+    pub(crate) fn vrfs(&self, per_port: &[[u64; PortStats::N]]) -> Vec<(String, [u64; 4])> {
+        let t = self.shared.snapshot.load();
+        if t.vrf_names.len() < 2 {
+            return Vec::new();
+        }
+        let mut own: Vec<[u64; 4]> = per_port.iter().map(|v| [v[0], v[1], v[2], v[3]]).collect();
+        for (i, p) in t.ports.iter().enumerate() {
+            if let config::Driver::Vlan(v) = &p.driver {
+                let sub = own.get(i).copied().unwrap_or_default();
+                if let Some(up) = own.get_mut(v.parent) {
+                    for (a, b) in up.iter_mut().zip(sub) {
+                        *a = a.saturating_sub(b);
+                    }
+                }
+            }
+        }
+        let mut by: Vec<(String, [u64; 4])> =
+            t.vrf_names.iter().map(|n| (n.clone(), [0; 4])).collect();
+        for (i, o) in own.iter().enumerate() {
+            if let Some((_, v)) = by.get_mut(t.vrf_of(i as u16) as usize) {
+                add(v, o);
+            }
+        }
+        by
+    }
+
     /// Everything as one JSON object: `version`, `time` and `uptime_s`
     /// (seconds; `time` since the Unix epoch), `generation`,
     /// `last_reload` (`ok` or the refusal), `last_reload_at` (when, null
@@ -106,7 +137,7 @@ impl Source {
     /// `total`, `cores`,
     /// `ports`, `sets`, `route_cache`, `flow_cache`, `router`,
     /// `kernel_routes`, `capture` and `trace` (armed, started, frames or
-    /// packets, lost).
+    /// packets, lost), `vrfs` (with VRFs: see [`Source::vrfs`]).
     pub fn json(&self) -> Value {
         let st = &self.shared.status;
         let reads = self.read();
@@ -175,6 +206,11 @@ impl Source {
             "kernel_routes": self.shared.kernel.lock().unwrap_or_else(|e| e.into_inner()).clone(),
             "capture": taps["capture"],
             "trace": taps["trace"],
+            "vrfs": self
+                .vrfs(&ports)
+                .into_iter()
+                .map(|(n, v)| (n, Value::Object(object(&PortStats::NAMES[..4], &v))))
+                .collect::<Map<String, Value>>(),
         })
     }
 
