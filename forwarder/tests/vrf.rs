@@ -363,3 +363,64 @@ fn route_get_list_and_trace_name_the_vrf() {
     assert_eq!(v["fate"]["port"], "plain", "{v}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A reload moves a port to another VRF and adds a route to a VRF in
+/// place; one changing the table a VRF follows is refused, the running
+/// tables kept.
+#[test]
+fn reloads_move_ports_and_routes_between_vrfs() {
+    use forwarder::control::Control;
+    let dir = std::env::temp_dir().join(format!("fwd-vrf-reload-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let cfg = dir.join("c.toml");
+    std::fs::write(&cfg, CONFIG).unwrap();
+    let mut c = Control::start(&cfg).unwrap();
+    let route_of = |c: &Control, port: u16, dst: u32| {
+        let t = c.shared().snapshot.load_full();
+        (
+            t.vrf_of(port),
+            t.routes_of(port).and_then(|r| r.lookup_v4(dst)),
+        )
+    };
+    let (vrf, before) = route_of(&c, RED_UP, 0x0a02_0009);
+    assert_eq!((vrf, before), (1, None), "red has no 10.2.0.0/16");
+    // red-up moves to blue: blue's 10.2.0.0/16 is its now.
+    std::fs::write(
+        &cfg,
+        CONFIG.replace(
+            "mac = \"02:00:00:00:00:02\"\nvrf = \"red\"",
+            "mac = \"02:00:00:00:00:02\"\nvrf = \"blue\"",
+        ),
+    )
+    .unwrap();
+    c.reload().unwrap();
+    let (vrf, after) = route_of(&c, RED_UP, 0x0a02_0009);
+    assert_eq!(vrf, 2);
+    assert!(after.is_some(), "blue's route");
+    // A route added to red, in place.
+    std::fs::write(
+        &cfg,
+        format!("{CONFIG}\n[[route]]\nprefix = \"10.9.0.0/16\"\nvia = \"h-red\"\nvrf = \"red\"\n"),
+    )
+    .unwrap();
+    // What the reload will change, said first: red's route, named so.
+    let d = c.diff(&config::load(&cfg).unwrap(), "c.toml");
+    assert_eq!(
+        d["routes"]["add"][0]["prefix"], "vrf red 10.9.0.0/16",
+        "{d}"
+    );
+    assert_eq!(
+        d["routes"]["add"].as_array().map(|a| a.len()),
+        Some(1),
+        "{d}"
+    );
+    let r = c.reload().unwrap();
+    let t = c.shared().snapshot.load_full();
+    assert!(
+        t.fib.vrf(1).unwrap().lookup_v4(0x0a09_0001).is_some(),
+        "{r:?}"
+    );
+    assert!(t.fib.vrf(2).unwrap().lookup_v4(0x0a09_0001).is_none());
+    assert!(t.fib.lookup_v4(0x0a09_0001).is_none());
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -134,45 +134,66 @@ impl Control {
                 );
             }
         }
-        // Routes, by prefix; where they lead, by name.
-        let key = |r: &RouteConfig| (r.v6, r.prefix, r.len);
+        // Routes, by VRF (its name: VRFs may be added before others) and
+        // prefix; where they lead, by name.
+        fn key<'a>(r: &RouteConfig, cfg: &'a Config) -> (&'a str, bool, u128, u32) {
+            (cfg.vrf_name(r.vrf), r.v6, r.prefix, r.len)
+        }
         let place = |r: &RouteConfig, cfg: &Config, p: &str| {
-            if cfg.routes.iter().any(|x| key(x) == key(r)) {
+            if cfg.routes.iter().any(|x| key(x, cfg) == key(r, cfg)) {
                 format!("{p}:{}", r.line)
             } else {
+                let file = match r.vrf {
+                    0 => cfg.route_file.as_ref(),
+                    v => cfg
+                        .vrfs
+                        .get(v as usize - 1)
+                        .and_then(|c| c.route_file.as_ref()),
+                };
                 format!(
                     "{}:{}",
-                    cfg.route_file
-                        .as_ref()
-                        .map(|f| f.display().to_string())
-                        .unwrap_or_default(),
+                    file.map(|f| f.display().to_string()).unwrap_or_default(),
                     r.line
                 )
             }
         };
-        let text = |r: &RouteConfig| crate::trace::describe::prefix(r.v6, r.prefix, r.len);
+        // A route outside the default VRF says its VRF (`vrf red
+        // 10.0.0.0/8`, as `ip route show vrf` would be read).
+        let text = |r: &RouteConfig, cfg: &Config| {
+            let p = crate::trace::describe::prefix(r.v6, r.prefix, r.len);
+            match r.vrf {
+                0 => p,
+                v => format!("vrf {} {p}", cfg.vrf_name(v)),
+            }
+        };
         let mut routes = (Vec::new(), Vec::new(), Vec::new());
         let mut counts = (0usize, 0usize, 0usize);
-        let same_routes =
-            new.routes == old.routes && std::sync::Arc::ptr_eq(&new.file_routes, &old.file_routes);
+        let same_routes = new.routes == old.routes
+            && std::sync::Arc::ptr_eq(&new.file_routes, &old.file_routes)
+            && new.vrfs.len() == old.vrfs.len()
+            && new.vrfs.iter().zip(&old.vrfs).all(|(a, b)| {
+                a.name == b.name && std::sync::Arc::ptr_eq(&a.file_routes, &b.file_routes)
+            });
         if !same_routes {
-            let was: HashMap<_, &RouteConfig> = old.all_routes().map(|r| (key(r), r)).collect();
-            let now: HashMap<_, &RouteConfig> = new.all_routes().map(|r| (key(r), r)).collect();
+            let was: HashMap<_, &RouteConfig> =
+                old.all_routes().map(|r| (key(r, &old), r)).collect();
+            let now: HashMap<_, &RouteConfig> =
+                new.all_routes().map(|r| (key(r, &new), r)).collect();
             let mut sorted: Vec<&RouteConfig> = new.all_routes().collect();
-            sorted.sort_by_key(|r| key(r));
+            sorted.sort_by_key(|r| key(r, &new));
             for r in sorted {
-                match was.get(&key(r)) {
+                match was.get(&key(r, &new)) {
                     None => {
                         counts.0 += 1;
                         if routes.0.len() < LIST {
-                            routes.0.push(json!({ "prefix": text(r), "via": via(&new, r.via), "at": place(r, &new, path) }));
+                            routes.0.push(json!({ "prefix": text(r, &new), "via": via(&new, r.via), "at": place(r, &new, path) }));
                         }
                     }
                     Some(o) if via(&old, o.via) != via(&new, r.via) => {
                         counts.2 += 1;
                         if routes.2.len() < LIST {
                             routes.2.push(json!({
-                                "prefix": text(r),
+                                "prefix": text(r, &new),
                                 "via": [via(&old, o.via), via(&new, r.via)],
                                 "at": place(r, &new, path),
                             }));
@@ -183,14 +204,14 @@ impl Control {
             }
             let mut gone: Vec<&RouteConfig> = old
                 .all_routes()
-                .filter(|r| !now.contains_key(&key(r)))
+                .filter(|r| !now.contains_key(&key(r, &old)))
                 .collect();
-            gone.sort_by_key(|r| key(r));
+            gone.sort_by_key(|r| key(r, &old));
             counts.1 = gone.len();
             routes.1 = gone
                 .iter()
                 .take(LIST)
-                .map(|r| json!({ "prefix": text(r), "via": via(&old, r.via), "was_at": place(r, &old, &old_path) }))
+                .map(|r| json!({ "prefix": text(r, &old), "via": via(&old, r.via), "was_at": place(r, &old, &old_path) }))
                 .collect();
         }
         // Next hops and groups, by name.
