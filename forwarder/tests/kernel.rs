@@ -73,23 +73,8 @@ struct Lab {
 
 impl Lab {
     fn start(variant: char, routes: &str, f1: &str, before: &[&str]) -> Lab {
-        let t = Topology::create(&Shape {
-            tag: "fwdk",
-            variant,
-            queues: 0,
-            macs: [None, Some(F0_MAC), Some(F1_MAC), None],
-            full_checksums: false,
-            announce: false,
-            hosts: [
-                ("192.0.2.2/25", "2001:db8:1::2/64"),
-                ("198.51.100.2/25", "2001:db8:2::2/64"),
-            ],
-            gateways: [
-                Some(("192.0.2.1", "2001:db8:1::1")),
-                Some(("198.51.100.1", "2001:db8:2::1")),
-            ],
-        })
-        .expect("topology");
+        let t =
+            Topology::create(&Shape::routed("fwdk", variant, F0_MAC, F1_MAC)).expect("topology");
         // A pair the kernel's routes may name for port f1
         // (`kernel_interface`), as a router names a VRF or a dummy.
         for c in [

@@ -116,23 +116,7 @@ fn bird_feeds_a_vrf_through_its_kernel_table() {
     if !root_or_skip("bird_feeds_a_vrf_through_its_kernel_table") {
         return;
     }
-    let mut t = Topology::create(&Shape {
-        tag: "fwdv",
-        variant: 'b',
-        queues: 0,
-        macs: [None, Some(F0_MAC), Some(F1_MAC), None],
-        full_checksums: false,
-        announce: false,
-        hosts: [
-            ("192.0.2.2/25", "2001:db8:1::2/64"),
-            ("198.51.100.2/25", "2001:db8:2::2/64"),
-        ],
-        gateways: [
-            Some(("192.0.2.1", "2001:db8:1::1")),
-            Some(("198.51.100.1", "2001:db8:2::1")),
-        ],
-    })
-    .expect("topology");
+    let mut t = Topology::create(&Shape::routed("fwdv", 'b', F0_MAC, F1_MAC)).expect("topology");
     t.ip(2, "addr add 203.0.113.5/32 dev lo").unwrap();
     t.ip(2, "-6 addr add 2001:db8:5::5/128 dev lo").unwrap();
     let (a, f) = (t.ns(0).to_string(), t.ns(1).to_string());

@@ -26,8 +26,7 @@ mod common;
 
 use common::switch::Switch;
 use common::*;
-use std::io::{Read, Write};
-use std::net::{IpAddr, TcpListener, TcpStream, UdpSocket};
+use std::net::{IpAddr, UdpSocket};
 use std::time::Duration;
 
 const F0_MAC: [u8; 6] = [0x02, 0, 0, 0, 0x44, 0xfe];
@@ -77,84 +76,48 @@ const HOSTS: [Host; 3] = [
 /// Namespaces a, b, c (hosts), s (the hosts' switch) and f (the
 /// router): a0-sa, b0-sb, st-f0 (the trunk) and c0-f1. Removed when
 /// dropped.
-struct Net {
-    names: Vec<String>,
-}
+type Net = Namespaces;
 
-impl Drop for Net {
-    fn drop(&mut self) {
-        for n in &self.names {
-            let _ = run(&["ip", "netns", "del", n]);
-        }
+fn build(driver: Driver) -> Result<Net, String> {
+    let tag = format!("vl{}{}", std::process::id(), driver.letter());
+    let net = Namespaces::create(&tag, &["a", "b", "c", "s", "f"])?;
+    let (s, f) = (net.ns(3), net.ns(4));
+    for (a, ans, b, bns) in [
+        ("a0", net.ns(0), "sa", s),
+        ("b0", net.ns(1), "sb", s),
+        ("st", s, "f0", f),
+        ("c0", net.ns(2), "f1", f),
+    ] {
+        run(&[
+            "ip", "link", "add", a, "netns", ans, "type", "veth", "peer", "name", b, "netns", bns,
+        ])?;
     }
-}
-
-impl Net {
-    fn ns(&self, i: usize) -> &str {
-        &self.names[i]
+    // No IPv6 of their own where the kernel must stay quiet: the
+    // switch's interfaces and the router's trunk.
+    sysctl(s, "net.ipv6.conf.all.disable_ipv6=1")?;
+    sysctl(s, "net.ipv6.conf.default.disable_ipv6=1")?;
+    sysctl(f, "net.ipv6.conf.f0.disable_ipv6=1")?;
+    for (ns, dev) in [(s, "sa"), (s, "sb"), (s, "st"), (f, "f0"), (f, "f1")] {
+        offloads_off(ns, dev, false)?;
+        ipn(ns, &format!("link set {dev} up"))?;
     }
-
-    fn build(driver: Driver) -> Result<Net, String> {
-        let tag = format!("vl{}{}", std::process::id(), driver.letter());
-        let net = Net {
-            names: ["a", "b", "c", "s", "f"]
-                .iter()
-                .map(|n| format!("{tag}{n}"))
-                .collect(),
-        };
-        for n in &net.names {
-            let _ = run(&["ip", "netns", "del", n]);
-            run(&["ip", "netns", "add", n])?;
-        }
-        let (s, f) = (net.ns(3), net.ns(4));
-        for (a, ans, b, bns) in [
-            ("a0", net.ns(0), "sa", s),
-            ("b0", net.ns(1), "sb", s),
-            ("st", s, "f0", f),
-            ("c0", net.ns(2), "f1", f),
-        ] {
-            run(&[
-                "ip", "link", "add", a, "netns", ans, "type", "veth", "peer", "name", b, "netns",
-                bns,
-            ])?;
-        }
-        // No IPv6 of their own where the kernel must stay quiet: the
-        // switch's interfaces and the router's trunk.
-        sysctl(s, "net.ipv6.conf.all.disable_ipv6=1")?;
-        sysctl(s, "net.ipv6.conf.default.disable_ipv6=1")?;
-        sysctl(f, "net.ipv6.conf.f0.disable_ipv6=1")?;
-        for (ns, dev) in [(s, "sa"), (s, "sb"), (s, "st"), (f, "f0"), (f, "f1")] {
-            offloads_off(ns, dev, false)?;
-            ipn(ns, &format!("link set {dev} up"))?;
-        }
-        ipn(f, &format!("link set f0 address {}", mac(F0_MAC)))?;
-        ipn(f, &format!("link set f1 address {}", mac(F1_MAC)))?;
-        ipn(f, "link set lo up")?;
-        for h in &HOSTS {
-            let ns = net.ns(h.ns);
-            // Full checksums: a frame through the switch's sockets leaves
-            // as it came, with nothing left to a NIC.
-            offloads_off(ns, h.dev, true)?;
-            ipn(ns, &format!("link set {} address {}", h.dev, mac(h.mac)))?;
-            ipn(ns, &format!("addr add {}/24 dev {}", h.v4, h.dev))?;
-            ipn(ns, &format!("-6 addr add {}/64 dev {} nodad", h.v6, h.dev))?;
-            ipn(ns, &format!("link set {} up", h.dev))?;
-            ipn(ns, "link set lo up")?;
-            ipn(ns, &format!("route add default via {}", h.gw4))?;
-            ipn(ns, &format!("-6 route add default via {}", h.gw6))?;
-        }
-        Ok(net)
+    ipn(f, &format!("link set f0 address {}", mac(F0_MAC)))?;
+    ipn(f, &format!("link set f1 address {}", mac(F1_MAC)))?;
+    ipn(f, "link set lo up")?;
+    for h in &HOSTS {
+        let ns = net.ns(h.ns);
+        // Full checksums: a frame through the switch's sockets leaves
+        // as it came, with nothing left to a NIC.
+        offloads_off(ns, h.dev, true)?;
+        ipn(ns, &format!("link set {} address {}", h.dev, mac(h.mac)))?;
+        ipn(ns, &format!("addr add {}/24 dev {}", h.v4, h.dev))?;
+        ipn(ns, &format!("-6 addr add {}/64 dev {} nodad", h.v6, h.dev))?;
+        ipn(ns, &format!("link set {} up", h.dev))?;
+        ipn(ns, "link set lo up")?;
+        ipn(ns, &format!("route add default via {}", h.gw4))?;
+        ipn(ns, &format!("-6 route add default via {}", h.gw6))?;
     }
-}
-
-fn offloads_off(ns: &str, dev: &str, tx: bool) -> Result<(), String> {
-    let mut args = vec![
-        "ip", "netns", "exec", ns, "ethtool", "-K", dev, "tso", "off", "gso", "off", "gro", "off",
-    ];
-    if tx {
-        args.extend(["tx", "off"]);
-    }
-    run(&args)
+    Ok(net)
 }
 
 /// A UDP datagram and a TCP stream of 256 KiB from `from` to `to`'s
@@ -163,23 +126,17 @@ fn exchange(net: &Net, from: &Host, to: &Host, v6: bool) {
     let dst: IpAddr = if v6 { to.v6 } else { to.v4 }.parse().unwrap();
     let (port_tx, port_rx) = std::sync::mpsc::channel();
     let server = in_netns(net.ns(to.ns), move || {
-        let l = TcpListener::bind((dst, 0)).unwrap();
-        let port = l.local_addr().unwrap().port();
-        let u = UdpSocket::bind((dst, port)).unwrap();
+        let u = UdpSocket::bind((dst, 0)).unwrap();
         u.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-        port_tx.send(port).unwrap();
+        port_tx.send(u.local_addr().unwrap().port()).unwrap();
         let mut buf = [0u8; 2048];
         let (n, peer) = u.recv_from(&mut buf).expect("a datagram");
         u.send_to(&buf[..n], peer).unwrap();
-        let (mut c, _) = l.accept().unwrap();
-        c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-        let mut all = Vec::new();
-        c.read_to_end(&mut all).unwrap();
-        c.write_all(&all).unwrap();
     });
     let port = port_rx.recv().unwrap();
     let what = format!("{} -> {dst}", from.dev);
-    let client = in_netns(net.ns(from.ns), move || {
+    let w = what.clone();
+    in_netns(net.ns(from.ns), move || {
         let local: IpAddr = if dst.is_ipv6() { "::" } else { "0.0.0.0" }
             .parse()
             .unwrap();
@@ -195,24 +152,12 @@ fn exchange(net: &Net, from: &Host, to: &Host, v6: bool) {
                 break;
             }
         }
-        assert!(echoed, "{what}: UDP echoed");
-        let mut c = TcpStream::connect_timeout(&(dst, port).into(), Duration::from_secs(5))
-            .unwrap_or_else(|e| panic!("{what}: TCP: {e}"));
-        c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-        let sent: Vec<u8> = (0..256 * 1024u32).map(|i| (i * 7 % 251) as u8).collect();
-        c.write_all(&sent).unwrap();
-        c.shutdown(std::net::Shutdown::Write).unwrap();
-        let mut back = Vec::new();
-        c.read_to_end(&mut back).unwrap();
-        assert!(
-            back == sent,
-            "{what}: every byte back ({} of {})",
-            back.len(),
-            sent.len()
-        );
-    });
-    client.join().expect("the exchange");
-    server.join().expect("the exchange's server");
+        assert!(echoed, "{w}: UDP echoed");
+    })
+    .join()
+    .expect("the datagram");
+    server.join().expect("the datagram's server");
+    tcp_echo(net.ns(from.ns), net.ns(to.ns), dst, what);
 }
 
 /// Every host pings its gateway's addresses and every other host, and
@@ -278,29 +223,6 @@ fn linux_router_gone(net: &Net) -> Result<(), String> {
     sysctl(f, "net.ipv6.conf.all.forwarding=0")
 }
 
-/// The two ports with drivers, `trunk` on f0 and `lan` on f1.
-fn ports(driver: Driver) -> String {
-    let (d, opts0, opts1) = driver.port_options(1);
-    format!(
-        r#"[[port]]
-name = "trunk"
-driver = "{d}"
-mac = "{m0}"
-[port.options]
-{opts0}
-[[port]]
-name = "lan"
-driver = "{d}"
-mac = "{m1}"
-address = ["203.0.113.1/24", "2001:db8:3::1/64"]
-[port.options]
-{opts1}
-"#,
-        m0 = mac(F0_MAC),
-        m1 = mac(F1_MAC)
-    )
-}
-
 fn config(dir: &std::path::Path, driver: Driver) -> std::path::PathBuf {
     let path = dir.join("vlan.toml");
     std::fs::write(
@@ -319,7 +241,7 @@ parent = "trunk"
 vlan = 200
 address = ["198.51.100.1/24", "2001:db8:2::1/64"]
 "#,
-            ports = ports(driver)
+            ports = trunk_and_lan(driver, F0_MAC, F1_MAC)
         ),
     )
     .unwrap();
@@ -341,7 +263,7 @@ fn tagged_frame(vid: u16) -> Vec<u8> {
 }
 
 fn through(driver: Driver) {
-    let net = Net::build(driver).expect("namespaces");
+    let net = build(driver).expect("namespaces");
     let hosts_switch = Switch::start(net.ns(3), "st", &[("sa", 100), ("sb", 200)]);
 
     // Linux first.

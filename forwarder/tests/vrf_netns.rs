@@ -24,8 +24,7 @@ mod common;
 
 use common::switch::Switch;
 use common::*;
-use std::io::{Read, Write};
-use std::net::{IpAddr, TcpListener, TcpStream, UdpSocket};
+use std::net::{IpAddr, UdpSocket};
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::Arc;
 use std::time::Duration;
@@ -99,92 +98,56 @@ const C: usize = 4;
 
 /// Namespaces: the five hosts, s (the hosts' switch), f (the router),
 /// lr and lb (Linux's routers for red and blue). Removed when dropped.
-struct Net {
-    names: Vec<String>,
-}
-
-impl Drop for Net {
-    fn drop(&mut self) {
-        for n in &self.names {
-            let _ = run(&["ip", "netns", "del", n]);
-        }
-    }
-}
+type Net = Namespaces;
 
 const S: usize = 5;
 const F: usize = 6;
 const LR: usize = 7;
 const LB: usize = 8;
 
-impl Net {
-    fn ns(&self, i: usize) -> &str {
-        &self.names[i]
+fn build() -> Result<Net, String> {
+    let tag = format!("vr{}", std::process::id());
+    let net = Namespaces::create(&tag, &["ra", "ba", "rb", "bb", "c", "s", "f", "lr", "lb"])?;
+    let (s, f) = (net.ns(S), net.ns(F));
+    let veth = |a: &str, ans: &str, b: &str, bns: &str| {
+        run(&[
+            "ip", "link", "add", a, "netns", ans, "type", "veth", "peer", "name", b, "netns", bns,
+        ])
+    };
+    for (i, h) in HOSTS.iter().enumerate().take(4) {
+        veth("h0", net.ns(i), &format!("s{}", h.vlan), s)?;
     }
-
-    fn build() -> Result<Net, String> {
-        let tag = format!("vr{}", std::process::id());
-        let net = Net {
-            names: ["ra", "ba", "rb", "bb", "c", "s", "f", "lr", "lb"]
-                .iter()
-                .map(|n| format!("{tag}{n}"))
-                .collect(),
-        };
-        for n in &net.names {
-            let _ = run(&["ip", "netns", "del", n]);
-            run(&["ip", "netns", "add", n])?;
-        }
-        let (s, f) = (net.ns(S), net.ns(F));
-        let veth = |a: &str, ans: &str, b: &str, bns: &str| {
-            run(&[
-                "ip", "link", "add", a, "netns", ans, "type", "veth", "peer", "name", b, "netns",
-                bns,
-            ])
-        };
-        for (i, h) in HOSTS.iter().enumerate().take(4) {
-            veth("h0", net.ns(i), &format!("s{}", h.vlan), s)?;
-        }
-        veth("h0", net.ns(C), "f1", f)?;
-        veth("st", s, "f0", f)?;
-        // No IPv6 of their own where the kernel must stay quiet: the
-        // switch's interfaces and the router's trunk.
-        sysctl(s, "net.ipv6.conf.all.disable_ipv6=1")?;
-        sysctl(s, "net.ipv6.conf.default.disable_ipv6=1")?;
-        sysctl(f, "net.ipv6.conf.f0.disable_ipv6=1")?;
-        for dev in ["s100", "s200", "s300", "s400", "st"] {
-            offloads_off(s, dev, false)?;
-            ipn(s, &format!("link set {dev} up"))?;
-        }
-        for dev in ["f0", "f1"] {
-            offloads_off(f, dev, false)?;
-            ipn(f, &format!("link set {dev} up"))?;
-        }
-        ipn(f, &format!("link set f0 address {}", mac(F0_MAC)))?;
-        ipn(f, &format!("link set f1 address {}", mac(F1_MAC)))?;
-        ipn(f, "link set lo up")?;
-        for (i, h) in HOSTS.iter().enumerate() {
-            let ns = net.ns(i);
-            // Full checksums: a frame through the switch's sockets leaves
-            // as it came, with nothing left to a NIC.
-            offloads_off(ns, "h0", true)?;
-            ipn(ns, &format!("addr add {}/24 dev h0", h.v4))?;
-            ipn(ns, &format!("-6 addr add {}/64 dev h0 nodad", h.v6))?;
-            ipn(ns, "link set h0 up")?;
-            ipn(ns, "link set lo up")?;
-            ipn(ns, &format!("route add default via {}", h.gw4))?;
-            ipn(ns, &format!("-6 route add default via {}", h.gw6))?;
-        }
-        Ok(net)
+    veth("h0", net.ns(C), "f1", f)?;
+    veth("st", s, "f0", f)?;
+    // No IPv6 of their own where the kernel must stay quiet: the
+    // switch's interfaces and the router's trunk.
+    sysctl(s, "net.ipv6.conf.all.disable_ipv6=1")?;
+    sysctl(s, "net.ipv6.conf.default.disable_ipv6=1")?;
+    sysctl(f, "net.ipv6.conf.f0.disable_ipv6=1")?;
+    for dev in ["s100", "s200", "s300", "s400", "st"] {
+        offloads_off(s, dev, false)?;
+        ipn(s, &format!("link set {dev} up"))?;
     }
-}
-
-fn offloads_off(ns: &str, dev: &str, tx: bool) -> Result<(), String> {
-    let mut args = vec![
-        "ip", "netns", "exec", ns, "ethtool", "-K", dev, "tso", "off", "gso", "off", "gro", "off",
-    ];
-    if tx {
-        args.extend(["tx", "off"]);
+    for dev in ["f0", "f1"] {
+        offloads_off(f, dev, false)?;
+        ipn(f, &format!("link set {dev} up"))?;
     }
-    run(&args)
+    ipn(f, &format!("link set f0 address {}", mac(F0_MAC)))?;
+    ipn(f, &format!("link set f1 address {}", mac(F1_MAC)))?;
+    ipn(f, "link set lo up")?;
+    for (i, h) in HOSTS.iter().enumerate() {
+        let ns = net.ns(i);
+        // Full checksums: a frame through the switch's sockets leaves
+        // as it came, with nothing left to a NIC.
+        offloads_off(ns, "h0", true)?;
+        ipn(ns, &format!("addr add {}/24 dev h0", h.v4))?;
+        ipn(ns, &format!("-6 addr add {}/64 dev h0 nodad", h.v6))?;
+        ipn(ns, "link set h0 up")?;
+        ipn(ns, "link set lo up")?;
+        ipn(ns, &format!("route add default via {}", h.gw4))?;
+        ipn(ns, &format!("-6 route add default via {}", h.gw6))?;
+    }
+    Ok(net)
 }
 
 /// Every host says its name to whoever asks on [`WHO`], until dropped.
@@ -258,32 +221,8 @@ fn tcp(net: &Net, from: usize, to: usize, v6: bool) {
     let dst: IpAddr = if v6 { HOSTS[to].v6 } else { HOSTS[to].v4 }
         .parse()
         .unwrap();
-    let (port_tx, port_rx) = std::sync::mpsc::channel();
-    let server = in_netns(net.ns(to), move || {
-        let l = TcpListener::bind((dst, 0)).unwrap();
-        port_tx.send(l.local_addr().unwrap().port()).unwrap();
-        let (mut c, _) = l.accept().unwrap();
-        c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-        let mut all = Vec::new();
-        c.read_to_end(&mut all).unwrap();
-        c.write_all(&all).unwrap();
-    });
-    let port = port_rx.recv().unwrap();
     let what = format!("{} -> {} ({dst})", HOSTS[from].name, HOSTS[to].name);
-    in_netns(net.ns(from), move || {
-        let mut c = TcpStream::connect_timeout(&(dst, port).into(), Duration::from_secs(5))
-            .unwrap_or_else(|e| panic!("{what}: TCP: {e}"));
-        c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-        let sent: Vec<u8> = (0..256 * 1024u32).map(|i| (i * 7 % 251) as u8).collect();
-        c.write_all(&sent).unwrap();
-        c.shutdown(std::net::Shutdown::Write).unwrap();
-        let mut back = Vec::new();
-        c.read_to_end(&mut back).unwrap();
-        assert!(back == sent, "{what}: every byte back");
-    })
-    .join()
-    .expect("the stream");
-    server.join().expect("the stream's server");
+    tcp_echo(net.ns(from), net.ns(to), dst, what);
 }
 
 /// The checks, whoever routes.
@@ -387,7 +326,6 @@ fn linux_routers_gone(net: &Net) -> Result<(), String> {
 
 fn config(dir: &std::path::Path) -> std::path::PathBuf {
     let path = dir.join("vrf.toml");
-    let (d, opts0, opts1) = Driver::AfPacket.port_options(1);
     let mut text = format!(
         r#"[forwarder]
 cores = [0]
@@ -398,23 +336,8 @@ name = "red"
 [[vrf]]
 name = "blue"
 
-[[port]]
-name = "trunk"
-driver = "{d}"
-mac = "{m0}"
-[port.options]
-{opts0}
-
-[[port]]
-name = "lan"
-driver = "{d}"
-mac = "{m1}"
-address = ["203.0.113.1/24", "2001:db8:3::1/64"]
-[port.options]
-{opts1}
-"#,
-        m0 = mac(F0_MAC),
-        m1 = mac(F1_MAC)
+{ports}"#,
+        ports = trunk_and_lan(Driver::AfPacket, F0_MAC, F1_MAC)
     );
     for (vlan, vrf, v4, v6) in [
         (100, "red", "192.0.2.1/24", "2001:db8:1::1/64"),
@@ -479,7 +402,7 @@ fn tenants_with_the_same_addresses_route_apart_over_af_packet() {
     if !root_or_skip("tenants_with_the_same_addresses_route_apart_over_af_packet") {
         return;
     }
-    let net = Net::build().expect("namespaces");
+    let net = build().expect("namespaces");
     let _switch = Switch::start(
         net.ns(S),
         "st",

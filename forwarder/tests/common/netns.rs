@@ -78,6 +78,93 @@ pub fn ipn(ns: &str, rest: &str) -> Result<(), String> {
     run(&a)
 }
 
+/// Segmentation and receive offloads off on `dev` in `ns` (`tx`: the
+/// checksums too, computed in full: a frame through a user-space switch
+/// leaves as it came, with nothing left to a NIC).
+pub fn offloads_off(ns: &str, dev: &str, tx: bool) -> Result<(), String> {
+    let mut args = vec![
+        "ip", "netns", "exec", ns, "ethtool", "-K", dev, "tso", "off", "gso", "off", "gro", "off",
+    ];
+    if tx {
+        args.extend(["tx", "off"]);
+    }
+    run(&args)
+}
+
+/// Network namespaces made anew (any of the same names left by an
+/// earlier run go first) and removed when dropped.
+pub struct Namespaces {
+    pub names: Vec<String>,
+}
+
+impl Namespaces {
+    /// `prefix` and each of `names`, as namespaces.
+    pub fn create(prefix: &str, names: &[&str]) -> Result<Namespaces, String> {
+        let n = Namespaces {
+            names: names.iter().map(|x| format!("{prefix}{x}")).collect(),
+        };
+        for x in &n.names {
+            let _ = run(&["ip", "netns", "del", x]);
+            run(&["ip", "netns", "add", x])?;
+        }
+        Ok(n)
+    }
+
+    /// Namespace `i`.
+    pub fn ns(&self, i: usize) -> &str {
+        &self.names[i]
+    }
+}
+
+impl Drop for Namespaces {
+    fn drop(&mut self) {
+        for n in &self.names {
+            let _ = run(&["ip", "netns", "del", n]);
+        }
+    }
+}
+
+/// A TCP stream of 256 KiB from namespace `from` to `dst` (an address
+/// of namespace `to`), echoed back whole; `what` names it in failures.
+pub fn tcp_echo(from: &str, to: &str, dst: std::net::IpAddr, what: String) {
+    use std::io::{Read, Write};
+    let (port_tx, port_rx) = std::sync::mpsc::channel();
+    let server = in_netns(to, move || {
+        let l = std::net::TcpListener::bind((dst, 0)).unwrap();
+        port_tx.send(l.local_addr().unwrap().port()).unwrap();
+        let (mut c, _) = l.accept().unwrap();
+        c.set_read_timeout(Some(std::time::Duration::from_secs(10)))
+            .unwrap();
+        let mut all = Vec::new();
+        c.read_to_end(&mut all).unwrap();
+        c.write_all(&all).unwrap();
+    });
+    let port = port_rx.recv().unwrap();
+    in_netns(from, move || {
+        let mut c = std::net::TcpStream::connect_timeout(
+            &(dst, port).into(),
+            std::time::Duration::from_secs(5),
+        )
+        .unwrap_or_else(|e| panic!("{what}: TCP: {e}"));
+        c.set_read_timeout(Some(std::time::Duration::from_secs(10)))
+            .unwrap();
+        let sent: Vec<u8> = (0..256 * 1024u32).map(|i| (i * 7 % 251) as u8).collect();
+        c.write_all(&sent).unwrap();
+        c.shutdown(std::net::Shutdown::Write).unwrap();
+        let mut back = Vec::new();
+        c.read_to_end(&mut back).unwrap();
+        assert!(
+            back == sent,
+            "{what}: every byte back ({} of {})",
+            back.len(),
+            sent.len()
+        );
+    })
+    .join()
+    .expect("the stream");
+    server.join().expect("the stream's server");
+}
+
 /// `sysctl -qw KV` in namespace `ns`.
 pub fn sysctl(ns: &str, kv: &str) -> Result<(), String> {
     run(&["ip", "netns", "exec", ns, "sysctl", "-qw", kv])
@@ -176,6 +263,56 @@ pub struct Shape {
     pub hosts: [(&'static str, &'static str); 2],
     /// Each host's default gateways (IPv4, IPv6), if any.
     pub gateways: [Option<(&'static str, &'static str)>; 2],
+}
+
+impl Shape {
+    /// Host a (192.0.2.2/25, 2001:db8:1::2/64) and host b
+    /// (198.51.100.2/25, 2001:db8:2::2/64), each routed by the
+    /// forwarder's `.1`, the forwarder's ports with MACs `f0` and `f1`,
+    /// the kernel's one queue, the checksums left to the NIC.
+    pub fn routed(tag: &'static str, variant: char, f0: [u8; 6], f1: [u8; 6]) -> Shape {
+        Shape {
+            tag,
+            variant,
+            queues: 0,
+            macs: [None, Some(f0), Some(f1), None],
+            full_checksums: false,
+            announce: false,
+            hosts: [
+                ("192.0.2.2/25", "2001:db8:1::2/64"),
+                ("198.51.100.2/25", "2001:db8:2::2/64"),
+            ],
+            gateways: [
+                Some(("192.0.2.1", "2001:db8:1::1")),
+                Some(("198.51.100.1", "2001:db8:2::1")),
+            ],
+        }
+    }
+}
+
+/// The forwarder's ports `trunk` (on f0, MAC `m0`, no address: VLANs
+/// come as sub-interfaces) and `lan` (on f1, MAC `m1`, 203.0.113.1/24
+/// and 2001:db8:3::1/64) over `driver`, as TOML.
+pub fn trunk_and_lan(driver: Driver, m0: [u8; 6], m1: [u8; 6]) -> String {
+    let (d, opts0, opts1) = driver.port_options(1);
+    format!(
+        r#"[[port]]
+name = "trunk"
+driver = "{d}"
+mac = "{m0}"
+[port.options]
+{opts0}
+[[port]]
+name = "lan"
+driver = "{d}"
+mac = "{m1}"
+address = ["203.0.113.1/24", "2001:db8:3::1/64"]
+[port.options]
+{opts1}
+"#,
+        m0 = mac(m0),
+        m1 = mac(m1)
+    )
 }
 
 /// Two hosts joined to a forwarder's namespace by veth pairs: `a0` in
