@@ -210,14 +210,14 @@ impl Pipeline {
         }
     }
 
-    /// The port frame `i` of the burst came in on (a sub-interface, for a
-    /// tagged frame) and the bytes of its tags.
     /// The VRF frame `i` of the burst routes in.
     #[inline(always)]
     pub(super) fn vrf_at(&self, i: usize) -> u8 {
         self.parsed[i % MAX_BURST].vrf
     }
 
+    /// The port frame `i` of the burst came in on (a sub-interface, for a
+    /// tagged frame) and the bytes of its tags.
     #[inline]
     pub(super) fn ingress_of(&self, i: usize) -> (u16, u8) {
         if self.tagged & 1 << (i % 64) != 0 {
