@@ -549,9 +549,12 @@ impl Config {
             .map(|i| i as u16 + 1)
     }
 
-    /// How many routes there are, inline and from the route file.
+    /// How many routes there are, inline and from the route files (the
+    /// VRFs' too).
     pub fn route_count(&self) -> usize {
-        self.routes.len() + self.file_routes.len()
+        self.routes.len()
+            + self.file_routes.len()
+            + self.vrfs.iter().map(|v| v.file_routes.len()).sum::<usize>()
     }
 }
 

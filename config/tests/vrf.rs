@@ -136,6 +136,7 @@ fn route_files_per_vrf() {
     // The same prefix in the default VRF's file and blue's is no
     // duplicate; every route is listed once.
     assert_eq!(cfg.all_routes().count(), 3 + 1 + 2);
+    assert_eq!(cfg.route_count(), 3 + 1 + 2);
     // Twice in one VRF's file is.
     std::fs::write(
         dir.join("blue.routes"),

@@ -344,6 +344,14 @@ fn route_get_list_and_trace_name_the_vrf() {
         !text.contains("203.0.113.0/24"),
         "red's route is not blue's: {text}"
     );
+    // `check` counts every VRF's routes and names the VRFs.
+    let v = run(&["check", "--offline", "--json"], &cfg);
+    assert_eq!(v["vrfs"], serde_json::json!(["red", "blue"]), "{v}");
+    assert_eq!(
+        (v["routes"]["ipv4"].as_u64(), v["routes"]["ipv6"].as_u64()),
+        (Some(5), Some(3)),
+        "{v}"
+    );
     let v = run(
         &[
             "trace",

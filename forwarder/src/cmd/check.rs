@@ -28,6 +28,8 @@ pub struct Summary {
     pub ecmp: usize,
     /// Ports: name and driver.
     pub ports: Vec<(String, &'static str)>,
+    /// The VRFs besides the default one, by name.
+    pub vrfs: Vec<String>,
     /// Worker cores.
     pub cores: Vec<usize>,
     /// Bytes the tables take once built (sets and FIB; the workers'
@@ -141,7 +143,7 @@ pub fn check(path: &Path, host: Host) -> Result<Summary, Vec<String>> {
             .iter()
             .map(|s| (s.name.clone(), s.elements.len()))
             .collect(),
-        routes_v4: cfg.route_count() - v6,
+        routes_v4: cfg.route_count().saturating_sub(v6),
         routes_v6: v6,
         next_hops: cfg.next_hops.len(),
         ecmp: cfg.ecmp.len(),
@@ -150,6 +152,7 @@ pub fn check(path: &Path, host: Host) -> Result<Summary, Vec<String>> {
             .iter()
             .map(|p| (p.name.clone(), p.driver.name()))
             .collect(),
+        vrfs: cfg.vrfs.iter().map(|v| v.name.clone()).collect(),
         cores: cfg.forwarder.cores.clone(),
         memory,
         host,
@@ -184,6 +187,7 @@ fn summary_json(path: &Path, s: &Summary) -> Value {
         "next_hops": s.next_hops,
         "ecmp_groups": s.ecmp,
         "ports": s.ports.iter().map(|(n, d)| json!({"name": n, "driver": d})).collect::<Vec<_>>(),
+        "vrfs": s.vrfs,
         "cores": s.cores,
         "table_bytes": s.memory,
         "offline": s.host == Host::Other,
@@ -203,7 +207,7 @@ fn summary_text(path: &Path, s: &Summary) -> String {
         .collect();
     format!(
         "{}: ok: {} set{}{}{}; {} IPv4 and {} IPv6 routes over {} next hop{} and {} ECMP group{}; \
-         port{} {}; workers on core{} {:?}; the tables take about {:.1} MiB{}",
+         port{} {}{}; workers on core{} {:?}; the tables take about {:.1} MiB{}",
         path.display(),
         s.sets.len(),
         if s.sets.len() == 1 { "" } else { "s" },
@@ -217,6 +221,16 @@ fn summary_text(path: &Path, s: &Summary) -> String {
         if s.ecmp == 1 { "" } else { "s" },
         if s.ports.len() == 1 { "" } else { "s" },
         ports.join(", "),
+        if s.vrfs.is_empty() {
+            String::new()
+        } else {
+            let v: Vec<String> = s.vrfs.iter().map(|n| format!("`{n}`")).collect();
+            format!(
+                "; VRF{} {} besides `default`",
+                if v.len() == 1 { "" } else { "s" },
+                v.join(", ")
+            )
+        },
         if s.cores.len() == 1 { "" } else { "s" },
         s.cores,
         s.memory as f64 / (1 << 20) as f64,
