@@ -538,6 +538,26 @@ impl Config {
         }
     }
 
+    /// VRF `vrf`'s route file's routes (`route_file` for 0, its
+    /// `[[vrf]]`'s otherwise; none for a VRF that does not exist).
+    pub fn file_routes_of(&self, vrf: u16) -> &[RouteConfig] {
+        match vrf {
+            0 => &self.file_routes,
+            v => self
+                .vrfs
+                .get(v as usize - 1)
+                .map_or(&[], |c| &c.file_routes),
+        }
+    }
+
+    /// VRF `vrf`'s route file, if it has one.
+    pub fn route_file_of(&self, vrf: u16) -> Option<&std::path::PathBuf> {
+        match vrf {
+            0 => self.route_file.as_ref(),
+            v => self.vrfs.get(v as usize - 1)?.route_file.as_ref(),
+        }
+    }
+
     /// The VRF named `name`, `default` included.
     pub fn vrf_index(&self, name: &str) -> Option<u16> {
         if name == DEFAULT_VRF {

@@ -22,7 +22,7 @@ use crate::files::Files;
 use crate::schema;
 use crate::types::{Config, NextHopConfig, VrfConfig};
 use names::index;
-use routes::{all_routes, ecmp_groups, kernel_routes, next_hops, Targets};
+use routes::{all_routes, ecmp_groups, kernel_needs_addresses, kernel_routes, next_hops, Targets};
 use std::path::Path;
 
 pub(crate) fn validate(
@@ -58,7 +58,7 @@ pub(crate) fn validate_all(
     let mut errs = Vec::new();
     let forwarder = take(settings::forwarder(&loc, raw.forwarder), &mut errs);
     let port_names = take(index(&loc, &raw.port, |p| &p.name, "port"), &mut errs);
-    let kernel = take(kernel_routes(&loc, &raw.routes, None), &mut errs);
+    let kernel = take(kernel_routes(&loc, &raw.routes), &mut errs);
     let vrf_names = kernel
         .as_ref()
         .and_then(|k| take(vrfs::vrfs(&loc, &raw.vrf, k.as_ref()), &mut errs));
@@ -122,8 +122,8 @@ pub(crate) fn validate_all(
         h
     });
     let router = take(settings::router(&loc, &raw.neighbour, &raw.icmp), &mut errs);
-    if let (Some(Some(_)), Some(ports)) = (&kernel, &ports) {
-        take(kernel_routes(&loc, &raw.routes, Some(ports)), &mut errs);
+    if let Some(ports) = &ports {
+        take(kernel_needs_addresses(&loc, &raw.routes, ports), &mut errs);
     }
     let flow_cache = take(
         settings::flow_cache(&loc, raw.flow_cache, &raw.set),

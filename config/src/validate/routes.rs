@@ -56,24 +56,34 @@ pub(super) fn all_routes(
     Ok((routes, route_file, file_routes))
 }
 
-/// `[routes]`.
+/// `[routes] source = "kernel"` on ports without an address: refused.
+pub(super) fn kernel_needs_addresses(
+    loc: &Located,
+    raw: &Option<schema::Routes>,
+    ports: &[PortConfig],
+) -> Result<(), ConfigError> {
+    match raw.as_ref().and_then(|r| r.source.as_ref()) {
+        Some(s) if s.get_ref() == "kernel" && ports.iter().all(|p| p.addresses.is_empty()) => {
+            Err(loc.of(
+                s,
+                "`source = \"kernel\"` needs addresses on the ports: the forwarder resolves the kernel's gateways itself",
+            ))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// `[routes]` (whether the ports have the addresses it needs:
+/// [`kernel_needs_addresses`]).
 pub(super) fn kernel_routes(
     loc: &Located,
     raw: &Option<schema::Routes>,
-    ports: Option<&Vec<PortConfig>>,
 ) -> Result<Option<KernelRoutes>, ConfigError> {
     let Some(r) = raw else {
         return Ok(None);
     };
     match &r.source {
-        Some(s) if s.get_ref() == "kernel" => {
-            if ports.is_some_and(|p| p.iter().all(|p| p.addresses.is_empty())) {
-                return Err(loc.of(
-                    s,
-                    "`source = \"kernel\"` needs addresses on the ports: the forwarder resolves the kernel's gateways itself",
-                ));
-            }
-        }
+        Some(s) if s.get_ref() == "kernel" => {}
         Some(s) if s.get_ref() == "config" => {
             if let Some(t) = &r.table {
                 return Err(loc.of(t, "`table` needs `source = \"kernel\"`"));

@@ -143,16 +143,11 @@ impl Control {
             if cfg.routes.iter().any(|x| key(x, cfg) == key(r, cfg)) {
                 format!("{p}:{}", r.line)
             } else {
-                let file = match r.vrf {
-                    0 => cfg.route_file.as_ref(),
-                    v => cfg
-                        .vrfs
-                        .get(v as usize - 1)
-                        .and_then(|c| c.route_file.as_ref()),
-                };
                 format!(
                     "{}:{}",
-                    file.map(|f| f.display().to_string()).unwrap_or_default(),
+                    cfg.route_file_of(r.vrf)
+                        .map(|f| f.display().to_string())
+                        .unwrap_or_default(),
                     r.line
                 )
             }

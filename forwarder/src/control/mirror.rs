@@ -165,15 +165,9 @@ impl Mirror {
     }
 
     pub(super) fn is_configured(&self, cfg: &Config, key: VrfKey) -> bool {
-        let file = match key.0 {
-            0 => &cfg.file_routes,
-            v => match cfg.vrfs.get(v as usize - 1) {
-                Some(c) => &c.file_routes,
-                None => return false,
-            },
-        };
         self.configured.contains(&key)
-            || file
+            || cfg
+                .file_routes_of(key.0)
                 .binary_search_by_key(&key.1, |r| (r.v6, r.prefix, r.len))
                 .is_ok()
     }

@@ -134,13 +134,7 @@ impl Control {
         if let Some(line) = inline(key) {
             return Origin::Config(line);
         }
-        let file = match vrf {
-            0 => &self.cfg.file_routes,
-            v => match self.cfg.vrfs.get(v as usize - 1) {
-                Some(c) => &c.file_routes,
-                None => return Origin::Unknown,
-            },
-        };
+        let file = self.cfg.file_routes_of(vrf);
         if let Ok(i) = file.binary_search_by_key(&key, |r| (r.v6, r.prefix, r.len)) {
             return Origin::RouteFile(file[i].line);
         }
@@ -159,17 +153,11 @@ impl Control {
     /// The names of this control's files and ports (what an origin in
     /// VRF `vrf` needs).
     pub fn origin_names(&self, vrf: u16) -> Names {
-        let route_file = match vrf {
-            0 => self.cfg.route_file.as_ref(),
-            v => self
-                .cfg
-                .vrfs
-                .get(v as usize - 1)
-                .and_then(|c| c.route_file.as_ref()),
-        };
         Names {
             config: self.path().display().to_string(),
-            route_file: route_file
+            route_file: self
+                .cfg
+                .route_file_of(vrf)
                 .map(|f| f.display().to_string())
                 .unwrap_or_default(),
             table: self
