@@ -177,12 +177,6 @@ impl Tables {
         self.port_vrf.get(port as usize).copied().unwrap_or(0)
     }
 
-    /// The routes of port `port`'s VRF.
-    #[inline(always)]
-    pub fn routes_of(&self, port: u16) -> Option<&routecache::VrfTables> {
-        self.fib.vrf(self.vrf_of(port) as usize)
-    }
-
     /// No sets, no routes: a placeholder before the first publication.
     pub fn empty() -> Tables {
         Tables {

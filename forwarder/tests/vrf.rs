@@ -387,7 +387,9 @@ fn reloads_move_ports_and_routes_between_vrfs() {
         let t = c.shared().snapshot.load_full();
         (
             t.vrf_of(port),
-            t.routes_of(port).and_then(|r| r.lookup_v4(dst)),
+            t.fib
+                .vrf(t.vrf_of(port) as usize)
+                .and_then(|r| r.lookup_v4(dst)),
         )
     };
     let (vrf, before) = route_of(&c, RED_UP, 0x0a02_0009);

@@ -170,15 +170,7 @@ impl Source {
         }
         // Per VRF (with VRFs), over every core: its ports' frames and
         // bytes (see `Source::vrfs`).
-        let mut per_port = vec![[0u64; PortStats::N]; self.ports.len()];
-        for r in &reads {
-            for (a, b) in per_port.iter_mut().zip(&r.counters.ports) {
-                for (x, y) in a.iter_mut().zip(b) {
-                    *x += y;
-                }
-            }
-        }
-        let vrfs = self.vrfs(&per_port);
+        let vrfs = self.vrfs(&self.port_totals(&reads));
         if !vrfs.is_empty() {
             for (k, (name, help)) in [
                 ("vrf_rx_packets_total", "Frames received, per VRF."),

@@ -98,6 +98,17 @@ impl Source {
             .collect()
     }
 
+    /// Every port's counters, summed over the workers' `reads`.
+    pub(crate) fn port_totals(&self, reads: &[Read]) -> Vec<[u64; PortStats::N]> {
+        let mut ports = vec![[0; PortStats::N]; self.ports.len()];
+        for r in reads {
+            for (a, b) in ports.iter_mut().zip(&r.counters.ports) {
+                add(a, b);
+            }
+        }
+        ports
+    }
+
     /// Each VRF's frames and bytes received and sent (`rx`, `rx_bytes`,
     /// `tx`, `tx_bytes`), summed over its ports from `per_port` (all
     /// workers'): a trunk's tagged frames count in their
@@ -145,7 +156,7 @@ impl Source {
         let mut total_drops = [0; DropReason::COUNT];
         let mut cache = [0; 4];
         let mut flow_cache = [0; 4];
-        let mut ports = vec![[0; PortStats::N]; self.ports.len()];
+        let ports = self.port_totals(&reads);
         let mut sets: Vec<(String, SetMatches)> = Vec::new();
         let mut cores = Vec::new();
         for r in &reads {
@@ -156,9 +167,6 @@ impl Source {
             add(&mut total_drops, &c.drops);
             add(&mut cache, &c.cache);
             add(&mut flow_cache, &c.flow_cache);
-            for (a, b) in ports.iter_mut().zip(&c.ports) {
-                add(a, b);
-            }
             for (name, m) in &r.sets {
                 match sets.iter_mut().find(|(n, _)| n == name) {
                     Some((_, t)) => add(t, m),
