@@ -16,38 +16,36 @@ impl Pipeline {
     /// `vrf_mixed`), gathered by VRF afterwards.
     pub(super) fn lookup_routes(&mut self, tables: &Tables, n: usize) {
         let base = self.base_vrf;
-        let mut others = 0u64;
-        if self.tagged != 0
-            && tables
-                .vrf_mixed
-                .get(self.rx_port as usize)
-                .copied()
-                .unwrap_or(false)
-        {
-            let mut t = self.tagged;
-            while t != 0 {
-                let i = t.trailing_zeros() as usize;
-                t &= t - 1;
-                if self.parsed[i % MAX_BURST].vrf != base {
-                    others |= 1 << i;
-                }
-            }
-        }
+        let mixed = tables
+            .vrf_mixed
+            .get(self.rx_port as usize)
+            .copied()
+            .unwrap_or(false);
+        let mut others = if mixed {
+            self.frames_in(self.tagged, |v| v != base)
+        } else {
+            0
+        };
         self.lookup_vrf(tables, base, n, others);
         while others != 0 {
             let vrf = self.parsed[others.trailing_zeros() as usize % MAX_BURST].vrf;
-            let mut these = 0u64;
-            let mut t = others;
-            while t != 0 {
-                let i = t.trailing_zeros() as usize;
-                t &= t - 1;
-                if self.parsed[i % MAX_BURST].vrf == vrf {
-                    these |= 1 << i;
-                }
-            }
+            let these = self.frames_in(others, |v| v == vrf);
             others &= !these;
             self.lookup_vrf(tables, vrf, n, !these);
         }
+    }
+
+    /// The frames of `mask` whose VRF `pick` takes, as a mask.
+    fn frames_in(&self, mut mask: u64, pick: impl Fn(u8) -> bool) -> u64 {
+        let mut out = 0;
+        while mask != 0 {
+            let i = mask.trailing_zeros() as usize;
+            mask &= mask - 1;
+            if pick(self.parsed[i % MAX_BURST].vrf) {
+                out |= 1 << i;
+            }
+        }
+        out
     }
 
     /// [`Pipeline::lookup_routes`] of the packets still going in VRF
