@@ -34,29 +34,6 @@ use std::time::{Duration, Instant};
 const F0_MAC: [u8; 6] = [0x02, 0, 0, 0, 0x0a, 0xfe];
 const F1_MAC: [u8; 6] = [0x02, 0, 0, 0, 0x0b, 0xfe];
 
-fn ports(f1_extra: &str) -> String {
-    format!(
-        r#"[[port]]
-name = "f0"
-driver = "af_packet"
-mac = "{m0}"
-address = ["192.0.2.1/25", "2001:db8:1::1/64"]
-[port.options]
-ring_frames = 1024
-[[port]]
-name = "f1"
-driver = "af_packet"
-mac = "{m1}"
-address = ["198.51.100.1/25", "2001:db8:2::1/64"]
-{f1_extra}
-[port.options]
-ring_frames = 1024
-"#,
-        m0 = mac(F0_MAC),
-        m1 = mac(F1_MAC)
-    )
-}
-
 /// The topology with the forwarder running in its middle namespace on a
 /// configuration of `routes` (its route and `[routes]` lines) and port
 /// f1's `f1` keys; `before`: `ip` commands run there before it starts.
@@ -123,7 +100,7 @@ impl Lab {
             format!(
                 "{routes}[forwarder]\ncores = [0]\n[control]\nsocket = \"{}\"\n{}",
                 dir.join("ctl.sock").display(),
-                ports(f1)
+                routed_ports(F0_MAC, F1_MAC, "", f1)
             ),
         )
         .unwrap();

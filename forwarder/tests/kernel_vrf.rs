@@ -53,27 +53,14 @@ source = "kernel"
 [[vrf]]
 name = "blue"
 table = 100
-[[port]]
-name = "f0"
-driver = "af_packet"
-mac = "{m0}"
-vrf = "blue"
-address = ["192.0.2.1/25", "2001:db8:1::1/64"]
-[port.options]
-ring_frames = 1024
-[[port]]
-name = "f1"
-driver = "af_packet"
-mac = "{m1}"
-vrf = "blue"
-punt = "tap"
-address = ["198.51.100.1/25", "2001:db8:2::1/64"]
-[port.options]
-ring_frames = 1024
-"#,
+{ports}"#,
             sock = dir.join("ctl.sock").display(),
-            m0 = mac(F0_MAC),
-            m1 = mac(F1_MAC)
+            ports = routed_ports(
+                F0_MAC,
+                F1_MAC,
+                "vrf = \"blue\"",
+                "vrf = \"blue\"\npunt = \"tap\""
+            ),
         ),
     )
     .unwrap();

@@ -290,6 +290,33 @@ impl Shape {
     }
 }
 
+/// The forwarder's ports `f0` and `f1` of [`Shape::routed`] over
+/// `af_packet`, with MACs `m0` and `m1` and the hosts' gateway
+/// addresses, and `f0`'s and `f1`'s lines of their own, as TOML.
+pub fn routed_ports(m0: [u8; 6], m1: [u8; 6], f0: &str, f1: &str) -> String {
+    format!(
+        r#"[[port]]
+name = "f0"
+driver = "af_packet"
+mac = "{m0}"
+address = ["192.0.2.1/25", "2001:db8:1::1/64"]
+{f0}
+[port.options]
+ring_frames = 1024
+[[port]]
+name = "f1"
+driver = "af_packet"
+mac = "{m1}"
+address = ["198.51.100.1/25", "2001:db8:2::1/64"]
+{f1}
+[port.options]
+ring_frames = 1024
+"#,
+        m0 = mac(m0),
+        m1 = mac(m1)
+    )
+}
+
 /// The forwarder's ports `trunk` (on f0, MAC `m0`, no address: VLANs
 /// come as sub-interfaces) and `lan` (on f1, MAC `m1`, 203.0.113.1/24
 /// and 2001:db8:3::1/64) over `driver`, as TOML.
