@@ -3,6 +3,7 @@
 //! ages the neighbours: see [`crate::router`]) through an `ArcSwap` the
 //! workers load, and what `forwarder neighbours` lists.
 
+use crate::wire::{arp::Arp, nd};
 use std::collections::HashMap;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
@@ -115,5 +116,134 @@ pub fn ip_of(v6: bool, a: u128) -> IpAddr {
         IpAddr::V6(Ipv6Addr::from(a))
     } else {
         IpAddr::V4(Ipv4Addr::from(a as u32))
+    }
+}
+
+/// Whether `ip` is an IPv6 link-local address (fe80::/10).
+pub fn is_link_local(ip: IpAddr) -> bool {
+    matches!(ip, IpAddr::V6(v) if v.segments()[0] & 0xffc0 == 0xfe80)
+}
+
+/// The address a port with `addrs` sends from in family `v6`: one whose
+/// network holds `toward`, else the first global one, else (IPv6) the
+/// link-local one.
+pub fn source_among(addrs: &[config::PortAddress], v6: bool, toward: u128) -> Option<u128> {
+    let fam = addrs.iter().filter(|a| a.v6() == v6);
+    let toward = ip_of(v6, toward);
+    fam.clone()
+        .find(|a| a.covers(toward) && !is_link_local(a.ip))
+        .or_else(|| fam.clone().find(|a| !is_link_local(a.ip)))
+        .or_else(|| fam.clone().next())
+        .map(|a| a.bits())
+}
+
+/// A request for a neighbour's MAC as it leaves: an ARP request or a
+/// neighbour solicitation, built in place (a worker sends the first one
+/// without allocating).
+pub struct Request {
+    bytes: [u8; nd::NS_FRAME],
+    len: usize,
+}
+
+impl Request {
+    /// The request for neighbour `key` (see [`nkey`]) from a port with MAC
+    /// `mac` and address `src`: broadcast (to the solicited-node group),
+    /// or unicast to `unicast` when probing a known MAC.
+    pub fn new(mac: [u8; 6], src: u128, key: u128, unicast: Option<[u8; 6]>) -> Request {
+        let mut bytes = [0u8; nd::NS_FRAME];
+        let len = match unkey(key) {
+            (true, addr) => {
+                let (dst, dmac) = match unicast {
+                    Some(m) => (addr, m),
+                    None => {
+                        let g = nd::solicited_node(addr);
+                        (g, nd::multicast_mac(g))
+                    }
+                };
+                bytes = nd::ns_bytes(src, dst, addr, mac, dmac);
+                nd::NS_FRAME
+            }
+            (false, addr) => {
+                let a = Arp {
+                    op: Arp::REQUEST,
+                    sha: mac,
+                    spa: src as u32,
+                    tha: [0; 6],
+                    tpa: addr as u32,
+                }
+                .bytes(unicast.unwrap_or(crate::wire::arp::BROADCAST));
+                bytes[..a.len()].copy_from_slice(&a);
+                a.len()
+            }
+        };
+        Request { bytes, len }
+    }
+
+    /// Whether it is a neighbour solicitation (else an ARP request).
+    pub fn is_v6(&self) -> bool {
+        self.len == nd::NS_FRAME
+    }
+
+    /// The frame.
+    pub fn frame(&self) -> &[u8] {
+        &self.bytes[..self.len]
+    }
+}
+
+/// The neighbours a worker remembers asking for. A neighbour it still
+/// remembers is not asked for again by the worker (the slow path owns
+/// its resolution); one it forgot may be asked for twice, which is
+/// harmless.
+const RECENT: usize = 16;
+
+/// What a worker needs to ask on a port: its MAC and addresses (taken
+/// with each snapshot, off the fast path).
+#[derive(Clone, Default)]
+pub struct Asker {
+    /// The port's MAC.
+    pub mac: [u8; 6],
+    /// Its addresses.
+    pub addrs: Vec<config::PortAddress>,
+}
+
+/// Per port of `ports`, what asking there takes.
+pub fn askers(ports: &[config::PortConfig]) -> Vec<Asker> {
+    ports
+        .iter()
+        .map(|p| Asker {
+            mac: p.mac,
+            addrs: p.addresses.clone(),
+        })
+        .collect()
+}
+
+/// The neighbours (port, key) a worker asked for lately (see
+/// `Pipeline::ask`), oldest overwritten first.
+#[derive(Clone, Copy)]
+pub struct Asked {
+    recent: [(u16, u128); RECENT],
+    next: usize,
+}
+
+impl Default for Asked {
+    fn default() -> Self {
+        // No neighbour has key 0 (`::`) on port `u16::MAX`.
+        Asked {
+            recent: [(u16::MAX, 0); RECENT],
+            next: 0,
+        }
+    }
+}
+
+impl Asked {
+    /// Whether (`port`, `key`) is remembered.
+    pub fn knows(&self, port: u16, key: u128) -> bool {
+        self.recent.contains(&(port, key))
+    }
+
+    /// Remembers (`port`, `key`), forgetting the oldest.
+    pub fn note(&mut self, port: u16, key: u128) {
+        self.recent[self.next % RECENT] = (port, key);
+        self.next = self.next.wrapping_add(1);
     }
 }

@@ -128,6 +128,9 @@ pub const PUNT_QUEUE: usize = 512;
 pub const CONTROL_QUEUE: usize = 256;
 /// Frames each worker's inject queue holds.
 pub const INJECT_QUEUE: usize = 512;
+/// Neighbours the workers' own first requests may name before the slow
+/// path takes them up.
+const ASKED_QUEUE: usize = 1024;
 
 /// The slow path's counters (the `stats` JSON's `router` object and the
 /// Prometheus `forwarder_router_NAME_total` families).
@@ -296,6 +299,11 @@ pub struct RouterShared {
     pub control: ArrayQueue<Box<Buf>>,
     /// Per worker, frames to send.
     pub inject: Vec<ArrayQueue<Box<Buf>>>,
+    /// Neighbours (port, key) a worker has sent the first request for
+    /// itself (`Pipeline::ask`), for the slow path to take up before the
+    /// next frame it serves: the answer may come (as a control frame,
+    /// served first) before the frame that met the miss.
+    asked: ArrayQueue<(u16, u128)>,
     /// The neighbours, for the workers.
     pub neigh: arc_swap::ArcSwap<NeighTable>,
     /// Counters.
@@ -336,6 +344,7 @@ impl RouterShared {
             inject: (0..workers.max(1))
                 .map(|_| ArrayQueue::new(INJECT_QUEUE))
                 .collect(),
+            asked: ArrayQueue::new(ASKED_QUEUE),
             neigh: arc_swap::ArcSwap::from_pointee(NeighTable::default()),
             counters: Counters::default(),
             waiter: std::sync::OnceLock::new(),
@@ -472,6 +481,18 @@ impl RouterShared {
             }
         }
         None
+    }
+
+    /// Worker side: it has queued the first request for neighbour `key`
+    /// on `port` (and sends it at its next turn, after this): false if
+    /// the slow path cannot be told (then it asks again itself).
+    pub fn asked(&self, port: u16, key: u128) -> bool {
+        self.asked.push((port, key)).is_ok()
+    }
+
+    /// Slow path side: the next neighbour a worker asked for.
+    pub fn next_asked(&self) -> Option<(u16, u128)> {
+        self.asked.pop()
     }
 
     /// Hands `frame` to worker `worker` to send on `port` (slow path

@@ -15,7 +15,7 @@ mod common;
 
 use common::*;
 use std::net::UdpSocket;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 
 const A_MAC: [u8; 6] = [0x02, 0, 0, 0, 0x0c, 0x01];
 const F0_MAC: [u8; 6] = [0x02, 0, 0, 0, 0x0c, 0xfe];
@@ -25,39 +25,29 @@ const B_MAC: [u8; 6] = [0x02, 0, 0, 0, 0x0d, 0x02];
 /// Datagrams in the flow.
 const FLOW: u32 = 3000;
 
-/// When b's interface first sees a request for its address (an ARP
-/// request or a neighbour solicitation), read as it comes (the time is
-/// this thread's, read when it wakes: tens of microseconds late at most
-/// on an idle core).
-fn first_request(fd: &std::os::fd::OwnedFd) -> Option<SystemTime> {
-    let start = Instant::now();
-    let mut buf = [0u8; 2048];
-    while start.elapsed() < Duration::from_secs(3) {
-        // SAFETY: reads into our buffer, at most its length.
-        let n = unsafe {
-            libc::recv(
-                std::os::fd::AsRawFd::as_raw_fd(fd),
-                buf.as_mut_ptr().cast(),
-                buf.len(),
-                0,
-            )
-        };
-        let now = SystemTime::now();
-        let f = &buf[..n.max(0) as usize];
-        let arp_request = f.len() >= 22 && f[12..14] == [8, 6] && f[20..22] == [0, 1];
-        let solicitation =
-            f.len() >= 55 && f[12..14] == [0x86, 0xdd] && f[20] == 58 && f[54] == 135;
-        if arp_request || solicitation {
-            return Some(now);
-        }
-    }
-    None
+/// Whether `f` is a request for a MAC: an ARP request or a neighbour
+/// solicitation.
+fn is_request(f: &[u8]) -> bool {
+    let arp_request = f.len() >= 22 && f[12..14] == [8, 6] && f[20..22] == [0, 1];
+    let solicitation = f.len() >= 55 && f[12..14] == [0x86, 0xdd] && f[20] == 58 && f[54] == 135;
+    arp_request || solicitation
+}
+
+/// Whether `f` is a datagram of the flow (UDP to `port`, either family).
+fn is_flow(f: &[u8], port: u16) -> bool {
+    let at = match f.get(12..14) {
+        Some([8, 0]) if f.get(23) == Some(&17) => 14 + 20,
+        Some([0x86, 0xdd]) if f.get(20) == Some(&17) => 14 + 40,
+        _ => return false,
+    };
+    f.get(at + 2..at + 4) == Some(&port.to_be_bytes()[..])
 }
 
 /// One flow from a to b (`dst` port `port`), paced at one datagram every
-/// 10 µs on average: the sequence numbers b received, in their order, the rate a
-/// sent at, and how long after the first datagram left a the router's
-/// request for b's MAC reached b.
+/// 10 µs on average: the sequence numbers b received, in their order, the
+/// rate a sent at, and how long after the first datagram reached the
+/// router's port (f0) the router's request for b's MAC reached b's (both
+/// the kernel's receive times: no test thread's wake-up in them).
 fn flow(
     topo: &Topology,
     src: &'static str,
@@ -65,11 +55,15 @@ fn flow(
     port: u16,
 ) -> (Vec<u32>, f64, Option<Duration>) {
     let (seen_tx, seen_rx) = std::sync::mpsc::channel();
+    let limit = Duration::from_secs(3);
+    let seen = seen_tx.clone();
     let watcher = in_netns(topo.ns(2), move || {
-        let fd = packet_socket("b0");
-        seen_tx.send(()).unwrap();
-        first_request(&fd)
+        first_arrival("b0", seen, limit, is_request)
     });
+    let missed = in_netns(topo.ns(1), move || {
+        first_arrival("f0", seen_tx, limit, move |f| is_flow(f, port))
+    });
+    seen_rx.recv().unwrap();
     seen_rx.recv().unwrap();
     let (ready_tx, ready_rx) = std::sync::mpsc::channel();
     let receiver = in_netns(topo.ns(2), move || {
@@ -115,7 +109,6 @@ fn flow(
         let u = UdpSocket::bind(src).unwrap();
         u.connect(format!("{dst}:{port}")).unwrap();
         let start = Instant::now();
-        let first = SystemTime::now();
         for i in 0..FLOW {
             let mut m = [0u8; 18];
             m[..4].copy_from_slice(&i.to_be_bytes());
@@ -130,11 +123,12 @@ fn flow(
                 std::thread::sleep(ahead);
             }
         }
-        (f64::from(FLOW) / start.elapsed().as_secs_f64(), first)
+        f64::from(FLOW) / start.elapsed().as_secs_f64()
     });
-    let (rate, first) = sender.join().unwrap();
+    let rate = sender.join().unwrap();
     let asked = watcher.join().unwrap();
-    let after = asked.and_then(|t| t.duration_since(first).ok());
+    let first = missed.join().unwrap();
+    let after = asked.zip(first).and_then(|(a, f)| a.duration_since(f).ok());
     (receiver.join().unwrap(), rate, after)
 }
 
@@ -142,7 +136,9 @@ fn flow(
 /// the request went is said, not judged (a time on a shared machine).
 fn judged(who: &str, family: &str, (got, rate, asked): (Vec<u32>, f64, Option<Duration>)) {
     let got = &got[..];
-    eprintln!("{who}, {family}: the request reached b {asked:?} after the first datagram left a");
+    eprintln!(
+        "{who}, {family}: the request reached b {asked:?} after the first datagram reached the router"
+    );
     let inversions = got.windows(2).filter(|w| w[1] < w[0]).count();
     if let Some(i) = got.windows(2).position(|w| w[1] < w[0]) {
         eprintln!(

@@ -2,6 +2,7 @@
 //! group by egress port. Every stage works on the whole burst; nothing
 //! allocates, locks or calls the system per packet.
 
+mod ask;
 pub mod classify;
 mod counters;
 mod explain;
@@ -123,6 +124,10 @@ pub struct Pipeline {
     kinds: Vec<u8>,
     gateways: Vec<(u32, u16, u128)>,
     mtus: Vec<u16>,
+    /// Per port, what sending a neighbour request there takes, and the
+    /// neighbours this worker asked for lately (see [`Pipeline::ask`]).
+    askers: Vec<crate::neigh::Asker>,
+    asked: crate::neigh::Asked,
     /// The router's slow path, when the worker has one; `punting` while
     /// the snapshot has router ports.
     router: Option<Arc<RouterShared>>,
@@ -256,6 +261,8 @@ impl Pipeline {
             kinds: Vec::new(),
             gateways: Vec::new(),
             mtus: Vec::new(),
+            askers: Vec::new(),
+            asked: crate::neigh::Asked::default(),
             router: None,
             punting: false,
             punted: std::cell::Cell::new(0),
@@ -299,6 +306,7 @@ impl Pipeline {
             kinds: std::mem::take(&mut self.kinds),
             gateways: std::mem::take(&mut self.gateways),
             mtus: std::mem::take(&mut self.mtus),
+            askers: std::mem::take(&mut self.askers),
             matches: std::mem::take(&mut self.counters.matches),
             set_names: std::mem::take(&mut self.counters.set_names),
         };
@@ -319,6 +327,7 @@ impl Pipeline {
         self.kinds = mine.kinds;
         self.gateways = mine.gateways;
         self.mtus = mine.mtus;
+        self.askers = mine.askers;
         self.punting = tables.routing && self.router.is_some();
         self.neigh_stale = true;
         self.counters.matches = mine.matches;

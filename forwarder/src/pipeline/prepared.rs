@@ -121,6 +121,8 @@ pub struct Prepared {
     pub(super) gateways: Vec<(u32, u16, u128)>,
     /// Per port, the largest IP packet it sends.
     pub(super) mtus: Vec<u16>,
+    /// Per port, what a worker's neighbour request there takes.
+    pub(super) askers: Vec<crate::neigh::Asker>,
     pub(super) matches: Vec<SetMatches>,
     pub(super) set_names: Vec<String>,
 }
@@ -189,6 +191,7 @@ impl Prepared {
             kinds,
             gateways,
             mtus: ports.iter().map(|p| p.mtu).collect(),
+            askers: crate::neigh::askers(ports),
             matches: vec![SetMatches::default(); sets.len()],
             set_names: sets.iter().map(|s| s.name.clone()).collect(),
         }

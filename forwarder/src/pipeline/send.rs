@@ -290,12 +290,18 @@ impl Pipeline {
         let too_big = matches!(kind, READY | CONNECTED)
             && self.punting
             && len > self.mtus.get(port as usize).copied().unwrap_or(u16::MAX) as usize;
-        // Why it is dropped here, and whether the slow path takes it.
-        let (drop, punt) = match kind {
-            _ if too_big => (DropReason::TooBig, true),
+        // Why it is dropped here, whether the slow path takes it, and the
+        // neighbour (not heard of yet) to ask for.
+        let (drop, punt, ask) = match kind {
+            _ if too_big => (DropReason::TooBig, true, None),
             READY => return Some(e),
-            LOCAL => (DropReason::Local, true),
-            UNRESOLVED => (DropReason::Unresolved, true),
+            LOCAL => (DropReason::Local, true, None),
+            UNRESOLVED => {
+                // `gateways` is in hop order.
+                let g = &self.gateways;
+                let key = g.binary_search_by_key(&hop, |g| g.0).ok().map(|k| g[k].2);
+                (DropReason::Unresolved, true, key)
+            }
             CONNECTED => {
                 let p = &self.parsed[i];
                 let key = crate::neigh::nkey(p.l3 == wire::L3::V6, p.dst);
@@ -305,15 +311,18 @@ impl Pipeline {
                         e.macs[..6].copy_from_slice(&mac);
                         return Some(e);
                     }
-                    Some(None) => (DropReason::Unresolved, false),
-                    None => (DropReason::Unresolved, true),
+                    Some(None) => (DropReason::Unresolved, false, None),
+                    None => (DropReason::Unresolved, true, Some(key)),
                 }
             }
-            _ => (DropReason::Unresolved, false),
+            _ => (DropReason::Unresolved, false, None),
         };
         self.counters.drops[drop.index()] += 1;
         self.fate[i] = Fate::Dropped(drop);
         if punt && self.punting {
+            if let Some(key) = ask {
+                self.ask(port, key);
+            }
             self.punt(burst, i, drop, hop);
         }
         None

@@ -47,6 +47,7 @@ impl SlowPath {
     /// clock).
     pub fn handle(&mut self, t: &Tables, b: &Buf, now: u64) {
         self.now = now;
+        self.take_asked();
         self.shared.counters.inc(Counter::Punted);
         let f = b.frame();
         let w = b.worker;

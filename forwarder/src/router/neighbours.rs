@@ -11,7 +11,7 @@ use crate::punt::Buf;
 use crate::punt::Counter;
 use crate::tables::HopKind;
 use crate::tables::Tables;
-use crate::wire::arp::{Arp, BROADCAST};
+use crate::wire::arp::Arp;
 use crate::wire::icmp;
 use crate::wire::{self, ip, nd};
 use std::collections::VecDeque;
@@ -100,6 +100,18 @@ impl SlowPath {
         };
         if !self.learn(t, (port, m.target), mac, heard) {
             c.inc(Counter::NeighIgnored);
+        }
+    }
+
+    /// Takes up the neighbours the workers asked for themselves (see
+    /// `Pipeline::ask`): each one not known yet is resolving, its first
+    /// request sent. Before any frame is served, so that an answer finds
+    /// its question.
+    pub(super) fn take_asked(&mut self) {
+        while let Some(key) = self.shared.next_asked() {
+            if let std::collections::hash_map::Entry::Vacant(v) = self.neigh.entry(key) {
+                v.insert(Entry::incomplete(self.now));
+            }
         }
     }
 
@@ -375,20 +387,7 @@ impl SlowPath {
             }
             None => {
                 let w = h.worker;
-                self.neigh.insert(
-                    key,
-                    Entry {
-                        mac: None,
-                        state: State::Incomplete,
-                        since: now,
-                        updated: now,
-                        sent: now,
-                        probes: 1,
-                        held: VecDeque::new(),
-                        held_bytes: 0,
-                        fixed: false,
-                    },
-                );
+                self.neigh.insert(key, Entry::incomplete(now));
                 self.dirty = true;
                 // The request first: the frame waits for its answer.
                 self.solicit(t, key, None, w as usize);
@@ -436,28 +435,13 @@ impl SlowPath {
         let Some(src) = Self::source(t, port, v6, addr) else {
             return;
         };
-        let f = if v6 {
-            let (dst, dmac) = match unicast {
-                Some(m) => (addr, m),
-                None => {
-                    let g = nd::solicited_node(addr);
-                    (g, nd::multicast_mac(g))
-                }
-            };
-            self.shared.counters.inc(Counter::NsOut);
-            nd::ns(src, dst, addr, p.mac, dmac)
+        let r = crate::neigh::Request::new(p.mac, src, key.1, unicast);
+        self.shared.counters.inc(if r.is_v6() {
+            Counter::NsOut
         } else {
-            self.shared.counters.inc(Counter::ArpRequestsOut);
-            Arp {
-                op: Arp::REQUEST,
-                sha: p.mac,
-                spa: src as u32,
-                tha: [0; 6],
-                tpa: addr as u32,
-            }
-            .frame(unicast.unwrap_or(BROADCAST))
-        };
-        self.out(worker, port, &f);
+            Counter::ArpRequestsOut
+        });
+        self.out(worker, port, r.frame());
     }
 
     /// Moves every neighbour's state on by the clock: retransmits,

@@ -2,7 +2,7 @@
 //! the snapshot settings it took up, and what it asks of a snapshot (our
 //! addresses, the address to send from).
 
-use crate::neigh::{ip_of, NeighTable, State};
+use crate::neigh::{NeighTable, State};
 use crate::punt::{Counter, RouterShared};
 use crate::tables::Tables;
 use crate::wire::arp::{Arp, BROADCAST};
@@ -72,6 +72,23 @@ pub(super) struct Entry {
     pub(super) fixed: bool,
 }
 
+impl Entry {
+    /// A neighbour being resolved from `now`, its first request sent.
+    pub(super) fn incomplete(now: u64) -> Entry {
+        Entry {
+            mac: None,
+            state: State::Incomplete,
+            since: now,
+            updated: now,
+            sent: now,
+            probes: 1,
+            held: std::collections::VecDeque::new(),
+            held_bytes: 0,
+            fixed: false,
+        }
+    }
+}
+
 /// A token bucket.
 #[derive(Clone, Copy)]
 pub(super) struct Bucket {
@@ -113,10 +130,6 @@ pub(super) fn family(v6: bool) -> Family {
     } else {
         Family::V4
     }
-}
-
-pub(super) fn is_link_local(ip: IpAddr) -> bool {
-    matches!(ip, IpAddr::V6(v) if v.segments()[0] & 0xffc0 == 0xfe80)
 }
 
 impl SlowPath {
@@ -209,14 +222,7 @@ impl SlowPath {
     /// network holds `toward`, else the first global one, else (IPv6)
     /// the link-local one.
     pub(super) fn source(t: &Tables, port: u16, v6: bool, toward: u128) -> Option<u128> {
-        let p = t.ports.get(port as usize)?;
-        let fam = p.addresses.iter().filter(|a| a.v6() == v6);
-        let toward = ip_of(v6, toward);
-        fam.clone()
-            .find(|a| a.covers(toward) && !is_link_local(a.ip))
-            .or_else(|| fam.clone().find(|a| !is_link_local(a.ip)))
-            .or_else(|| fam.clone().next())
-            .map(|a| a.bits())
+        crate::neigh::source_among(&t.ports.get(port as usize)?.addresses, v6, toward)
     }
 
     /// Whether `addr` is one of our addresses in the VRF of `port`

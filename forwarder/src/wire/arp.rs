@@ -4,7 +4,10 @@
 
 use super::be16;
 use super::ethertype;
-use super::ip::ether;
+
+/// Bytes of an ARP frame for IPv4 over Ethernet: 42, padded with zeros
+/// to Ethernet's shortest frame (without its check sequence).
+pub const ARP_FRAME: usize = super::ip::MIN_FRAME;
 
 /// The Ethernet broadcast address.
 pub const BROADCAST: [u8; 6] = [0xff; 6];
@@ -56,12 +59,22 @@ impl Arp {
 
     /// The frame carrying it to `dst`, from its sender's MAC.
     pub fn frame(&self, dst: [u8; 6]) -> Vec<u8> {
-        let mut a = vec![0, 1, 8, 0, 6, 4];
-        a.extend_from_slice(&self.op.to_be_bytes());
-        a.extend_from_slice(&self.sha);
-        a.extend_from_slice(&self.spa.to_be_bytes());
-        a.extend_from_slice(&self.tha);
-        a.extend_from_slice(&self.tpa.to_be_bytes());
-        ether(dst, self.sha, ethertype::ARP, &a)
+        self.bytes(dst).to_vec()
+    }
+
+    /// [`Arp::frame`] in an array: a worker builds a request without
+    /// allocating.
+    pub fn bytes(&self, dst: [u8; 6]) -> [u8; ARP_FRAME] {
+        let mut f = [0u8; ARP_FRAME];
+        f[..6].copy_from_slice(&dst);
+        f[6..12].copy_from_slice(&self.sha);
+        f[12..14].copy_from_slice(&ethertype::ARP.to_be_bytes());
+        f[14..20].copy_from_slice(&[0, 1, 8, 0, 6, 4]);
+        f[20..22].copy_from_slice(&self.op.to_be_bytes());
+        f[22..28].copy_from_slice(&self.sha);
+        f[28..32].copy_from_slice(&self.spa.to_be_bytes());
+        f[32..38].copy_from_slice(&self.tha);
+        f[38..42].copy_from_slice(&self.tpa.to_be_bytes());
+        f
     }
 }

@@ -8,7 +8,7 @@
 use super::{be16, checksum, ethertype};
 
 /// Smallest Ethernet frame without its FCS: shorter ones are padded.
-const MIN_FRAME: usize = 60;
+pub const MIN_FRAME: usize = 60;
 
 /// An Ethernet frame around `payload`, padded to the minimum size (what
 /// the router sends).

@@ -17,20 +17,44 @@ pub fn multicast_mac(group: u128) -> [u8; 6] {
     [0x33, 0x33, b[12], b[13], b[14], b[15]]
 }
 
+/// Bytes of a neighbour solicitation's frame (with the source
+/// link-layer option).
+pub const NS_FRAME: usize = 14 + 40 + 24 + 8;
+
 /// A neighbour solicitation for `target` from `src` (with our MAC as the
 /// source link-layer option), to `dst`: the target's solicited-node group
 /// when resolving, the neighbour itself when probing.
 pub fn ns(src: u128, dst: u128, target: u128, mac: [u8; 6], dst_mac: [u8; 6]) -> Vec<u8> {
-    let mut body = target.to_be_bytes().to_vec();
-    body.extend_from_slice(&[1, 1]);
-    body.extend_from_slice(&mac);
-    let m = icmp6_message(src, dst, icmp::v6::NS, 0, [0; 4], &body);
-    ether(
-        dst_mac,
-        mac,
-        ethertype::IPV6,
-        &ipv6(src, dst, proto::ICMPV6, 255, &m),
-    )
+    ns_bytes(src, dst, target, mac, dst_mac).to_vec()
+}
+
+/// [`ns`] in an array: a worker builds a solicitation without
+/// allocating.
+pub fn ns_bytes(
+    src: u128,
+    dst: u128,
+    target: u128,
+    mac: [u8; 6],
+    dst_mac: [u8; 6],
+) -> [u8; NS_FRAME] {
+    let mut f = [0u8; NS_FRAME];
+    f[..6].copy_from_slice(&dst_mac);
+    f[6..12].copy_from_slice(&mac);
+    f[12..14].copy_from_slice(&ethertype::IPV6.to_be_bytes());
+    let (ip, m) = f[14..].split_at_mut(40);
+    ip[0] = 0x60;
+    ip[4..6].copy_from_slice(&(m.len() as u16).to_be_bytes());
+    ip[6] = proto::ICMPV6;
+    ip[7] = 255;
+    ip[8..24].copy_from_slice(&src.to_be_bytes());
+    ip[24..40].copy_from_slice(&dst.to_be_bytes());
+    m[0] = icmp::v6::NS;
+    m[8..24].copy_from_slice(&target.to_be_bytes());
+    m[24..26].copy_from_slice(&[1, 1]);
+    m[26..32].copy_from_slice(&mac);
+    let c = sum6(src, dst, proto::ICMPV6, m);
+    m[2..4].copy_from_slice(&c.to_be_bytes());
+    f
 }
 
 /// A neighbour advertisement of `target` (ours) at `mac`, from `src` to

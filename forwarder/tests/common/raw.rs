@@ -104,3 +104,94 @@ pub fn capture(fd: &OwnedFd, quiet: Duration, limit: Duration) -> Vec<Vec<u8>> {
     }
     out
 }
+
+/// A control message as [`recv_msg`] gives it: level, type, data.
+pub type Cmsg = (libc::c_int, libc::c_int, Vec<u8>);
+
+/// A frame received on `fd` into `buf` (`flags` for recvmsg): its
+/// length, whether it was one sent through the interface
+/// (`PACKET_OUTGOING`), and its control messages as (level, type, data);
+/// `None` when nothing came.
+pub fn recv_msg(
+    fd: &OwnedFd,
+    buf: &mut [u8],
+    flags: libc::c_int,
+) -> Option<(usize, bool, Vec<Cmsg>)> {
+    let mut control = [0u64; 16];
+    // SAFETY: all-zero `sockaddr_ll` and `msghdr` are valid; the message
+    // header points at our buffers with their sizes; the control
+    // messages are read within `control` by the kernel's own macros.
+    unsafe {
+        let mut sll: libc::sockaddr_ll = std::mem::zeroed();
+        let mut iov = libc::iovec {
+            iov_base: buf.as_mut_ptr().cast(),
+            iov_len: buf.len(),
+        };
+        let mut msg: libc::msghdr = std::mem::zeroed();
+        msg.msg_name = (&mut sll as *mut libc::sockaddr_ll).cast();
+        msg.msg_namelen = std::mem::size_of::<libc::sockaddr_ll>() as u32;
+        msg.msg_iov = &mut iov;
+        msg.msg_iovlen = 1;
+        msg.msg_control = control.as_mut_ptr().cast();
+        msg.msg_controllen = std::mem::size_of_val(&control);
+        let n = libc::recvmsg(fd.as_raw_fd(), &mut msg, flags);
+        if n <= 0 {
+            return None;
+        }
+        let mut cmsgs = Vec::new();
+        let mut c = libc::CMSG_FIRSTHDR(&msg);
+        while !c.is_null() {
+            let len = (*c).cmsg_len as usize - libc::CMSG_LEN(0) as usize;
+            let data = std::slice::from_raw_parts(libc::CMSG_DATA(c), len).to_vec();
+            cmsgs.push(((*c).cmsg_level, (*c).cmsg_type, data));
+            c = libc::CMSG_NXTHDR(&msg, c);
+        }
+        Some((n as usize, sll.sll_pkttype == libc::PACKET_OUTGOING, cmsgs))
+    }
+}
+
+/// The first frame arriving on `dev` (in the calling thread's namespace)
+/// that `wanted` accepts, within `limit`, and when the kernel received
+/// it (`SO_TIMESTAMPNS`: the interface's receive, before any thread of
+/// ours wakes up to read it). The socket is open when this sends
+/// `ready` its message.
+pub fn first_arrival(
+    dev: &str,
+    ready: std::sync::mpsc::Sender<()>,
+    limit: Duration,
+    wanted: impl Fn(&[u8]) -> bool,
+) -> Option<std::time::SystemTime> {
+    let fd = packet_socket(dev);
+    let on: libc::c_int = 1;
+    // SAFETY: setting an int socket option on our socket, from a live
+    // value of the size given.
+    let r = unsafe {
+        libc::setsockopt(
+            fd.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_TIMESTAMPNS,
+            (&on as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    assert_eq!(r, 0, "SO_TIMESTAMPNS: {}", std::io::Error::last_os_error());
+    ready.send(()).unwrap();
+    let start = Instant::now();
+    let mut buf = [0u8; 2048];
+    while start.elapsed() < limit {
+        let Some((n, outgoing, cmsgs)) = recv_msg(&fd, &mut buf, 0) else {
+            continue;
+        };
+        if outgoing || !wanted(&buf[..n]) {
+            continue;
+        }
+        return cmsgs.iter().find_map(|(level, ty, data)| {
+            let ts = (*level == libc::SOL_SOCKET && *ty == libc::SCM_TIMESTAMPNS)
+                .then(|| data.first_chunk::<16>())??;
+            let sec = u64::from_ne_bytes(ts[..8].try_into().ok()?);
+            let nsec = u64::from_ne_bytes(ts[8..].try_into().ok()?);
+            Some(std::time::UNIX_EPOCH + Duration::new(sec, nsec as u32))
+        });
+    }
+    None
+}

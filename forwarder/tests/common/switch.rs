@@ -96,51 +96,33 @@ fn socket(dev: &str) -> OwnedFd {
 /// the kernel took off put back; `None` when nothing is waiting.
 fn recv(fd: &OwnedFd) -> Option<Option<Vec<u8>>> {
     let mut buf = [0u8; 2048];
-    let mut cbuf = [0u64; 16];
-    // SAFETY: all-zero `sockaddr_ll`, `iovec` and `msghdr` are valid; the
-    // message header points at our buffers with their sizes; the control
-    // messages are read within `cbuf` by the kernel's own macros.
-    unsafe {
-        let mut sll: libc::sockaddr_ll = std::mem::zeroed();
-        let mut iov = libc::iovec {
-            iov_base: buf.as_mut_ptr().cast(),
-            iov_len: buf.len(),
-        };
-        let mut msg: libc::msghdr = std::mem::zeroed();
-        msg.msg_name = (&mut sll as *mut libc::sockaddr_ll).cast();
-        msg.msg_namelen = std::mem::size_of::<libc::sockaddr_ll>() as u32;
-        msg.msg_iov = &mut iov;
-        msg.msg_iovlen = 1;
-        msg.msg_control = cbuf.as_mut_ptr().cast();
-        msg.msg_controllen = std::mem::size_of_val(&cbuf);
-        let n = libc::recvmsg(fd.as_raw_fd(), &mut msg, libc::MSG_DONTWAIT);
-        if n <= 0 {
-            return None;
-        }
-        if sll.sll_pkttype == libc::PACKET_OUTGOING {
-            return Some(None);
-        }
-        let mut f = buf[..n as usize].to_vec();
-        let mut c = libc::CMSG_FIRSTHDR(&msg);
-        while !c.is_null() {
-            if (*c).cmsg_level == libc::SOL_PACKET && (*c).cmsg_type == libc::PACKET_AUXDATA {
-                let aux: libc::tpacket_auxdata =
-                    std::ptr::read_unaligned(libc::CMSG_DATA(c).cast());
-                if aux.tp_status & libc::TP_STATUS_VLAN_VALID != 0 && f.len() >= 12 {
-                    let tpid = if aux.tp_status & libc::TP_STATUS_VLAN_TPID_VALID != 0 {
-                        aux.tp_vlan_tpid
-                    } else {
-                        0x8100
-                    };
-                    let mut tag = tpid.to_be_bytes().to_vec();
-                    tag.extend(aux.tp_vlan_tci.to_be_bytes());
-                    f.splice(12..12, tag);
-                }
-            }
-            c = libc::CMSG_NXTHDR(&msg, c);
-        }
-        Some(Some(f))
+    let (n, outgoing, cmsgs) = super::raw::recv_msg(fd, &mut buf, libc::MSG_DONTWAIT)?;
+    if outgoing {
+        return Some(None);
     }
+    let mut f = buf[..n].to_vec();
+    for (level, ty, data) in cmsgs {
+        if level != libc::SOL_PACKET
+            || ty != libc::PACKET_AUXDATA
+            || data.len() < std::mem::size_of::<libc::tpacket_auxdata>()
+        {
+            continue;
+        }
+        // SAFETY: the kernel wrote a whole `tpacket_auxdata` there (its
+        // length checked), read unaligned from our copy.
+        let aux: libc::tpacket_auxdata = unsafe { std::ptr::read_unaligned(data.as_ptr().cast()) };
+        if aux.tp_status & libc::TP_STATUS_VLAN_VALID != 0 && f.len() >= 12 {
+            let tpid = if aux.tp_status & libc::TP_STATUS_VLAN_TPID_VALID != 0 {
+                aux.tp_vlan_tpid
+            } else {
+                0x8100
+            };
+            let mut tag = tpid.to_be_bytes().to_vec();
+            tag.extend(aux.tp_vlan_tci.to_be_bytes());
+            f.splice(12..12, tag);
+        }
+    }
+    Some(Some(f))
 }
 
 /// Sends `f` out of `fd`'s interface; a frame the interface refuses is
