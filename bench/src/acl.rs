@@ -82,6 +82,15 @@ unsafe impl Sync for Classifier {}
 
 static SEQ: AtomicU32 = AtomicU32::new(0);
 
+/// Bytes allocated from DPDK's heaps (all sockets): a context's memory is
+/// the difference across its build (its rules and tries; the build's
+/// scratch is freed by then).
+pub fn heap_allocated() -> u64 {
+    // SAFETY: reads rte_malloc's statistics; needs only a started EAL,
+    // which every caller has (a classifier is built after `init_eal`).
+    unsafe { sys::fwd_heap_allocated() }
+}
+
 /// Releases the EAL that rte_acl's columns started, and its runtime
 /// files, however a run ends (declare it before the classifiers, so it
 /// drops after them).

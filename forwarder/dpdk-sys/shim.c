@@ -2,6 +2,7 @@
 #include <rte_errno.h>
 #include <rte_ethdev.h>
 #include <rte_byteorder.h>
+#include <rte_malloc.h>
 #include <rte_mbuf.h>
 #include <string.h>
 #include "shim.h"
@@ -9,6 +10,17 @@
 uint16_t fwd_tx_burst(uint16_t port, uint16_t queue, struct rte_mbuf **pkts, uint16_t n)
 {
 	return rte_eth_tx_burst(port, queue, pkts, n);
+}
+
+uint64_t fwd_heap_allocated(void)
+{
+	uint64_t total = 0;
+	for (int s = 0; s < RTE_MAX_NUMA_NODES; s++) {
+		struct rte_malloc_socket_stats st;
+		if (rte_malloc_get_socket_stats(s, &st) == 0)
+			total += st.heap_allocsz_bytes;
+	}
+	return total;
 }
 
 uint8_t *fwd_mbuf_data(struct rte_mbuf *m)

@@ -31,6 +31,10 @@ uint16_t fwd_rx_burst_for(uint16_t port, uint16_t queue, uint16_t n, const uint8
 int32_t fwd_tx_burst_handles(uint16_t port, uint16_t queue, uintptr_t *handles,
 			     const uint16_t *len, uint16_t count, const uint8_t *which,
 			     uint16_t n, uint64_t *bytes);
+/* Bytes allocated from DPDK's heaps, every socket's (rte_malloc's
+ * statistics): what a structure built in them, such as an rte_acl
+ * context, takes is the difference across its build. */
+uint64_t fwd_heap_allocated(void);
 /* The first segment's data. */
 uint8_t *fwd_mbuf_data(struct rte_mbuf *m);
 /* Room after data_off in a one-segment mbuf. */
