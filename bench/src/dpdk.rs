@@ -189,7 +189,12 @@ pub(crate) fn forwarder_run(
 const TESTPMD_START_S: u64 = 5;
 
 /// Median per-second Mpps (TX, both ports) of testpmd in `mode`.
-fn testpmd_mpps(eal: &[String], pcap: [&Path; 2], mode: &str, secs: u64) -> Result<f64, String> {
+pub(crate) fn testpmd_mpps(
+    eal: &[String],
+    pcap: [&Path; 2],
+    mode: &str,
+    secs: u64,
+) -> Result<f64, String> {
     let mut c = Command::new("dpdk-testpmd")
         .args(eal)
         .args(["--file-prefix", &format!("benchtp{}", std::process::id())])

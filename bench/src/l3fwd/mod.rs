@@ -22,11 +22,18 @@
 //! the rounds, `best` the highest, `vs_l3fwd` the median of the rounds'
 //! ratios. Both programs must forward the same share of the frames they
 //! receive (within 0.5 points): a mismatch is an error, not a figure.
+//!
+//! On these devices the driver's own cost is most of a frame's time for
+//! both programs, so every round also runs testpmd's `io` forwarding (the
+//! device and nothing else) on the same devices, and each ratio comes
+//! with its ratio net of the device: l3fwd's work per frame over ours,
+//! each `1/rate - 1/rate of testpmd io` in that round (median over the
+//! rounds, and the lowest and highest).
 
 mod build;
 mod rules;
 
-use crate::dpdk::{forwarder_config, forwarder_run, PcapRun};
+use crate::dpdk::{forwarder_config, forwarder_run, testpmd_mpps, PcapRun};
 use crate::stats::{median, round, row};
 use build::build_l3fwd;
 use config::Config;
@@ -169,6 +176,8 @@ fn l3fwd_run(
 enum Program {
     L3fwd(&'static str),
     Forwarder(&'static str),
+    /// testpmd in a forwarding mode: the device's own cost.
+    Testpmd(&'static str),
 }
 
 /// A variant: its name, program, whether it uses the full table, whether
@@ -181,6 +190,17 @@ struct Variant {
     peer: Option<String>,
 }
 
+/// The variant that measures the devices alone.
+const TESTPMD_IO: &str = "testpmd_io";
+
+/// A frame's work beyond the device's, in ns: at `mpps` against testpmd
+/// io's `device` Mpps in the same round (`None` where it is not above
+/// the device's own).
+fn net_ns(mpps: f64, device: f64) -> Option<f64> {
+    let w = 1e3 / mpps - 1e3 / device;
+    (w > 0.0 && w.is_finite()).then_some(w)
+}
+
 fn variants(routes: usize) -> Vec<Variant> {
     let v = |name: &str, program, full, nocache, peer: Option<&str>| Variant {
         name: name.to_string(),
@@ -190,6 +210,7 @@ fn variants(routes: usize) -> Vec<Variant> {
         peer: peer.map(str::to_string),
     };
     let mut out = vec![
+        v(TESTPMD_IO, Program::Testpmd("io"), false, false, None),
         v("l3fwd_lpm", Program::L3fwd("lpm"), false, false, None),
         v(
             "forwarder_route",
@@ -359,6 +380,12 @@ pub fn run(o: Options) -> Result<(), String> {
                     let k = (lookup == "acl") as usize;
                     l3fwd_run(&l3fwd, pcap, lookup, [&files[k][0], &files[k][1]], secs)?
                 }
+                Program::Testpmd(mode) => Run {
+                    mpps: testpmd_mpps(&eal, pcap, mode, secs as u64)?,
+                    // testpmd io sends every frame it receives.
+                    share: 1.0,
+                    start_s: None,
+                },
                 Program::Forwarder(mode) => {
                     let cfg = match (v.full, v.nocache) {
                         (true, _) => &full.as_ref().expect("full table").0,
@@ -413,6 +440,24 @@ pub fn run(o: Options) -> Result<(), String> {
             .collect();
         Some(median(&mut r))
     };
+    // The ratio net of the device, per round: l3fwd's work per frame
+    // over ours, each less testpmd io's; median, lowest, highest.
+    let dev = idx(TESTPMD_IO);
+    let net = |i: usize| -> Option<(f64, f64, f64)> {
+        let j = idx(vs[i].peer.as_deref()?);
+        let mut r: Vec<f64> = (0..results[i].len())
+            .filter_map(|k| {
+                let d = results[dev][k].mpps;
+                Some(net_ns(results[j][k].mpps, d)? / net_ns(results[i][k].mpps, d)?)
+            })
+            .collect();
+        if r.is_empty() {
+            return None;
+        }
+        let lo = r.iter().copied().fold(f64::INFINITY, f64::min);
+        let hi = r.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        Some((median(&mut r), lo, hi))
+    };
     let mpps = |i: usize| -> (f64, f64, Vec<f64>) {
         let all: Vec<f64> = results[i].iter().map(|r| r.mpps).collect();
         let best = all.iter().copied().fold(f64::NAN, f64::max);
@@ -438,6 +483,10 @@ pub fn run(o: Options) -> Result<(), String> {
             if let Some(r) = ratio(i) {
                 line["vs_l3fwd"] = round(r, 3);
             }
+            if let Some((m, lo, hi)) = net(i) {
+                line["vs_l3fwd_net"] = round(m, 3);
+                line["vs_l3fwd_net_range"] = json!([round(lo, 3), round(hi, 3)]);
+            }
             let mut starts: Vec<f64> = results[i].iter().filter_map(|r| r.start_s).collect();
             if !starts.is_empty() {
                 line["start_s"] = round(median(&mut starts), 1);
@@ -448,14 +497,22 @@ pub fn run(o: Options) -> Result<(), String> {
     }
     println!("Mpps on one forwarding core, DPDK pcap devices replaying the example's flow mix ({} frames, no huge pages); each run's figure is the median of its per-second rates over {secs} s; {rounds} rounds of all variants, alternating: median (best) over the rounds; ratio: median of the rounds' ratios", frames.len());
     println!();
-    println!("| case | l3fwd | forwarder | ratio | forwarded |");
-    println!("|---|---:|---:|---:|---:|");
+    let (d, db, _) = mpps(dev);
+    println!("testpmd io (the devices alone): {d:.2} ({db:.2}) Mpps");
+    println!();
+    println!(
+        "| case | l3fwd | forwarder | ratio | net of the device (lowest-highest) | forwarded |"
+    );
+    println!("|---|---:|---:|---:|---:|---:|");
     for (i, v) in vs.iter().enumerate() {
         let Some(p) = &v.peer else { continue };
         let j = idx(p);
         let ((a, ab, _), (b, bb, _)) = (mpps(j), mpps(i));
+        let net = net(i).map_or("n/a".to_string(), |(m, lo, hi)| {
+            format!("{m:.2}x ({lo:.2}-{hi:.2})")
+        });
         println!(
-            "| {} vs {p} | {a:.2} ({ab:.2}) | {b:.2} ({bb:.2}) | {:.2}x | {:.1} % |",
+            "| {} vs {p} | {a:.2} ({ab:.2}) | {b:.2} ({bb:.2}) | {:.2}x | {net} | {:.1} % |",
             v.name,
             ratio(i).unwrap_or(f64::NAN),
             results[i][0].share * 100.0
