@@ -113,7 +113,8 @@ pub const ROUTE_PROTOCOLS: &[(&str, u8)] = &[
 
 /// The packet fields a set's `match` may name, for messages.
 pub const SOURCES: &str = "ip saddr|daddr, ip6 saddr|daddr, tcp|udp|sctp|th sport|dport, \
-                           meta l4proto (ip protocol, ip6 nexthdr), ether saddr|daddr, meta mark";
+                           meta l4proto (ip protocol, ip6 nexthdr), icmp type, icmpv6 type, \
+                           ether saddr|daddr, meta mark";
 
 /// Which packet field feeds a set's field, in nft's words.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -132,6 +133,9 @@ pub enum Source {
     Dport(Option<u8>),
     /// `meta l4proto` (also `ip protocol`, `ip6 nexthdr`).
     L4proto,
+    /// `icmp type` (false) or `icmpv6 type` (true): the message type of
+    /// an ICMP packet of that family.
+    IcmpType(bool),
     /// `ether saddr`
     EtherSaddr,
     /// `ether daddr`
@@ -161,6 +165,8 @@ impl Source {
             [p, "sport"] if proto(p).is_some() => Source::Sport(proto(p).unwrap_or(None)),
             [p, "dport"] if proto(p).is_some() => Source::Dport(proto(p).unwrap_or(None)),
             ["meta", "l4proto"] | ["ip", "protocol"] | ["ip6", "nexthdr"] => Source::L4proto,
+            ["icmp", "type"] => Source::IcmpType(false),
+            ["icmpv6", "type"] => Source::IcmpType(true),
             ["ether", "saddr"] => Source::EtherSaddr,
             ["ether", "daddr"] => Source::EtherDaddr,
             ["meta", "mark"] => Source::Mark,
@@ -189,6 +195,8 @@ impl Source {
             Source::Dport(Some(132)) => "sctp dport",
             Source::Dport(_) => "th dport",
             Source::L4proto => "meta l4proto",
+            Source::IcmpType(false) => "icmp type",
+            Source::IcmpType(true) => "icmpv6 type",
             Source::EtherSaddr => "ether saddr",
             Source::EtherDaddr => "ether daddr",
             Source::Mark => "meta mark",
@@ -202,6 +210,8 @@ impl Source {
             Source::Ip6Saddr | Source::Ip6Daddr => FieldType::Ipv6Addr,
             Source::Sport(_) | Source::Dport(_) => FieldType::InetService,
             Source::L4proto => FieldType::InetProto,
+            Source::IcmpType(false) => FieldType::IcmpType,
+            Source::IcmpType(true) => FieldType::Icmpv6Type,
             Source::EtherSaddr | Source::EtherDaddr => FieldType::EtherAddr,
             Source::Mark => FieldType::Mark,
         }

@@ -98,38 +98,62 @@ pub enum HopKind {
 /// compares instead of going through the sources.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Need {
-    /// No packet can have it all (IPv4 and IPv6 fields, or ports of two
-    /// different protocols).
+    /// No packet can have it all (IPv4 and IPv6 fields, ports of two
+    /// different protocols, ports and an ICMP type).
     never: bool,
     /// The address family the address fields need.
     l3: Option<L3>,
-    /// Ports: a complete TCP, UDP or SCTP header.
-    ports: bool,
-    /// The protocol a `tcp`/`udp`/`sctp` port field names.
-    proto: Option<u8>,
+    /// A complete transport header (ports, or an ICMP type) ...
+    l4: bool,
+    /// ... of one of these protocols, a bit each: TCP, UDP and SCTP for
+    /// `th` ports, the one a `tcp`/`udp`/`sctp` port names, ICMP or
+    /// ICMPv6 for a type. One bit test a packet, however the sources
+    /// combine.
+    protos: [u64; 4],
 }
 
 impl Need {
     /// What `sources` need.
     pub fn of(sources: &[Source]) -> Need {
         let mut n = Need::default();
+        let mut protos = [u64::MAX; 4];
+        let only = |protos: &mut [u64; 4], allowed: &[u8]| {
+            let mut m = [0u64; 4];
+            for &p in allowed {
+                m[p as usize >> 6] |= 1 << (p & 63);
+            }
+            for (a, b) in protos.iter_mut().zip(m) {
+                *a &= b;
+            }
+        };
         for s in sources {
             let family = match s {
-                Source::IpSaddr | Source::IpDaddr => Some(L3::V4),
-                Source::Ip6Saddr | Source::Ip6Daddr => Some(L3::V6),
+                Source::IpSaddr | Source::IpDaddr | Source::IcmpType(false) => Some(L3::V4),
+                Source::Ip6Saddr | Source::Ip6Daddr | Source::IcmpType(true) => Some(L3::V6),
                 _ => None,
             };
             if let Some(f) = family {
                 n.never |= n.l3.is_some_and(|l| l != f);
                 n.l3 = Some(f);
             }
-            if let Source::Sport(p) | Source::Dport(p) = *s {
-                n.ports = true;
-                if let Some(p) = p {
-                    n.never |= n.proto.is_some_and(|q| q != p);
-                    n.proto = Some(p);
+            match *s {
+                Source::Sport(p) | Source::Dport(p) => {
+                    n.l4 = true;
+                    match p {
+                        Some(p) => only(&mut protos, &[p]),
+                        None => only(&mut protos, &[TCP, UDP, SCTP]),
+                    }
                 }
+                Source::IcmpType(v6) => {
+                    n.l4 = true;
+                    only(&mut protos, &[icmp_of(if v6 { L3::V6 } else { L3::V4 })]);
+                }
+                _ => {}
             }
+        }
+        if n.l4 {
+            n.never |= protos == [0; 4];
+            n.protos = protos;
         }
         n
     }
@@ -139,10 +163,18 @@ impl Need {
     pub fn applies(&self, p: &Parsed) -> bool {
         !self.never
             && self.l3.is_none_or(|l| l == p.l3)
-            && (!self.ports
-                || (p.l4_ok
-                    && matches!(p.proto, TCP | UDP | SCTP)
-                    && self.proto.is_none_or(|x| x == p.proto)))
+            && (!self.l4
+                || (p.l4_ok && self.protos[p.proto as usize >> 6] >> (p.proto & 63) & 1 != 0))
+    }
+}
+
+/// The ICMP protocol of family `l3`.
+#[inline(always)]
+pub fn icmp_of(l3: L3) -> u8 {
+    if l3 == L3::V6 {
+        crate::wire::proto::ICMPV6
+    } else {
+        crate::wire::proto::ICMP
     }
 }
 

@@ -25,17 +25,23 @@ pub enum FieldType {
     EtherAddr,
     /// `mark`: a packet mark, 32 bits.
     Mark,
+    /// `icmp_type`: an ICMP message type, 8 bits.
+    IcmpType,
+    /// `icmpv6_type`: an ICMPv6 message type, 8 bits.
+    Icmpv6Type,
 }
 
 impl FieldType {
     /// All field types, for tests and documentation.
-    pub const ALL: [FieldType; 6] = [
+    pub const ALL: [FieldType; 8] = [
         FieldType::Ipv4Addr,
         FieldType::Ipv6Addr,
         FieldType::InetService,
         FieldType::InetProto,
         FieldType::EtherAddr,
         FieldType::Mark,
+        FieldType::IcmpType,
+        FieldType::Icmpv6Type,
     ];
 
     /// The nftables name of the type.
@@ -47,6 +53,8 @@ impl FieldType {
             FieldType::InetProto => "inet_proto",
             FieldType::EtherAddr => "ether_addr",
             FieldType::Mark => "mark",
+            FieldType::IcmpType => "icmp_type",
+            FieldType::Icmpv6Type => "icmpv6_type",
         }
     }
 
@@ -61,7 +69,7 @@ impl FieldType {
             FieldType::Ipv4Addr | FieldType::Mark => 4,
             FieldType::Ipv6Addr => 16,
             FieldType::InetService => 2,
-            FieldType::InetProto => 1,
+            FieldType::InetProto | FieldType::IcmpType | FieldType::Icmpv6Type => 1,
             FieldType::EtherAddr => 6,
         }
     }
@@ -116,6 +124,13 @@ impl FieldType {
                 None => proto_by_name(s)
                     .map(u128::from)
                     .ok_or_else(|| bad("unknown protocol name")),
+            },
+            FieldType::IcmpType | FieldType::Icmpv6Type => match parse_number(s) {
+                Some(v) if v <= 0xff => Ok(v),
+                Some(_) => Err(bad("type out of range 0-255")),
+                None => icmp_type_by_name(self == FieldType::Icmpv6Type, s)
+                    .map(u128::from)
+                    .ok_or_else(|| bad("unknown type name")),
             },
             FieldType::Mark => match parse_number(s) {
                 Some(v) if v <= 0xffff_ffff => Ok(v),
@@ -178,19 +193,34 @@ impl FieldType {
             }
             return Ok(Range::new(v, v | host));
         }
-        if let Some((a, b)) = split_range(s) {
-            let start = self.parse_value(a)?;
-            let end = self.parse_value(b)?;
-            if start > end {
-                return Err(format!(
-                    "`{}`: range start is greater than its end",
-                    excerpt(s)
-                ));
-            }
-            return Ok(Range::new(start, end));
+        // Names may hold a `-` (`echo-request`, `ftp-data`): a whole
+        // value first, then the first `-` whose two sides are values.
+        let whole = self.parse_value(s);
+        if let Ok(v) = whole {
+            return Ok(Range::new(v, v));
         }
-        let v = self.parse_value(s)?;
-        Ok(Range::new(v, v))
+        let cuts: Vec<usize> = s.match_indices('-').map(|(i, _)| i).collect();
+        let Some(&first) = cuts.first() else {
+            return whole.map(Range::single);
+        };
+        let at = cuts
+            .iter()
+            .copied()
+            .find(|&i| self.parse_value(&s[..i]).is_ok() && self.parse_value(&s[i + 1..]).is_ok())
+            .unwrap_or(first);
+        // No range starts with a value: the whole is what is wrong
+        // (`nd-neighbour-solicit`), not its first word.
+        let Ok(start) = self.parse_value(&s[..at]) else {
+            return whole.map(Range::single);
+        };
+        let end = self.parse_value(&s[at + 1..])?;
+        if start > end {
+            return Err(format!(
+                "`{}`: range start is greater than its end",
+                excerpt(s)
+            ));
+        }
+        Ok(Range::new(start, end))
     }
 
     /// Prints one value the way `nft -n` does.
@@ -231,6 +261,7 @@ fn article(t: FieldType) -> &'static str {
     match t {
         FieldType::Ipv4Addr | FieldType::Ipv6Addr | FieldType::InetService => "an",
         FieldType::InetProto | FieldType::EtherAddr => "an",
+        FieldType::IcmpType | FieldType::Icmpv6Type => "an",
         FieldType::Mark => "a",
     }
 }
@@ -245,11 +276,6 @@ pub(crate) fn host_mask(bits: u32, len: u32) -> u128 {
     } else {
         (1u128 << host) - 1
     }
-}
-
-/// Splits `a-b`. Addresses of every type we parse are free of `-`.
-fn split_range(s: &str) -> Option<(&str, &str)> {
-    s.split_once('-')
 }
 
 fn parse_number(s: &str) -> Option<u128> {
@@ -329,6 +355,54 @@ const SERVICES: &[(&str, u16)] = &[
     ("http-alt", 8080),
 ];
 
+/// ICMP type names nft accepts for `icmp_type`.
+const ICMP_TYPES: &[(&str, u8)] = &[
+    ("echo-reply", 0),
+    ("destination-unreachable", 3),
+    ("source-quench", 4),
+    ("redirect", 5),
+    ("echo-request", 8),
+    ("router-advertisement", 9),
+    ("router-solicitation", 10),
+    ("time-exceeded", 11),
+    ("parameter-problem", 12),
+    ("timestamp-request", 13),
+    ("timestamp-reply", 14),
+    ("info-request", 15),
+    ("info-reply", 16),
+    ("address-mask-request", 17),
+    ("address-mask-reply", 18),
+];
+
+/// ICMPv6 type names nft accepts for `icmpv6_type`.
+const ICMPV6_TYPES: &[(&str, u8)] = &[
+    ("destination-unreachable", 1),
+    ("packet-too-big", 2),
+    ("time-exceeded", 3),
+    ("parameter-problem", 4),
+    ("echo-request", 128),
+    ("echo-reply", 129),
+    ("mld-listener-query", 130),
+    ("mld-listener-report", 131),
+    ("mld-listener-done", 132),
+    ("mld-listener-reduction", 132),
+    ("nd-router-solicit", 133),
+    ("nd-router-advert", 134),
+    ("nd-neighbor-solicit", 135),
+    ("nd-neighbor-advert", 136),
+    ("nd-redirect", 137),
+    ("router-renumbering", 138),
+    ("ind-neighbor-solicit", 141),
+    ("ind-neighbor-advert", 142),
+    ("mld2-listener-report", 143),
+];
+
+/// The type number for an nft ICMP (`v6`: ICMPv6) type name.
+pub fn icmp_type_by_name(v6: bool, s: &str) -> Option<u8> {
+    let names = if v6 { ICMPV6_TYPES } else { ICMP_TYPES };
+    names.iter().find(|(n, _)| *n == s).map(|&(_, v)| v)
+}
+
 /// The protocol number for an nft protocol name.
 pub fn proto_by_name(s: &str) -> Option<u8> {
     PROTOCOLS.iter().find(|(n, _)| *n == s).map(|&(_, v)| v)
@@ -350,6 +424,7 @@ impl fmt::Display for ValueDisplay {
             // compressed, the first on a tie, no single-group compression).
             FieldType::Ipv6Addr => write!(f, "{}", Ipv6Addr::from(v)),
             FieldType::InetService | FieldType::InetProto => write!(f, "{v}"),
+            FieldType::IcmpType | FieldType::Icmpv6Type => write!(f, "{v}"),
             FieldType::Mark => write!(f, "0x{v:08x}"),
             FieldType::EtherAddr => {
                 let b = v.to_be_bytes();

@@ -18,6 +18,7 @@ pub(super) fn field_offset(t: FieldType) -> usize {
         FieldType::Ipv4Addr | FieldType::Ipv6Addr => 12,
         FieldType::InetService => 28,
         FieldType::InetProto => 30,
+        FieldType::IcmpType | FieldType::Icmpv6Type => 31,
         FieldType::Mark => 32,
     }
 }

@@ -106,6 +106,13 @@ pub fn source_value(s: Source, p: &Parsed, frame: &[u8]) -> Option<u128> {
             } as u128)
         }
         Source::L4proto => Some(p.proto as u128),
+        Source::IcmpType(v6)
+            if p.l4_ok
+                && p.l3 == if v6 { L3::V6 } else { L3::V4 }
+                && p.proto == crate::tables::icmp_of(p.l3) =>
+        {
+            Some((p.sport >> 8) as u128)
+        }
         Source::EtherSaddr | Source::EtherDaddr => {
             let at = if s == Source::EtherSaddr { 6 } else { 0 };
             let m = frame.get(at..at + 6)?;

@@ -139,6 +139,8 @@ pub fn build(text: &str, ports: &[PortConfig]) -> Result<Packet, String> {
             Field::Source(Source::L4proto) if *v == proto::ICMPV6 as u128 => {
                 say(ethertype::IPV6, "icmpv6")?
             }
+            Field::Source(Source::IcmpType(true)) => say(ethertype::IPV6, k)?,
+            Field::Source(Source::IcmpType(false)) => say(ethertype::IPV4, k)?,
             _ => {}
         }
     }
@@ -192,10 +194,29 @@ pub fn build(text: &str, ports: &[PortConfig]) -> Result<Packet, String> {
             port_proto = Some(*p);
         }
     }
+    // An ICMP type names its protocol as a port field does.
+    let icmp = given.values().find_map(|(f, v)| match f {
+        Field::Source(Source::IcmpType(v6)) => Some((
+            crate::tables::icmp_of(if *v6 { L3::V6 } else { L3::V4 }),
+            *v as u8,
+        )),
+        _ => None,
+    });
+    if let (Some((p, _)), Some(q)) = (icmp, port_proto) {
+        return Err(format!(
+            "the packet has an ICMP type (protocol {p}) and ports of protocol {q}"
+        ));
+    }
+    let by = if port_proto.is_some() {
+        "a port field"
+    } else {
+        "an ICMP type field"
+    };
+    let port_proto = port_proto.or(icmp.map(|i| i.0));
     let l4proto = match (get("protocol").map(|p| p as u8), port_proto) {
         (Some(a), Some(b)) if a != b => {
             return Err(format!(
-                "the packet's protocol is given as {a} and, by a port field, as {b}"
+                "the packet's protocol is given as {a} and, by {by}, as {b}"
             ))
         }
         (Some(a), _) => a,
@@ -244,6 +265,9 @@ pub fn build(text: &str, ports: &[PortConfig]) -> Result<Packet, String> {
     if has_ports {
         l4[0..2].copy_from_slice(&sport.to_be_bytes());
         l4[2..4].copy_from_slice(&dport.to_be_bytes());
+    }
+    if let Some((_, ty)) = icmp {
+        l4[0] = ty;
     }
     let headers = 14 + if v6 { 40 } else { 20 } + l4.len();
     let want = match len {

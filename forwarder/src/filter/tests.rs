@@ -249,6 +249,8 @@ fn packets_refuse_what_is_not_one_packet() {
         ("ip saddr 192.0.2.1 ip6 daddr ::1", "one of them"),
         ("tcp dport 1 udp sport 2", "two protocols"),
         ("icmp tcp dport 1", "by a port field"),
+        ("udp icmp type echo-request", "by an ICMP type field"),
+        ("icmpv6 type echo-request tcp dport 1", "ICMP type"),
         ("icmp udp", "given twice"),
         ("meta length 20", "headers take"),
         ("meta mark 7", "no mark"),

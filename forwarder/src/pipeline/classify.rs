@@ -142,6 +142,14 @@ fn write_keys(
                 }
                 off += 1;
             }
+            Source::IcmpType(_) => {
+                // The parse puts an ICMP header's type and code where a
+                // transport header's source port is.
+                for (i, k) in packets {
+                    k[off] = (parsed[i].sport >> 8) as u8;
+                }
+                off += 1;
+            }
             Source::EtherSaddr | Source::EtherDaddr => {
                 let at = if *s == Source::EtherSaddr { 6 } else { 0 };
                 for (i, k) in packets {
@@ -200,6 +208,8 @@ mod tests {
             Source::Dport(Some(wire::proto::UDP)),
             Source::Sport(Some(wire::proto::SCTP)),
             Source::L4proto,
+            Source::IcmpType(false),
+            Source::IcmpType(true),
             Source::EtherSaddr,
             Source::EtherDaddr,
             Source::Mark,
@@ -216,6 +226,7 @@ mod tests {
             wire::proto::UDP,
             wire::proto::SCTP,
             wire::proto::ICMP,
+            wire::proto::ICMPV6,
             47,
         ];
         for _ in 0..2000 {
@@ -228,7 +239,7 @@ mod tests {
                     Source::IpSaddr | Source::IpDaddr | Source::Mark => 4,
                     Source::Ip6Saddr | Source::Ip6Daddr => 16,
                     Source::Sport(_) | Source::Dport(_) => 2,
-                    Source::L4proto => 1,
+                    Source::L4proto | Source::IcmpType(_) => 1,
                     Source::EtherSaddr | Source::EtherDaddr => 6,
                 })
                 .sum();
