@@ -484,10 +484,10 @@ impl RouterShared {
     }
 
     /// Worker side: it has queued the first request for neighbour `key`
-    /// on `port` (and sends it at its next turn, after this): false if
-    /// the slow path cannot be told (then it asks again itself).
-    pub fn asked(&self, port: u16, key: u128) -> bool {
-        self.asked.push((port, key)).is_ok()
+    /// on `port` (and sends it at its next turn, after this). With the
+    /// queue full the slow path is not told, and asks again itself.
+    pub fn asked(&self, port: u16, key: u128) {
+        let _ = self.asked.push((port, key));
     }
 
     /// Slow path side: the next neighbour a worker asked for.

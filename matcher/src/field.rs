@@ -199,13 +199,12 @@ impl FieldType {
         if let Ok(v) = whole {
             return Ok(Range::new(v, v));
         }
-        let cuts: Vec<usize> = s.match_indices('-').map(|(i, _)| i).collect();
-        let Some(&first) = cuts.first() else {
+        let Some(first) = s.find('-') else {
             return whole.map(Range::single);
         };
-        let at = cuts
-            .iter()
-            .copied()
+        let at = s
+            .match_indices('-')
+            .map(|(i, _)| i)
             .find(|&i| self.parse_value(&s[..i]).is_ok() && self.parse_value(&s[i + 1..]).is_ok())
             .unwrap_or(first);
         // No range starts with a value: the whole is what is wrong

@@ -38,21 +38,21 @@ fn assert_answers(snap: &Snapshot, imp: Impl, flat: &[u8], want: &[u32], what: &
     }
 }
 
-fn check(set: &str) {
+/// A set's rules, its trace's keys and rte_acl's answers.
+fn load(set: &str) -> (classbench::Rules, Vec<[u8; 13]>, Vec<u32>) {
     let rules = classbench::parse_rules(set, &testdata(set)).unwrap();
     let keys = classbench::parse_trace(set, &testdata(&format!("{set}_trace"))).unwrap();
     let want = answers(set);
     assert_eq!(keys.len(), want.len());
-    let mut s = Set::new(classbench::decl());
-    for e in &rules.elements {
-        s.insert(e.clone(), InsertMode::Create).unwrap();
-    }
-    let snap = s.commit();
-    let flat: Vec<u8> = keys.iter().flatten().copied().collect();
+    (rules, keys, want)
+}
+
+/// Every header gives rte_acl's answer with every implementation, in
+/// bursts, and every seventh one alone.
+fn every_way(snap: &Snapshot, keys: &[[u8; 13]], flat: &[u8], want: &[u32], set: &str) {
     let mut scratch = snap.scratch();
-    let mut out = vec![None; keys.len()];
     for imp in Impl::available() {
-        assert_answers(&snap, imp, &flat, &want, set);
+        assert_answers(snap, imp, flat, want, set);
         for (i, k) in keys.iter().enumerate().step_by(7) {
             let got = snap
                 .lookup_with(imp, k, &mut scratch)
@@ -61,6 +61,19 @@ fn check(set: &str) {
             assert_eq!(got, Some(want[i]), "{set} {imp} single: header {i}");
         }
     }
+}
+
+fn check(set: &str) {
+    let (rules, keys, want) = load(set);
+    let mut s = Set::new(classbench::decl());
+    for e in &rules.elements {
+        s.insert(e.clone(), InsertMode::Create).unwrap();
+    }
+    let snap = s.commit();
+    let flat: Vec<u8> = keys.iter().flatten().copied().collect();
+    let mut scratch = snap.scratch();
+    let mut out = vec![None; keys.len()];
+    every_way(&snap, &keys, &flat, &want, set);
     // With explicit priorities (the rule numbers): every tenth rule left
     // out, the trace against the linear scan of the rest; then those rules
     // put back among the others, one commit each (the classifier's
@@ -140,10 +153,7 @@ fn ipc1_10k() {
 /// scan and the 10 % put back of the smaller sets would take minutes
 /// here.
 fn check_large(set: &str) {
-    let rules = classbench::parse_rules(set, &testdata(set)).unwrap();
-    let keys = classbench::parse_trace(set, &testdata(&format!("{set}_trace"))).unwrap();
-    let want = answers(set);
-    assert_eq!(keys.len(), want.len());
+    let (rules, keys, want) = load(set);
     let mut s = Set::new(classbench::decl());
     for e in &rules.elements {
         let mut e = e.clone();
@@ -152,17 +162,7 @@ fn check_large(set: &str) {
     }
     let snap = s.commit();
     let flat: Vec<u8> = keys.iter().flatten().copied().collect();
-    let mut scratch = snap.scratch();
-    for imp in Impl::available() {
-        assert_answers(&snap, imp, &flat, &want, set);
-        for (i, k) in keys.iter().enumerate().step_by(7) {
-            let got = snap
-                .lookup_with(imp, k, &mut scratch)
-                .and_then(|id| snap.element(id))
-                .and_then(classbench::rule_number);
-            assert_eq!(got, Some(want[i]), "{set} {imp} single: header {i}");
-        }
-    }
+    every_way(&snap, &keys, &flat, &want, set);
     let n = rules.elements.len();
     let moved: Vec<_> = (0..100)
         .map(|k| {
