@@ -24,6 +24,7 @@ pub(crate) struct File {
     pub routes: Option<Routes>,
     pub route_cache: Option<RouteCache>,
     pub flow_cache: Option<FlowCache>,
+    pub conntrack: Option<Conntrack>,
     pub control: Option<Control>,
     pub neighbour: Option<Neighbour>,
     pub icmp: Option<Icmp>,
@@ -145,6 +146,28 @@ pub(crate) struct Vrf {
 pub(crate) struct FlowCache {
     pub entries: Option<Spanned<usize>>,
     pub insert_one_in: Option<Spanned<u32>>,
+}
+
+/// `[conntrack]`: the timeouts keep the names of Linux's sysctls
+/// (`nf_conntrack_tcp_timeout_established` is `tcp_timeout_established`).
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Conntrack {
+    pub enabled: Option<bool>,
+    pub max: Option<Spanned<usize>>,
+    pub acct: Option<bool>,
+    pub tcp_timeout_syn_sent: Option<Spanned<u32>>,
+    pub tcp_timeout_syn_recv: Option<Spanned<u32>>,
+    pub tcp_timeout_established: Option<Spanned<u32>>,
+    pub tcp_timeout_fin_wait: Option<Spanned<u32>>,
+    pub tcp_timeout_close_wait: Option<Spanned<u32>>,
+    pub tcp_timeout_last_ack: Option<Spanned<u32>>,
+    pub tcp_timeout_time_wait: Option<Spanned<u32>>,
+    pub tcp_timeout_close: Option<Spanned<u32>>,
+    pub udp_timeout: Option<Spanned<u32>>,
+    pub udp_timeout_stream: Option<Spanned<u32>>,
+    pub icmp_timeout: Option<Spanned<u32>>,
+    pub generic_timeout: Option<Spanned<u32>>,
 }
 
 #[derive(Deserialize)]

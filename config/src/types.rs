@@ -113,7 +113,7 @@ pub const ROUTE_PROTOCOLS: &[(&str, u8)] = &[
 
 /// The packet fields a set's `match` may name, for messages.
 pub const SOURCES: &str = "ip saddr|daddr, ip6 saddr|daddr, tcp|udp|sctp|th sport|dport, \
-                           meta l4proto (ip protocol, ip6 nexthdr), icmp type, icmpv6 type, \
+                           meta l4proto (ip protocol, ip6 nexthdr), icmp type, icmpv6 type, ct state, \
                            ether saddr|daddr, meta mark";
 
 /// Which packet field feeds a set's field, in nft's words.
@@ -136,6 +136,8 @@ pub enum Source {
     /// `icmp type` (false) or `icmpv6 type` (true): the message type of
     /// an ICMP packet of that family.
     IcmpType(bool),
+    /// `ct state`: the packet's connection tracking state (`[conntrack]`).
+    CtState,
     /// `ether saddr`
     EtherSaddr,
     /// `ether daddr`
@@ -167,6 +169,7 @@ impl Source {
             ["meta", "l4proto"] | ["ip", "protocol"] | ["ip6", "nexthdr"] => Source::L4proto,
             ["icmp", "type"] => Source::IcmpType(false),
             ["icmpv6", "type"] => Source::IcmpType(true),
+            ["ct", "state"] => Source::CtState,
             ["ether", "saddr"] => Source::EtherSaddr,
             ["ether", "daddr"] => Source::EtherDaddr,
             ["meta", "mark"] => Source::Mark,
@@ -197,6 +200,7 @@ impl Source {
             Source::L4proto => "meta l4proto",
             Source::IcmpType(false) => "icmp type",
             Source::IcmpType(true) => "icmpv6 type",
+            Source::CtState => "ct state",
             Source::EtherSaddr => "ether saddr",
             Source::EtherDaddr => "ether daddr",
             Source::Mark => "meta mark",
@@ -212,6 +216,7 @@ impl Source {
             Source::L4proto => FieldType::InetProto,
             Source::IcmpType(false) => FieldType::IcmpType,
             Source::IcmpType(true) => FieldType::Icmpv6Type,
+            Source::CtState => FieldType::CtState,
             Source::EtherSaddr | Source::EtherDaddr => FieldType::EtherAddr,
             Source::Mark => FieldType::Mark,
         }
@@ -378,6 +383,79 @@ impl FlowCache {
     pub const MAX_SETS: usize = 16;
 }
 
+/// Connection tracking's settings (`[conntrack]`): Linux's defaults
+/// where not given.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Conntrack {
+    /// Whether the forwarder tracks connections (default false: then it
+    /// costs nothing, and no set may match `ct state`).
+    pub enabled: bool,
+    /// Connections tracked at most, all workers together
+    /// (`nf_conntrack_max`; default 262,144).
+    pub max: usize,
+    /// Whether each connection counts packets and bytes each way
+    /// (`nf_conntrack_acct`; default false).
+    pub acct: bool,
+    /// Timeouts, in seconds.
+    pub timeouts: CtTimeouts,
+}
+
+impl Default for Conntrack {
+    fn default() -> Conntrack {
+        Conntrack {
+            enabled: false,
+            max: 262_144,
+            acct: false,
+            timeouts: CtTimeouts::default(),
+        }
+    }
+}
+
+/// Connection timeouts in seconds, Linux's names and defaults
+/// (`net.netfilter.nf_conntrack_*`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CtTimeouts {
+    /// A TCP connection's, by its state (SYN_SENT, SYN_RECV, ESTABLISHED,
+    /// FIN_WAIT, CLOSE_WAIT, LAST_ACK, TIME_WAIT, CLOSE): 120, 60,
+    /// 432,000, 120, 60, 30, 120, 10.
+    pub tcp: [u32; 8],
+    /// UDP unreplied (30) and once replied (`udp_timeout_stream`, 120).
+    pub udp: u32,
+    /// See `udp`.
+    pub udp_stream: u32,
+    /// ICMP and ICMPv6 echo and the like (30).
+    pub icmp: u32,
+    /// Other protocols (600).
+    pub generic: u32,
+}
+
+impl CtTimeouts {
+    /// The TCP states' names in `tcp`'s order, as `[conntrack]`'s keys
+    /// end (`tcp_timeout_<name>`).
+    pub const TCP_NAMES: [&'static str; 8] = [
+        "syn_sent",
+        "syn_recv",
+        "established",
+        "fin_wait",
+        "close_wait",
+        "last_ack",
+        "time_wait",
+        "close",
+    ];
+}
+
+impl Default for CtTimeouts {
+    fn default() -> CtTimeouts {
+        CtTimeouts {
+            tcp: [120, 60, 432_000, 120, 60, 30, 120, 10],
+            udp: 30,
+            udp_stream: 120,
+            icmp: 30,
+            generic: 600,
+        }
+    }
+}
+
 /// Rule sets a configuration may have: each worker publishes every set's
 /// match counters in an array of this size.
 pub const MAX_SETS: usize = 256;
@@ -428,6 +506,8 @@ pub struct Config {
     pub route_cache: RouteCache,
     /// Flow cache settings; `None` where not given (use the defaults).
     pub flow_cache: FlowCache,
+    /// Connection tracking (`[conntrack]`).
+    pub conntrack: Conntrack,
     /// The control side's settings.
     pub control: ControlConfig,
     /// Neighbour resolution and ICMP settings (`[neighbour]`, `[icmp]`).

@@ -29,11 +29,15 @@ pub enum FieldType {
     IcmpType,
     /// `icmpv6_type`: an ICMPv6 message type, 8 bits.
     Icmpv6Type,
+    /// `ct_state`: a packet's connection tracking state, one of nft's
+    /// bits (invalid 1, established 2, related 4, new 8, untracked 64),
+    /// 8 bits (nft's type is 32 bits wide; no state uses the others).
+    CtState,
 }
 
 impl FieldType {
     /// All field types, for tests and documentation.
-    pub const ALL: [FieldType; 8] = [
+    pub const ALL: [FieldType; 9] = [
         FieldType::Ipv4Addr,
         FieldType::Ipv6Addr,
         FieldType::InetService,
@@ -42,6 +46,7 @@ impl FieldType {
         FieldType::Mark,
         FieldType::IcmpType,
         FieldType::Icmpv6Type,
+        FieldType::CtState,
     ];
 
     /// The nftables name of the type.
@@ -55,6 +60,7 @@ impl FieldType {
             FieldType::Mark => "mark",
             FieldType::IcmpType => "icmp_type",
             FieldType::Icmpv6Type => "icmpv6_type",
+            FieldType::CtState => "ct_state",
         }
     }
 
@@ -70,6 +76,7 @@ impl FieldType {
             FieldType::Ipv6Addr => 16,
             FieldType::InetService => 2,
             FieldType::InetProto | FieldType::IcmpType | FieldType::Icmpv6Type => 1,
+            FieldType::CtState => 1,
             FieldType::EtherAddr => 6,
         }
     }
@@ -131,6 +138,13 @@ impl FieldType {
                 None => icmp_type_by_name(self == FieldType::Icmpv6Type, s)
                     .map(u128::from)
                     .ok_or_else(|| bad("unknown type name")),
+            },
+            FieldType::CtState => match parse_number(s) {
+                Some(v) if v <= 0xff => Ok(v),
+                Some(_) => Err(bad("state out of range 0-255")),
+                None => ct_state_by_name(s)
+                    .map(u128::from)
+                    .ok_or_else(|| bad("known: new, established, related, invalid, untracked")),
             },
             FieldType::Mark => match parse_number(s) {
                 Some(v) if v <= 0xffff_ffff => Ok(v),
@@ -261,7 +275,7 @@ fn article(t: FieldType) -> &'static str {
         FieldType::Ipv4Addr | FieldType::Ipv6Addr | FieldType::InetService => "an",
         FieldType::InetProto | FieldType::EtherAddr => "an",
         FieldType::IcmpType | FieldType::Icmpv6Type => "an",
-        FieldType::Mark => "a",
+        FieldType::Mark | FieldType::CtState => "a",
     }
 }
 
@@ -396,6 +410,20 @@ const ICMPV6_TYPES: &[(&str, u8)] = &[
     ("mld2-listener-report", 143),
 ];
 
+/// nft's names of connection tracking states and their bits.
+pub const CT_STATES: &[(&str, u8)] = &[
+    ("invalid", 1),
+    ("established", 2),
+    ("related", 4),
+    ("new", 8),
+    ("untracked", 64),
+];
+
+/// The bit of a `ct_state` name.
+pub fn ct_state_by_name(s: &str) -> Option<u8> {
+    CT_STATES.iter().find(|(n, _)| *n == s).map(|&(_, v)| v)
+}
+
 /// The type number for an nft ICMP (`v6`: ICMPv6) type name.
 pub fn icmp_type_by_name(v6: bool, s: &str) -> Option<u8> {
     let names = if v6 { ICMPV6_TYPES } else { ICMP_TYPES };
@@ -424,6 +452,10 @@ impl fmt::Display for ValueDisplay {
             FieldType::Ipv6Addr => write!(f, "{}", Ipv6Addr::from(v)),
             FieldType::InetService | FieldType::InetProto => write!(f, "{v}"),
             FieldType::IcmpType | FieldType::Icmpv6Type => write!(f, "{v}"),
+            FieldType::CtState => match CT_STATES.iter().find(|s| s.1 as u128 == v) {
+                Some((name, _)) => f.write_str(name),
+                None => write!(f, "{v}"),
+            },
             FieldType::Mark => write!(f, "0x{v:08x}"),
             FieldType::EtherAddr => {
                 let b = v.to_be_bytes();

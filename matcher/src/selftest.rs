@@ -169,6 +169,7 @@ pub fn map_value(t: FieldType, n: u128) -> u128 {
         FieldType::Ipv6Addr => (0x2001_0db8u128 << 96) + n,
         FieldType::InetService => n,
         FieldType::InetProto | FieldType::IcmpType | FieldType::Icmpv6Type => n & 0xff,
+        FieldType::CtState => n & 0xff,
         FieldType::EtherAddr => 0x0001_0000_0000 + n,
         FieldType::Mark => 0x100 + n,
     }

@@ -20,6 +20,7 @@ pub(super) fn field_offset(t: FieldType) -> usize {
         FieldType::InetProto => 30,
         FieldType::IcmpType | FieldType::Icmpv6Type => 31,
         FieldType::Mark => 32,
+        FieldType::CtState => 36,
     }
 }
 

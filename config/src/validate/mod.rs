@@ -129,6 +129,10 @@ pub(crate) fn validate_all(
         settings::flow_cache(&loc, raw.flow_cache, &raw.set),
         &mut errs,
     );
+    let conntrack = take(
+        settings::conntrack(&loc, raw.conntrack, &raw.set),
+        &mut errs,
+    );
     let route_cache = take(settings::route_cache(&loc, raw.route_cache), &mut errs);
     let control = take(
         settings::control(&loc, raw.control.as_ref(), dir),
@@ -148,6 +152,7 @@ pub(crate) fn validate_all(
             file_routes,
             route_cache: route_cache?,
             flow_cache: flow_cache?,
+            conntrack: conntrack?,
             control: control?,
             route_file,
             router: router?,

@@ -229,3 +229,75 @@ pub(super) fn route_cache(
         hash: c.hash.map(Spanned::into_inner),
     })
 }
+
+/// `[conntrack]`, and whether a set that matches `ct state` has it on.
+pub(super) fn conntrack(
+    loc: &Located,
+    c: Option<schema::Conntrack>,
+    sets: &[schema::Set],
+) -> Result<Conntrack, ConfigError> {
+    let mut ct = Conntrack::default();
+    if let Some(c) = c {
+        ct.enabled = c.enabled.unwrap_or(false);
+        ct.acct = c.acct.unwrap_or(false);
+        if let Some(m) = &c.max {
+            if !(1..=1 << 24).contains(m.get_ref()) {
+                return Err(loc.of(m, format!("max = {} is not in 1..=16777216", m.get_ref())));
+            }
+            ct.max = *m.get_ref();
+        }
+        let t = &mut ct.timeouts;
+        let tcp = [
+            &c.tcp_timeout_syn_sent,
+            &c.tcp_timeout_syn_recv,
+            &c.tcp_timeout_established,
+            &c.tcp_timeout_fin_wait,
+            &c.tcp_timeout_close_wait,
+            &c.tcp_timeout_last_ack,
+            &c.tcp_timeout_time_wait,
+            &c.tcp_timeout_close,
+        ];
+        let mut all: Vec<(String, &Option<Spanned<u32>>, &mut u32)> = Vec::new();
+        for ((v, name), to) in tcp.into_iter().zip(CtTimeouts::TCP_NAMES).zip(&mut t.tcp) {
+            all.push((format!("tcp_timeout_{name}"), v, to));
+        }
+        all.push(("udp_timeout".into(), &c.udp_timeout, &mut t.udp));
+        all.push((
+            "udp_timeout_stream".into(),
+            &c.udp_timeout_stream,
+            &mut t.udp_stream,
+        ));
+        all.push(("icmp_timeout".into(), &c.icmp_timeout, &mut t.icmp));
+        all.push(("generic_timeout".into(), &c.generic_timeout, &mut t.generic));
+        for (name, v, to) in all {
+            let Some(v) = v else { continue };
+            // A day's worth of ticks past 100 years would wrap the
+            // deadline clock; Linux's longest default is 5 days.
+            if !(1..=31_536_000).contains(v.get_ref()) {
+                return Err(loc.of(
+                    v,
+                    format!("{name} = {} is not in 1..=31536000 seconds", v.get_ref()),
+                ));
+            }
+            *to = *v.get_ref();
+        }
+    }
+    if !ct.enabled {
+        for s in sets {
+            let m = s.match_.get_ref();
+            if m.split(" . ")
+                .any(|p| Source::parse(p) == Ok(Source::CtState))
+            {
+                return Err(loc.of(
+                    &s.match_,
+                    format!(
+                        "set `{}` matches `ct state`, which needs connection tracking: \
+                         add `[conntrack] enabled = true`",
+                        s.name.get_ref()
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(ct)
+}
