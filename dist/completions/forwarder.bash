@@ -25,6 +25,9 @@ _forwarder() {
             forwarder,completions)
                 cmd="forwarder__subcmd__completions"
                 ;;
+            forwarder,conntrack)
+                cmd="forwarder__subcmd__conntrack"
+                ;;
             forwarder,element)
                 cmd="forwarder__subcmd__element"
                 ;;
@@ -54,6 +57,30 @@ _forwarder() {
                 ;;
             forwarder,trace)
                 cmd="forwarder__subcmd__trace"
+                ;;
+            forwarder__subcmd__conntrack,count)
+                cmd="forwarder__subcmd__conntrack__subcmd__count"
+                ;;
+            forwarder__subcmd__conntrack,flush)
+                cmd="forwarder__subcmd__conntrack__subcmd__flush"
+                ;;
+            forwarder__subcmd__conntrack,help)
+                cmd="forwarder__subcmd__conntrack__subcmd__help"
+                ;;
+            forwarder__subcmd__conntrack,list)
+                cmd="forwarder__subcmd__conntrack__subcmd__list"
+                ;;
+            forwarder__subcmd__conntrack__subcmd__help,count)
+                cmd="forwarder__subcmd__conntrack__subcmd__help__subcmd__count"
+                ;;
+            forwarder__subcmd__conntrack__subcmd__help,flush)
+                cmd="forwarder__subcmd__conntrack__subcmd__help__subcmd__flush"
+                ;;
+            forwarder__subcmd__conntrack__subcmd__help,help)
+                cmd="forwarder__subcmd__conntrack__subcmd__help__subcmd__help"
+                ;;
+            forwarder__subcmd__conntrack__subcmd__help,list)
+                cmd="forwarder__subcmd__conntrack__subcmd__help__subcmd__list"
                 ;;
             forwarder__subcmd__element,add)
                 cmd="forwarder__subcmd__element__subcmd__add"
@@ -88,6 +115,9 @@ _forwarder() {
             forwarder__subcmd__help,completions)
                 cmd="forwarder__subcmd__help__subcmd__completions"
                 ;;
+            forwarder__subcmd__help,conntrack)
+                cmd="forwarder__subcmd__help__subcmd__conntrack"
+                ;;
             forwarder__subcmd__help,element)
                 cmd="forwarder__subcmd__help__subcmd__element"
                 ;;
@@ -117,6 +147,15 @@ _forwarder() {
                 ;;
             forwarder__subcmd__help,trace)
                 cmd="forwarder__subcmd__help__subcmd__trace"
+                ;;
+            forwarder__subcmd__help__subcmd__conntrack,count)
+                cmd="forwarder__subcmd__help__subcmd__conntrack__subcmd__count"
+                ;;
+            forwarder__subcmd__help__subcmd__conntrack,flush)
+                cmd="forwarder__subcmd__help__subcmd__conntrack__subcmd__flush"
+                ;;
+            forwarder__subcmd__help__subcmd__conntrack,list)
+                cmd="forwarder__subcmd__help__subcmd__conntrack__subcmd__list"
                 ;;
             forwarder__subcmd__help__subcmd__element,add)
                 cmd="forwarder__subcmd__help__subcmd__element__subcmd__add"
@@ -158,7 +197,7 @@ _forwarder() {
 
     case "${cmd}" in
         forwarder)
-            opts="-c -h -V --config --socket --help --version run reload check stats neighbours trace capture route element completions man lookup help"
+            opts="-c -h -V --config --socket --help --version run reload check stats neighbours trace capture route conntrack element completions man lookup help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -282,6 +321,172 @@ _forwarder() {
                 return 0
             fi
             case "${prev}" in
+                --socket)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        forwarder__subcmd__conntrack)
+            opts="-h --socket --help list count flush help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --socket)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        forwarder__subcmd__conntrack__subcmd__count)
+            opts="-c -h --config --json --socket --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -c)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --socket)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        forwarder__subcmd__conntrack__subcmd__flush)
+            opts="-c -h --config --json --socket --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -c)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --socket)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        forwarder__subcmd__conntrack__subcmd__help)
+            opts="list count flush help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        forwarder__subcmd__conntrack__subcmd__help__subcmd__count)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        forwarder__subcmd__conntrack__subcmd__help__subcmd__flush)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        forwarder__subcmd__conntrack__subcmd__help__subcmd__help)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        forwarder__subcmd__conntrack__subcmd__help__subcmd__list)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        forwarder__subcmd__conntrack__subcmd__list)
+            opts="-c -h --config --json --socket --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -c)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --socket)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -468,7 +673,7 @@ _forwarder() {
             return 0
             ;;
         forwarder__subcmd__help)
-            opts="run reload check stats neighbours trace capture route element completions man lookup help"
+            opts="run reload check stats neighbours trace capture route conntrack element completions man lookup help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -512,6 +717,62 @@ _forwarder() {
         forwarder__subcmd__help__subcmd__completions)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        forwarder__subcmd__help__subcmd__conntrack)
+            opts="list count flush"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        forwarder__subcmd__help__subcmd__conntrack__subcmd__count)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        forwarder__subcmd__help__subcmd__conntrack__subcmd__flush)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        forwarder__subcmd__help__subcmd__conntrack__subcmd__list)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi

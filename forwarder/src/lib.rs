@@ -54,8 +54,10 @@
 
 pub mod clock;
 pub mod cmd;
+pub mod conntrack;
 pub mod control;
 pub mod corelock;
+pub mod decision;
 pub mod filter;
 pub mod kernel;
 pub mod log;

@@ -155,6 +155,14 @@ enum Cmd {
         #[command(subcommand)]
         cmd: forwarder::cmd::route::Cmd,
     },
+    /// List, count or flush the running forwarder's tracked connections
+    ///
+    /// As `conntrack -L`, `-C` and `-F` (with `[conntrack] enabled =
+    /// true`).
+    Conntrack {
+        #[command(subcommand)]
+        cmd: forwarder::cmd::conntrack::Cmd,
+    },
     /// Add, delete or list a set's elements in the running forwarder
     ///
     /// As `nft add|delete element` and `nft list set`: in force at once,
@@ -341,6 +349,11 @@ fn main() -> ExitCode {
         Cmd::Route { cmd } => {
             let json = cmd.json();
             let r = forwarder::cmd::route::run(cmd, conf, out);
+            forwarder::cmd::client::failed_as_json(r, json, out)
+        }
+        Cmd::Conntrack { cmd } => {
+            let json = cmd.json();
+            let r = forwarder::cmd::conntrack::run(cmd, conf, out);
             forwarder::cmd::client::failed_as_json(r, json, out)
         }
         Cmd::Trace(a) => {

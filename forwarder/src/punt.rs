@@ -132,6 +132,10 @@ pub const INJECT_QUEUE: usize = 512;
 /// path takes them up.
 const ASKED_QUEUE: usize = 1024;
 
+/// Frames waiting for the worker that tracks their connection, per
+/// worker, and the buffers for them all (with several workers only).
+pub const HANDOFF_QUEUE: usize = 1024;
+
 /// The slow path's counters (the `stats` JSON's `router` object and the
 /// Prometheus `forwarder_router_NAME_total` families).
 #[derive(Default)]
@@ -304,6 +308,11 @@ pub struct RouterShared {
     /// next frame it serves: the answer may come (as a control frame,
     /// served first) before the frame that met the miss.
     asked: ArrayQueue<(u16, u128)>,
+    /// Per worker, frames other workers handed it: those of connections
+    /// it tracks ([`crate::conntrack`]), and their free buffers (empty
+    /// with one worker).
+    pub handoff: Vec<ArrayQueue<Box<Buf>>>,
+    handoff_free: ArrayQueue<Box<Buf>>,
     /// The neighbours, for the workers.
     pub neigh: arc_swap::ArcSwap<NeighTable>,
     /// Counters.
@@ -345,6 +354,21 @@ impl RouterShared {
                 .map(|_| ArrayQueue::new(INJECT_QUEUE))
                 .collect(),
             asked: ArrayQueue::new(ASKED_QUEUE),
+            handoff: (0..workers.max(1))
+                .map(|_| ArrayQueue::new(HANDOFF_QUEUE))
+                .collect(),
+            handoff_free: {
+                let n = if workers > 1 {
+                    HANDOFF_QUEUE * workers
+                } else {
+                    1
+                };
+                let q = ArrayQueue::new(n);
+                for _ in 0..n {
+                    let _ = q.push(Buf::new());
+                }
+                q
+            },
             neigh: arc_swap::ArcSwap::from_pointee(NeighTable::default()),
             counters: Counters::default(),
             waiter: std::sync::OnceLock::new(),
@@ -378,6 +402,34 @@ impl RouterShared {
     pub fn served(&self, w: usize) {
         let h = &self.handled[w.min(self.handled.len() - 1)];
         h.store(h.load(Relaxed) + 1, Release);
+    }
+
+    /// Hands `frame`, received on `port` by worker `from`, to worker `to`
+    /// (which tracks its connection). False: no room (dropped).
+    pub fn hand_off(&self, to: usize, frame: &[u8], port: u16, from: u16) -> bool {
+        let (Some(q), Some(mut b)) = (self.handoff.get(to), self.handoff_free.pop()) else {
+            return false;
+        };
+        let n = frame.len().min(BUF_CAP);
+        b.data[..n].copy_from_slice(&frame[..n]);
+        b.len = n as u16;
+        b.port = port;
+        b.worker = from;
+        if let Err(b) = q.push(b) {
+            let _ = self.handoff_free.push(b);
+            return false;
+        }
+        true
+    }
+
+    /// A handed frame's buffer, back to the pool.
+    pub fn handed(&self, b: Box<Buf>) {
+        let _ = self.handoff_free.push(b);
+    }
+
+    /// How many workers share the handoff queues.
+    pub fn workers(&self) -> usize {
+        self.handoff.len()
     }
 
     /// Whether nothing punted waits for the slow path.

@@ -37,6 +37,15 @@ pub enum DropReason {
     TooBig,
     /// Tagged with a VLAN that no sub-interface of its port has.
     UnknownVlan,
+    /// Would open a connection, and the connection table has no room
+    /// (only assured connections where it would go).
+    ConntrackFull,
+    /// Handed to the worker that tracks its connection (which counts it
+    /// again as received): with several workers, a connection's packets
+    /// are judged by one of them.
+    HandedOff,
+    /// Its connection's worker had no room for it.
+    HandoffFull,
 }
 
 impl DropReason {
@@ -44,7 +53,7 @@ impl DropReason {
     pub const COUNT: usize = DropReason::ALL.len();
 
     /// Every reason, in counter order (each at its [`DropReason::index`]).
-    pub const ALL: [DropReason; 13] = [
+    pub const ALL: [DropReason; 16] = [
         DropReason::Truncated,
         DropReason::Malformed,
         DropReason::Arp,
@@ -58,6 +67,9 @@ impl DropReason {
         DropReason::Reject,
         DropReason::TooBig,
         DropReason::UnknownVlan,
+        DropReason::ConntrackFull,
+        DropReason::HandedOff,
+        DropReason::HandoffFull,
     ];
 
     /// A short name for counters and logs.
@@ -76,6 +88,9 @@ impl DropReason {
             DropReason::Reject => "reject",
             DropReason::TooBig => "too_big",
             DropReason::UnknownVlan => "unknown_vlan",
+            DropReason::ConntrackFull => "conntrack_full",
+            DropReason::HandedOff => "handed_off",
+            DropReason::HandoffFull => "handoff_full",
         }
     }
 

@@ -48,6 +48,14 @@ pub struct Tables {
     pub flow_seed: u32,
     /// Each core's flow cache.
     pub flow_cache: FlowCacheConfig,
+    /// Connection tracking's settings (`[conntrack]`).
+    pub conntrack: config::Conntrack,
+    /// The workers the connections are spread over: each tracks at most
+    /// `conntrack.max / conntrack_workers` of them.
+    pub conntrack_workers: usize,
+    /// Whether some set reads a field connection tracking's key lacks
+    /// (Ethernet addresses): then its entries keep no decision.
+    pub reads_macs: bool,
     /// What each of the FIB's next hops is, in its order.
     pub hop_kinds: Arc<[HopKind]>,
     /// The ports' configuration (addresses, MACs, MTUs), by index.
@@ -223,6 +231,9 @@ impl Tables {
                 entries: 0,
                 insert_one_in: 1,
             },
+            conntrack: config::Conntrack::default(),
+            conntrack_workers: 1,
+            reads_macs: false,
             hop_kinds: Arc::from(Vec::new()),
             ports: Arc::from(Vec::new()),
             vlans: Arc::default(),

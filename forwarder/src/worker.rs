@@ -3,13 +3,17 @@
 //! an `ArcSwap` once per burst, so every packet of a burst is judged by
 //! one snapshot.
 
+use crate::conntrack::CtView;
 use crate::pipeline::flowcache::FlowCacheStats;
 use crate::pipeline::{Counters, DropCounts, Mode, Pipeline, SetMatches};
 use crate::port::{self, Burst, Port, PortStats};
 use crate::reason::DropReason;
 use crate::shared::Shared;
 use config::Config;
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{
+    AtomicU64,
+    Ordering::{Acquire, Relaxed, Release},
+};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
@@ -54,6 +58,75 @@ pub struct Published {
     /// Per port (configuration order, the VLAN sub-interfaces after the
     /// ports with queues): [`PortStats::NAMES`].
     pub ports: Vec<Atomics<{ PortStats::N }>>,
+    /// Connection tracking's counters ([`crate::conntrack::CtStats::NAMES`]; zero when
+    /// off).
+    pub conntrack: Atomics<10>,
+    /// Requests to its connection table (list, flush).
+    pub ct_box: CtMailbox,
+}
+
+/// How the control side asks a worker for its connections, or to flush
+/// them: it stores a request (a sequence number and an operation) the
+/// worker looks for once a turn (one load), serves between two turns
+/// (only then does it allocate, for the listing) and acknowledges. The
+/// table stays the worker's alone: no other thread reads or frees it.
+#[derive(Default)]
+pub struct CtMailbox {
+    ask: AtomicU64,
+    done: AtomicU64,
+    list: std::sync::Mutex<Vec<CtView>>,
+}
+
+/// What a [`CtMailbox`] request asks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CtOp {
+    /// The connections, listed.
+    List = 1,
+    /// Every connection forgotten.
+    Flush = 2,
+}
+
+impl CtMailbox {
+    /// Posts request `seq` (unique, increasing) for `op`; its answer is
+    /// ready once [`CtMailbox::answered`] says so.
+    pub fn post(&self, seq: u64, op: CtOp) -> u64 {
+        let v = seq << 2 | op as u64;
+        self.ask.store(v, Release);
+        v
+    }
+
+    /// Whether the request `v` [`CtMailbox::post`] returned was served.
+    pub fn answered(&self, v: u64) -> bool {
+        self.done.load(Acquire) == v
+    }
+
+    /// The last listing (taken).
+    pub fn take(&self) -> Vec<CtView> {
+        std::mem::take(&mut *self.list.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    /// The worker's side, once a turn: serves a new request, if any.
+    #[inline]
+    pub fn serve(&self, last: &mut u64, worker: usize, pipe: &mut Pipeline) {
+        let v = self.ask.load(Acquire);
+        if v == *last {
+            return;
+        }
+        *last = v;
+        match v & 3 {
+            1 => {
+                let l = pipe.conntrack().map(|c| c.list(worker)).unwrap_or_default();
+                *self.list.lock().unwrap_or_else(|e| e.into_inner()) = l;
+            }
+            2 => {
+                if let Some(c) = pipe.conntrack_mut() {
+                    c.flush();
+                }
+            }
+            _ => {}
+        }
+        self.done.store(v, Release);
+    }
 }
 
 /// What a [`Published`] holds, read once.
@@ -74,6 +147,8 @@ pub struct Reading {
     pub cache: [u64; 4],
     /// The flow cache's counters, by [`FlowCacheStats::NAMES`].
     pub flow_cache: [u64; 4],
+    /// Connection tracking's, by [`crate::conntrack::CtStats::NAMES`].
+    pub conntrack: [u64; 10],
     /// Per port, by [`PortStats::NAMES`].
     pub ports: Vec<[u64; PortStats::N]>,
 }
@@ -92,6 +167,8 @@ impl Published {
             cache: Default::default(),
             flow_cache: Default::default(),
             ports: (0..ports).map(|_| Default::default()).collect(),
+            conntrack: Default::default(),
+            ct_box: CtMailbox::default(),
         }
     }
 
@@ -107,6 +184,10 @@ impl Published {
         self.generation.store(p.generation(), Relaxed);
         store(&self.cache, p.cache_stats().values());
         store(&self.flow_cache, p.flow_cache_stats().values());
+        store(
+            &self.conntrack,
+            p.conntrack_stats().unwrap_or_default().values(),
+        );
         for (i, a) in self.ports.iter().enumerate() {
             let v = match ports.get(i) {
                 Some(port) => port.stats().values(),
@@ -138,6 +219,7 @@ impl Published {
             loaded: self.loaded.load(Relaxed),
             cache: load(&self.cache),
             flow_cache: load(&self.flow_cache),
+            conntrack: load(&self.conntrack),
             ports: self.ports.iter().map(load).collect(),
         }
     }
@@ -261,6 +343,69 @@ impl Injected {
     }
 }
 
+/// The frames another worker handed this one, taken a burst at a time.
+struct Handed {
+    burst: Burst,
+    #[allow(clippy::vec_box)]
+    bufs: Vec<Box<crate::punt::Buf>>,
+}
+
+impl Handed {
+    fn new() -> Handed {
+        Handed {
+            burst: Burst::new(),
+            bufs: Vec::with_capacity(port::MAX_BURST),
+        }
+    }
+}
+
+/// Runs a burst of the frames other workers handed worker `q` (packets of
+/// connections it tracks) through its pipeline, by the port each came in
+/// on, as if it had received them; nothing allocates (the buffers go back
+/// to their pool).
+fn handed_in(
+    r: &crate::punt::RouterShared,
+    q: usize,
+    h: &mut Handed,
+    pipe: &mut Pipeline,
+    tables: &crate::pipeline::Snapshot,
+    ports: &mut [Box<dyn Port>],
+    mut taps: Option<(&crate::tap::Taps, &mut crate::tap::worker::WorkerTaps)>,
+) {
+    let Some(queue) = r.handoff.get(q) else {
+        return;
+    };
+    while h.bufs.len() < port::MAX_BURST {
+        let Some(b) = queue.pop() else { break };
+        h.bufs.push(b);
+    }
+    for rx in 0..ports.len() as u16 {
+        h.burst.clear();
+        for b in h.bufs.iter().filter(|b| b.port == rx) {
+            h.burst.push(b.frame());
+        }
+        if h.burst.is_empty() {
+            continue;
+        }
+        pipe.rx_port = rx;
+        let armed = taps.as_ref().map_or(0, |(t, _)| t.armed.load(Relaxed));
+        match taps.as_mut() {
+            Some((t, mine)) => {
+                crate::tap::worker::run_burst(t, armed, q, pipe, tables, &mut h.burst, rx, mine)
+            }
+            None => pipe.process(tables, &mut h.burst),
+        }
+        for (tx, which) in pipe.out.iter().enumerate() {
+            if !which.is_empty() {
+                ports[tx].tx_burst(&mut h.burst, which);
+            }
+        }
+    }
+    for b in h.bufs.drain(..) {
+        r.handed(b);
+    }
+}
+
 /// Turns of a worker's loop (bursts or empty polls) between two
 /// publications of its counters: about every millisecond under load,
 /// more often when idle.
@@ -321,6 +466,8 @@ pub fn spawn_with(
                 let mut injected = Injected::new();
                 let mut turns = 0u64;
                 let mut mine = crate::tap::worker::WorkerTaps::default();
+                let mut ct_served = 0;
+                let mut held = Handed::new();
                 while !shared.stop.load(Relaxed) {
                     // One snapshot per turn: every burst is judged wholly
                     // by one generation; the guard is released before the
@@ -378,6 +525,16 @@ pub fn spawn_with(
                         }
                         ports[rx].release(&mut burst);
                     }
+                    // Frames of connections this worker tracks, handed
+                    // over by the others.
+                    if router.handoff.get(q).is_some_and(|h| !h.is_empty()) {
+                        let taps = (armed != 0).then_some((&shared.taps, &mut mine));
+                        handed_in(&router, q, &mut held, &mut pipe, &tables, &mut ports, taps);
+                    }
+                    // Connection tracking's housekeeping: a few buckets
+                    // swept, and the control side's requests served.
+                    pipe.conntrack_turn();
+                    pubd.ct_box.serve(&mut ct_served, q, &mut pipe);
                     turns += 1;
                     if turns.is_multiple_of(PUBLISH_EVERY) {
                         pubd.loaded.store(tables.generation, Relaxed);

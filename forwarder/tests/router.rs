@@ -26,7 +26,6 @@ mod common;
 use common::*;
 use std::io::{Read, Write};
 use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream, UdpSocket};
-use std::os::fd::AsRawFd;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
@@ -88,68 +87,6 @@ retrans_ms = 300
     )
     .unwrap();
     path
-}
-
-/// An ICMP error (type, code, sender, the message) that a datagram sent
-/// by `send` brings back, if one comes within a second.
-fn icmp_error_for(
-    v6: bool,
-    types: &[u8],
-    send: impl FnOnce(),
-) -> Option<(u8, u8, IpAddr, Vec<u8>)> {
-    let fd = icmp_socket(v6);
-    send();
-    let start = Instant::now();
-    while start.elapsed() < Duration::from_secs(2) {
-        if let Some((from, m)) = recv_icmp(&fd, v6) {
-            if types.contains(&m[0]) {
-                return Some((m[0], m[1], from, m));
-            }
-        }
-    }
-    None
-}
-
-fn udp_with_hops(local: &str, dst: &str, hops: u32, payload: usize) {
-    let s = UdpSocket::bind(local).unwrap();
-    let dst: SocketAddr = dst.parse().unwrap();
-    if dst.is_ipv6() {
-        // SAFETY: a setsockopt on our socket with an int.
-        unsafe {
-            libc::setsockopt(
-                s.as_raw_fd(),
-                libc::IPPROTO_IPV6,
-                libc::IPV6_UNICAST_HOPS,
-                &hops as *const _ as *const libc::c_void,
-                4,
-            );
-            // Send as large as asked, whatever the path MTU learnt says
-            // (IPV6_PMTUDISC_PROBE).
-            let pmtu: i32 = 3;
-            libc::setsockopt(
-                s.as_raw_fd(),
-                libc::IPPROTO_IPV6,
-                libc::IPV6_MTU_DISCOVER,
-                &pmtu as *const _ as *const libc::c_void,
-                4,
-            );
-        }
-    } else {
-        s.set_ttl(hops).unwrap();
-        // SAFETY: as above; IP_PMTUDISC_PROBE sets DF and ignores the
-        // path MTU learnt.
-        unsafe {
-            let pmtu: i32 = 3;
-            libc::setsockopt(
-                s.as_raw_fd(),
-                libc::IPPROTO_IP,
-                libc::IP_MTU_DISCOVER,
-                &pmtu as *const _ as *const libc::c_void,
-                4,
-            );
-        }
-    }
-    s.send_to(&vec![0x5a; payload], dst).unwrap();
 }
 
 /// FNV-1a of a byte stream, kept as it goes.

@@ -8,7 +8,7 @@ use std::io::Write;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-fn ask(config: &Path, what: &str) -> Result<Value, String> {
+pub(crate) fn ask(config: &Path, what: &str) -> Result<Value, String> {
     let socket = super::socket(config)?;
     let line = request(&socket, what)?;
     let v: Value = serde_json::from_str(&line)

@@ -7,6 +7,7 @@
 pub mod capture;
 pub mod check;
 pub mod client;
+pub mod conntrack;
 pub mod console;
 pub mod lookup;
 pub mod notify;

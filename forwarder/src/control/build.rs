@@ -8,7 +8,7 @@
 
 use crate::pipeline::Snapshot;
 use crate::tables::{FlowCacheConfig, HopKind, Need, RuleSet, Tables};
-use config::{Config, RouteConfig, SetConfig, Via};
+use config::{Config, RouteConfig, SetConfig, Source, Via};
 use matcher::{InsertMode, Set};
 use routecache::{Family, Fib, FibSnapshot, HashKind, NextHop, RouteCacheConfig, TargetId};
 use std::sync::Arc;
@@ -276,6 +276,13 @@ pub fn assemble(
         route_cache: route_cache(cfg),
         flow_seed,
         flow_cache: flow_cache(cfg),
+        conntrack: cfg.conntrack,
+        conntrack_workers: cfg.forwarder.cores.len().max(1),
+        reads_macs: cfg.sets.iter().any(|s| {
+            s.sources
+                .iter()
+                .any(|x| matches!(x, Source::EtherSaddr | Source::EtherDaddr))
+        }),
         hop_kinds: working.kinds.clone(),
         ports: cfg.ports.clone().into(),
         vlans: Arc::new(crate::vlan::Vlans::new(&cfg.ports)),

@@ -21,6 +21,7 @@
 
 mod access;
 pub mod build;
+mod conntrack;
 pub mod diff;
 pub mod elements;
 mod follow;

@@ -188,6 +188,50 @@ impl Source {
                 family(&mut o, name, "counter", help, all);
             }
         }
+        if self.shared.snapshot.load().conntrack.enabled {
+            // Connection tracking: entries by protocol (a gauge), events
+            // (counters), per core.
+            let names = crate::conntrack::CtStats::NAMES;
+            let entries = reads
+                .iter()
+                .flat_map(|r| {
+                    crate::conntrack::PROTOS
+                        .iter()
+                        .enumerate()
+                        .map(move |(i, p)| {
+                            (
+                                format!("core=\"{}\",proto=\"{p}\"", r.core),
+                                r.counters.conntrack[6 + i],
+                            )
+                        })
+                })
+                .collect();
+            family(
+                &mut o,
+                "conntrack_entries",
+                "gauge",
+                "Tracked connections, per core and protocol.",
+                entries,
+            );
+            let events = reads
+                .iter()
+                .flat_map(|r| {
+                    (1..6).map(move |i| {
+                        (
+                            format!("core=\"{}\",event=\"{}\"", r.core, names[i]),
+                            r.counters.conntrack[i],
+                        )
+                    })
+                })
+                .collect();
+            family(
+                &mut o,
+                "conntrack_events_total",
+                "counter",
+                "Connection tracking: connections created, expired, dropped early; new ones with no room (insert_failed); invalid packets.",
+                events,
+            );
+        }
         family(
             &mut o,
             "generation",

@@ -439,11 +439,13 @@ fn answer(
         "reload" => reload(control, "request", false).into(),
         "stats" => stats.json().into(),
         "neighbours" => stats.neighbours().into(),
+        t if t.starts_with("conntrack ") => stats.conntrack(t["conntrack ".len()..].trim()).into(),
         t if t.starts_with('{') => json_request(control, t),
         other => json!({
             "result": "error",
             "error": format!(
-                "unknown request `{}` (reload, stats, neighbours, or a JSON object)",
+                "unknown request `{}` (reload, stats, neighbours, conntrack list|count|flush, \
+                 or a JSON object)",
                 matcher::excerpt(other)
             ),
         })

@@ -146,7 +146,8 @@ impl Source {
     /// before the first), `reloads`, `reloads_failed`, `last_reload_us`
     /// (how long that reload took, refused or not), `elements_expired`,
     /// `total`, `cores`,
-    /// `ports`, `sets`, `route_cache`, `flow_cache`, `router`,
+    /// `ports`, `sets`, `route_cache`, `flow_cache`, `conntrack` (null
+    /// when off), `router`,
     /// `kernel_routes`, `capture` and `trace` (armed, started, frames or
     /// packets, lost), `vrfs` (with VRFs: see [`Source::vrfs`]).
     pub fn json(&self) -> Value {
@@ -156,6 +157,7 @@ impl Source {
         let mut total_drops = [0; DropReason::COUNT];
         let mut cache = [0; 4];
         let mut flow_cache = [0; 4];
+        let mut conntrack = [0; 10];
         let ports = self.port_totals(&reads);
         let mut sets: Vec<(String, SetMatches)> = Vec::new();
         let mut cores = Vec::new();
@@ -167,6 +169,7 @@ impl Source {
             add(&mut total_drops, &c.drops);
             add(&mut cache, &c.cache);
             add(&mut flow_cache, &c.flow_cache);
+            add(&mut conntrack, &c.conntrack);
             for (name, m) in &r.sets {
                 match sets.iter_mut().find(|(n, _)| n == name) {
                     Some((_, t)) => add(t, m),
@@ -210,6 +213,11 @@ impl Source {
             "sets": sets,
             "route_cache": object(&CacheStats::NAMES, &cache),
             "flow_cache": object(&FlowCacheStats::NAMES, &flow_cache),
+            "conntrack": if self.shared.snapshot.load().conntrack.enabled {
+                Value::Object(object(&crate::conntrack::CtStats::NAMES, &conntrack))
+            } else {
+                Value::Null
+            },
             "router": self.router(),
             "kernel_routes": self.shared.kernel.lock().unwrap_or_else(|e| e.into_inner()).clone(),
             "capture": taps["capture"],

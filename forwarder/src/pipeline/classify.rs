@@ -39,6 +39,7 @@ impl Pipeline {
             write_keys(
                 &set.sources,
                 &self.parsed,
+                &self.ct_state,
                 burst,
                 &found.which[..m],
                 &mut keys[..m * klen],
@@ -97,6 +98,7 @@ pub(super) fn decision(set: &RuleSet, id: u32) -> Fate {
 fn write_keys(
     sources: &[Source],
     parsed: &[Parsed],
+    ct: &[u8],
     burst: &Burst,
     which: &[u8],
     keys: &mut [u8],
@@ -150,6 +152,13 @@ fn write_keys(
                 }
                 off += 1;
             }
+            Source::CtState => {
+                // What connection tracking found (0 without it).
+                for (i, k) in packets {
+                    k[off] = ct[i];
+                }
+                off += 1;
+            }
             Source::EtherSaddr | Source::EtherDaddr => {
                 let at = if *s == Source::EtherSaddr { 6 } else { 0 };
                 for (i, k) in packets {
@@ -180,10 +189,15 @@ mod tests {
     /// values the filter language reads ([`crate::filter::source_value`]):
     /// false when the packet lacks one of the fields. The burst writer and
     /// the filters (captures, live traces) agree through it.
-    fn extract(sources: &[Source], p: &Parsed, frame: &[u8], key: &mut [u8]) -> bool {
+    fn extract(sources: &[Source], p: &Parsed, ct: u8, frame: &[u8], key: &mut [u8]) -> bool {
         let mut off = 0;
         for s in sources {
-            let Some(v) = crate::filter::source_value(*s, p, frame) else {
+            // `ct state` is not in the frame: connection tracking's.
+            let v = match s {
+                Source::CtState => Some(ct as u128),
+                _ => crate::filter::source_value(*s, p, frame),
+            };
+            let Some(v) = v else {
                 return false;
             };
             let t = s.field_type();
@@ -213,6 +227,7 @@ mod tests {
             Source::EtherSaddr,
             Source::EtherDaddr,
             Source::Mark,
+            Source::CtState,
         ];
         let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
         let mut next = move || rng.next_u64();
@@ -239,7 +254,7 @@ mod tests {
                     Source::IpSaddr | Source::IpDaddr | Source::Mark => 4,
                     Source::Ip6Saddr | Source::Ip6Daddr => 16,
                     Source::Sport(_) | Source::Dport(_) => 2,
-                    Source::L4proto | Source::IcmpType(_) => 1,
+                    Source::L4proto | Source::IcmpType(_) | Source::CtState => 1,
                     Source::EtherSaddr | Source::EtherDaddr => 6,
                 })
                 .sum();
@@ -255,12 +270,15 @@ mod tests {
                     ..Parsed::default()
                 })
                 .collect();
+            let ct: Vec<u8> = (0..32)
+                .map(|_| [1u8, 2, 4, 8, 64][next() as usize % 5])
+                .collect();
             let need = Need::of(&sources);
             let mut want = vec![0u8; 32 * klen];
             let mut which = Vec::new();
             for (i, p) in parsed.iter().enumerate() {
                 let mut k = vec![0u8; klen];
-                let ok = extract(&sources, p, burst.frame(i), &mut k);
+                let ok = extract(&sources, p, ct[i], burst.frame(i), &mut k);
                 assert_eq!(need.applies(p), ok, "{sources:?} {p:?}");
                 if ok {
                     want[which.len() * klen..(which.len() + 1) * klen].copy_from_slice(&k);
@@ -268,7 +286,7 @@ mod tests {
                 }
             }
             let mut got = vec![0u8; which.len() * klen];
-            write_keys(&sources, &parsed, &burst, &which, &mut got, klen);
+            write_keys(&sources, &parsed, &ct, &burst, &which, &mut got, klen);
             assert_eq!(got, want[..which.len() * klen], "{sources:?}");
         }
     }

@@ -103,8 +103,12 @@ pub struct Stages {
     pub head: [u8; HEAD],
     /// The parse (the pipeline's own parser).
     pub parsed: Result<Parsed, DropReason>,
-    /// The flow cache.
+    /// The flow cache, or with connection tracking on, the decision kept
+    /// in the packet's connection (`Hit`: taken; `Miss`: none to take).
     pub flow: FlowStage,
+    /// Its `ct state` (nft's bit: `crate::conntrack::state`); 0 with
+    /// connection tracking off.
+    pub ct: u8,
     /// Each rule set, in order (the first [`Stages::nsets`]).
     pub sets: [SetStage; config::MAX_SETS],
     /// How many sets the snapshot has.
@@ -138,6 +142,7 @@ impl Default for Stages {
             head: [0; HEAD],
             parsed: Err(DropReason::Truncated),
             flow: FlowStage::NotLooked,
+            ct: 0,
             sets: [SetStage::NotLooked; config::MAX_SETS],
             nsets: 0,
             target: None,
@@ -203,8 +208,12 @@ impl Pipeline {
             // A packet the cache looked up either missed (`pending`: its
             // decision to be stored) or hit; its fate no longer says
             // which (a drop writes its reason over `Cached`).
+            s.ct = self.ct_state[i];
             s.flow = match &self.flows {
                 _ if s.parsed.is_err() => FlowStage::NotLooked,
+                _ if self.conntrack.is_some() && self.pending[i] => FlowStage::Miss,
+                _ if self.conntrack.is_some() && s.ct != 0 => FlowStage::Hit,
+                _ if self.conntrack.is_some() => FlowStage::NotLooked,
                 None => FlowStage::Off,
                 _ if self.expired_at != 0 => FlowStage::AsideExpiry,
                 _ if aside => FlowStage::AsideHitRate,

@@ -48,14 +48,7 @@ impl Pipeline {
                     hits += 1;
                     self.fate[i] = Fate::Cached;
                     self.decisions[i] = d;
-                    // Two bits a set: its outcome's index plus one.
-                    let mut bits = d.matches;
-                    while bits != 0 {
-                        let at = bits.trailing_zeros() & !1;
-                        let code = (bits >> at) & 3;
-                        self.counters.matches[at as usize / 2][code as usize - 1] += 1;
-                        bits &= !(3 << at);
-                    }
+                    count_matches(&mut self.counters, d.matches);
                 }
                 None => self.pending[i] = true,
             }
@@ -64,32 +57,60 @@ impl Pipeline {
         (lookups - hits) as usize
     }
 
+    /// Packet `i` takes a stored decision (the flow cache's, or its
+    /// connection's), and its matches are counted.
+    #[inline(always)]
+    pub(super) fn take_decision(&mut self, i: usize, d: Decision) {
+        self.fate[i] = Fate::Cached;
+        self.decisions[i] = d;
+        count_matches(&mut self.counters, d.matches);
+    }
+
     /// Stores a missed packet's decision (the index of its next hop, or
-    /// why it is dropped) in the flow cache.
+    /// why it is dropped) in the flow cache, or in its connection's entry
+    /// (entering a new connection it forwards). Returns the packet's
+    /// fate: `hop`, unless a new connection found no room.
     // The test inline, the store out of line: a call per packet (its
     // register saves and restores) would cost every packet where nothing
     // is pending (the flow cache off, or standing aside).
     #[inline(always)]
-    pub(super) fn decided(&mut self, burst: &Burst, i: usize, hop: Result<u32, DropReason>) {
+    pub(super) fn decided(
+        &mut self,
+        burst: &Burst,
+        i: usize,
+        hop: Result<u32, DropReason>,
+    ) -> Result<u32, DropReason> {
         if self.pending[i] {
-            self.store_decision(burst, i, hop);
+            return self.store_decision(burst, i, hop);
         }
+        hop
     }
 
     #[inline(never)]
-    pub(super) fn store_decision(&mut self, burst: &Burst, i: usize, hop: Result<u32, DropReason>) {
-        if let Some(f) = self.flows.as_mut() {
-            let m = self.match_bits[i];
-            let d = match hop {
-                Ok(h) => Decision::forward(m, h),
-                Err(d) => Decision::drop(m, d),
-            };
+    pub(super) fn store_decision(
+        &mut self,
+        burst: &Burst,
+        i: usize,
+        hop: Result<u32, DropReason>,
+    ) -> Result<u32, DropReason> {
+        let m = self.match_bits[i];
+        let d = match hop {
+            Ok(h) => Decision::forward(m, h),
+            Err(d) => Decision::drop(m, d),
+        };
+        if let Some(ct) = self.conntrack.as_mut() {
+            let frame = burst.frame(i);
+            if !ct.commit(&self.tracked[i], &self.parsed[i], frame, d) {
+                return Err(DropReason::ConntrackFull);
+            }
+        } else if let Some(f) = self.flows.as_mut() {
             f.fill(
                 self.flow_locs[i],
                 &FlowId::of(&self.parsed[i], burst.frame(i)),
                 d,
             );
         }
+        hop
     }
 
     /// Rewrites and lists by egress port a burst whose every packet the
@@ -105,5 +126,17 @@ impl Pipeline {
             self.send(burst, i, hop);
         }
         self.count_sent();
+    }
+}
+
+/// Counts a stored decision's set matches: two bits a set, its outcome's
+/// index plus one.
+#[inline(always)]
+fn count_matches(c: &mut super::Counters, mut bits: u32) {
+    while bits != 0 {
+        let at = bits.trailing_zeros() & !1;
+        let code = (bits >> at) & 3;
+        c.matches[at as usize / 2][code as usize - 1] += 1;
+        bits &= !(3 << at);
     }
 }

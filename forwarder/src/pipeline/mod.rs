@@ -14,6 +14,7 @@ mod route;
 mod send;
 #[cfg(test)]
 mod tests;
+mod track;
 
 pub use counters::{Counters, DropCounts, Outcome, SetMatches};
 pub use explain::{Fated, FlowStage, HopState, SetStage, Stages, HEAD};
@@ -107,8 +108,14 @@ pub struct Pipeline {
     idx4: [u8; MAX_BURST],
     idx6: [u8; MAX_BURST],
     targets: [Option<TargetId>; MAX_BURST],
-    /// The flow cache, when configured (and the sets fit in its entries).
+    /// The flow cache, when configured (and the sets fit in its entries,
+    /// and connection tracking is off).
     flows: Option<FlowCache>,
+    /// Connection tracking, when on; per packet of the burst what it
+    /// found, and its `ct state` (what the sets read).
+    conntrack: Option<crate::conntrack::Tracker>,
+    tracked: [crate::conntrack::Tracked; MAX_BURST],
+    ct_state: [u8; MAX_BURST],
     /// Per packet of the burst: its flow and bucket, whether its decision
     /// is to be stored (a flow cache miss), the matches the sets found.
     flow_locs: [Loc; MAX_BURST],
@@ -252,6 +259,9 @@ impl Pipeline {
             idx6: [0; MAX_BURST],
             targets: [None; MAX_BURST],
             flows: None,
+            conntrack: None,
+            tracked: [crate::conntrack::Tracked::default(); MAX_BURST],
+            ct_state: [0; MAX_BURST],
             flow_locs: [Loc::default(); MAX_BURST],
             pending: [false; MAX_BURST],
             match_bits: [0; MAX_BURST],
@@ -345,6 +355,11 @@ impl Pipeline {
         // records; a snapshot built otherwise gets no cache rather than
         // wrong counts.
         if tables.sets.len() > flowcache::MAX_SETS {
+            c.entries = 0;
+        }
+        self.adopt_conntrack(tables);
+        if self.conntrack.is_some() {
+            // Its entries keep the decisions: one lookup a packet.
             c.entries = 0;
         }
         match &mut self.flows {
@@ -507,7 +522,9 @@ impl Pipeline {
                 // Packets the flow cache did not decide (all of them
                 // without it): when none, the sets and the FIB have
                 // nothing to look up.
-                let left = if self.flows.is_some() && self.expired_at == 0 {
+                let left = if self.conntrack.is_some() {
+                    self.track(burst, n)
+                } else if self.flows.is_some() && self.expired_at == 0 {
                     self.lookup_flows(burst, n)
                 } else {
                     n

@@ -154,12 +154,11 @@ impl Pipeline {
                 Fate::Dropped(d) => Err(d),
                 Fate::Go | Fate::Accepted => {
                     let h = self.next_hop(tables, i);
-                    self.decided(burst, i, h);
-                    h
+                    self.decided(burst, i, h)
                 }
             };
             if let Fate::Dropped(d) = self.fate[i] {
-                self.decided(burst, i, Err(d));
+                let _ = self.decided(burst, i, Err(d));
             }
             self.send(burst, i, hop);
         }

@@ -9,7 +9,7 @@ use crate::punt::Buf;
 use crate::reason::DropReason;
 use crate::tables::{HopKind, Tables};
 use crate::wire::{self, proto, Parsed, L3};
-use config::Action;
+use config::{Action, Source};
 use matcher::{Data, Verdict};
 use routecache::{Family, FlowKey, Targets, ECMP_FLAG};
 use serde_json::{json, Value};
@@ -256,11 +256,26 @@ pub fn describe(
         FlowStage::Miss if hypothetical => ("miss", "this trace's own cache is empty: on a worker a repeat of the flow hits, with the decision below"),
         FlowStage::Miss => ("miss", "the sets and routes decide; the decision is offered to the cache"),
     };
-    out.push(stage(
-        "flow_cache",
-        format!("{flow}: {why}"),
-        json!({ "result": flow, "why": why }),
-    ));
+    if s.ct != 0 {
+        // Connection tracking: the packet's state, and whether its
+        // connection's entry decided it (the flow cache is off).
+        let name = matcher::FieldType::CtState.format_value(s.ct as u128);
+        let (result, why) = match s.flow {
+            FlowStage::Hit => ("hit", "its connection's stored decision was taken: no set or route looked up"),
+            _ => ("miss", "the sets and routes decide; the decision is kept in its connection (if it has one)"),
+        };
+        out.push(stage(
+            "conntrack",
+            format!("ct state {name}; {result}: {why}"),
+            json!({ "ct_state": name, "result": result, "why": why }),
+        ));
+    } else {
+        out.push(stage(
+            "flow_cache",
+            format!("{flow}: {why}"),
+            json!({ "result": flow, "why": why }),
+        ));
+    }
     // Each set.
     for (si, (set, st)) in t.sets.iter().zip(s.sets()).enumerate() {
         let decl = set.snap.decl();
@@ -270,7 +285,11 @@ pub fn describe(
             let v: Option<Vec<u128>> = set
                 .sources
                 .iter()
-                .map(|x| source_value(*x, &p, frame))
+                .map(|x| match x {
+                    // Not in the frame: what connection tracking found.
+                    Source::CtState => (s.ct != 0).then_some(s.ct as u128),
+                    _ => source_value(*x, &p, frame),
+                })
                 .collect();
             v.map(|v| decl.format_key(&decl.key_from_values(&v)))
         });

@@ -2,7 +2,7 @@
 //! back (the router and VLAN namespace tests' pings).
 
 use super::raw::timed;
-use std::net::IpAddr;
+use std::net::{IpAddr, SocketAddr, UdpSocket};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::time::{Duration, Instant};
 
@@ -142,4 +142,68 @@ pub fn ping(dst: &str, within: Duration) -> Option<Duration> {
         }
     }
     None
+}
+
+/// An ICMP error (type, code, sender, the message) that a datagram sent
+/// by `send` brings back, if one comes within a second.
+pub fn icmp_error_for(
+    v6: bool,
+    types: &[u8],
+    send: impl FnOnce(),
+) -> Option<(u8, u8, IpAddr, Vec<u8>)> {
+    let fd = icmp_socket(v6);
+    send();
+    let start = Instant::now();
+    while start.elapsed() < Duration::from_secs(2) {
+        if let Some((from, m)) = recv_icmp(&fd, v6) {
+            if types.contains(&m[0]) {
+                return Some((m[0], m[1], from, m));
+            }
+        }
+    }
+    None
+}
+
+/// A datagram of `payload` bytes from `local` to `dst` with hop limit
+/// `hops`, sent however large (no path MTU discovery).
+pub fn udp_with_hops(local: &str, dst: &str, hops: u32, payload: usize) {
+    let s = UdpSocket::bind(local).unwrap();
+    let dst: SocketAddr = dst.parse().unwrap();
+    if dst.is_ipv6() {
+        // SAFETY: a setsockopt on our socket with an int.
+        unsafe {
+            libc::setsockopt(
+                s.as_raw_fd(),
+                libc::IPPROTO_IPV6,
+                libc::IPV6_UNICAST_HOPS,
+                &hops as *const _ as *const libc::c_void,
+                4,
+            );
+            // Send as large as asked, whatever the path MTU learnt says
+            // (IPV6_PMTUDISC_PROBE).
+            let pmtu: i32 = 3;
+            libc::setsockopt(
+                s.as_raw_fd(),
+                libc::IPPROTO_IPV6,
+                libc::IPV6_MTU_DISCOVER,
+                &pmtu as *const _ as *const libc::c_void,
+                4,
+            );
+        }
+    } else {
+        s.set_ttl(hops).unwrap();
+        // SAFETY: as above; IP_PMTUDISC_PROBE sets DF and ignores the
+        // path MTU learnt.
+        unsafe {
+            let pmtu: i32 = 3;
+            libc::setsockopt(
+                s.as_raw_fd(),
+                libc::IPPROTO_IP,
+                libc::IP_MTU_DISCOVER,
+                &pmtu as *const _ as *const libc::c_void,
+                4,
+            );
+        }
+    }
+    s.send_to(&vec![0x5a; payload], dst).unwrap();
 }

@@ -1,4 +1,5 @@
 use super::*;
+use crate::reason::DropReason;
 use routecache::gen::Rng;
 
 fn id(n: u64) -> FlowId {

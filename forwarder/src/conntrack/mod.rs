@@ -1,0 +1,797 @@
+//! Connection tracking on the data path, with Linux's model: a packet
+//! belongs to a connection (one entry for both directions), TCP follows
+//! the handshake and the teardown ([`tcp`]), UDP and ICMP queries become
+//! established once answered, an ICMP error quoting a tracked connection
+//! is related, and what fits no connection and cannot start one is
+//! invalid. The sets read the outcome as `ct state`.
+//!
+//! **Each worker has its own table** (no lock, no atomic, no sharing):
+//! both directions of a connection must reach the same worker. The
+//! drivers' steering does that where it is symmetric: af_packet's
+//! `fanout = "hash"` (the kernel's symmetric flow hash), the synthetic
+//! generator (each queue its own flows); AF_XDP and DPDK with several
+//! workers need the NIC's RSS to be symmetric (a key such as `6d5a`
+//! repeated; `ethtool -X`), or one worker. See docs/conntrack.md.
+//!
+//! **A new connection is entered only when its first packet is
+//! forwarded** (Linux confirms a connection as its packet leaves): a
+//! packet the sets drop leaves no entry. A packet of a known connection
+//! moves its state before the sets see it, as Linux's conntrack hook runs
+//! before filtering.
+//!
+//! **Entries expire lazily and by a sweep**: a lookup that finds an
+//! expired entry frees it, an insert frees the expired entries of the
+//! buckets it looks at, and every turn the worker sweeps a few buckets.
+//! Only the owning worker frees.
+//!
+//! **One lookup for conntrack and the flow cache**: with conntrack on, the
+//! flow cache is off and each entry keeps, per direction, the decision the
+//! sets and routes took (and the snapshot epoch it was taken in). A
+//! packet whose direction has a current decision skips the sets and the
+//! FIB. A decision is dropped when the direction's `ct state` changes (the
+//! first reply makes the original direction established), and no
+//! decision is kept where sets match Ethernet addresses (not part of the
+//! key).
+
+pub mod key;
+pub mod table;
+pub mod tcp;
+#[cfg(test)]
+mod tests;
+
+use crate::decision::Decision;
+use key::{Key, Kind, Seen};
+use table::{flag, Entry, Room, Table};
+
+/// `ct state` bits, as nft numbers them.
+pub mod state {
+    /// Fits no connection and cannot start one.
+    pub const INVALID: u8 = 1;
+    /// A packet of a connection that has seen both directions (or a
+    /// reply).
+    pub const ESTABLISHED: u8 = 2;
+    /// An ICMP error quoting a tracked connection.
+    pub const RELATED: u8 = 4;
+    /// The original direction of a connection not yet answered.
+    pub const NEW: u8 = 8;
+    /// Not tracked.
+    pub const UNTRACKED: u8 = 64;
+}
+
+/// Milliseconds of [`crate::clock::now_ms`] per tick of the deadlines:
+/// a `u32` of 16 ms ticks spans 2.2 years, compared with wrapping
+/// arithmetic (a timeout may be up to a year).
+const TICK_SHIFT: u32 = 4;
+
+/// The deadline clock now.
+pub fn ticks() -> u32 {
+    (crate::clock::now_ms() >> TICK_SHIFT) as u32
+}
+
+fn ticks_of(secs: u32) -> u32 {
+    ((secs as u64 * 1000) >> TICK_SHIFT) as u32
+}
+
+/// The seed of [`owner`]'s hash: one for the process, so that every
+/// worker, and every snapshot, names the same owner.
+static OWNER_SEED: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+
+/// Which of `workers` workers tracks the connection a packet seen as
+/// `seen` belongs to (an ICMP error: the one it quotes); `None` for a
+/// packet of no connection (judged where it arrives). With several
+/// workers a packet that arrives at another is handed to this one, so
+/// both directions meet one table whatever the ports' steering.
+#[inline]
+pub fn owner(seen: &Seen, workers: usize) -> Option<usize> {
+    let k = match seen {
+        Seen::Packet { key, .. } | Seen::Error { key, .. } => key,
+        Seen::Invalid | Seen::Untracked => return None,
+    };
+    let seed = *OWNER_SEED.get_or_init(|| {
+        let s = std::collections::hash_map::RandomState::new();
+        std::hash::BuildHasher::hash_one(&s, 0x006f_776e_6572_u64)
+    });
+    let mut h = seed;
+    for w in k.w {
+        h = (h ^ w).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        h ^= h >> 29;
+    }
+    // The final mix (MurmurHash3's): without it, keys that differ in a
+    // port's low bits alone (a client's consecutive ports) moved the top
+    // bits by under 1 % each, and went to one worker.
+    h ^= h >> 33;
+    h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
+    h ^= h >> 33;
+    h = h.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
+    h ^= h >> 33;
+    Some((((h >> 32) * workers as u64) >> 32) as usize)
+}
+
+/// Protocols counted apart.
+pub const PROTOS: [&str; 4] = ["tcp", "udp", "icmp", "other"];
+
+fn proto_index(p: u8) -> usize {
+    match p {
+        crate::wire::proto::TCP => 0,
+        crate::wire::proto::UDP => 1,
+        crate::wire::proto::ICMP | crate::wire::proto::ICMPV6 => 2,
+        _ => 3,
+    }
+}
+
+/// A worker's connection tracking counters.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CtStats {
+    /// Entries now.
+    pub entries: u64,
+    /// Connections entered.
+    pub created: u64,
+    /// Entries gone by their timeout.
+    pub expired: u64,
+    /// Unassured entries dropped to make room.
+    pub early_drop: u64,
+    /// New connections with no room (their packets dropped).
+    pub insert_failed: u64,
+    /// Packets found invalid.
+    pub invalid: u64,
+    /// Entries now by protocol ([`PROTOS`]).
+    pub by_proto: [u64; 4],
+}
+
+impl CtStats {
+    /// The names of [`CtStats::values`], as statistics print them.
+    pub const NAMES: [&'static str; 10] = [
+        "entries",
+        "created",
+        "expired",
+        "early_drop",
+        "insert_failed",
+        "invalid",
+        "entries_tcp",
+        "entries_udp",
+        "entries_icmp",
+        "entries_other",
+    ];
+
+    /// The counters in [`CtStats::NAMES`]'s order.
+    pub fn values(&self) -> [u64; 10] {
+        let p = self.by_proto;
+        [
+            self.entries,
+            self.created,
+            self.expired,
+            self.early_drop,
+            self.insert_failed,
+            self.invalid,
+            p[0],
+            p[1],
+            p[2],
+            p[3],
+        ]
+    }
+
+    /// Counters from [`CtStats::values`].
+    pub fn from_values(v: [u64; 10]) -> CtStats {
+        CtStats {
+            entries: v[0],
+            created: v[1],
+            expired: v[2],
+            early_drop: v[3],
+            insert_failed: v[4],
+            invalid: v[5],
+            by_proto: [v[6], v[7], v[8], v[9]],
+        }
+    }
+}
+
+/// What tracking found for one packet, kept until its decision is known
+/// ([`Tracker::commit`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Tracked {
+    /// Its `ct state` ([`state`]).
+    pub state: u8,
+    /// Its connection's slot, when it has one (`u32::MAX`: none).
+    pub slot: u32,
+    /// Its direction: 0 original, 1 reply.
+    pub dir: u8,
+    /// Whether its forwarding enters a new connection.
+    pub open: bool,
+}
+
+const NO_SLOT: u32 = u32::MAX;
+
+/// Timeouts in ticks.
+#[derive(Clone, Copy, Debug)]
+struct Timeouts {
+    /// By TCP state, [`tcp::NONE`] to [`tcp::SYN_SENT2`].
+    tcp: [u32; 10],
+    udp: u32,
+    udp_stream: u32,
+    icmp: u32,
+    generic: u32,
+}
+
+impl Timeouts {
+    fn of(t: &config::CtTimeouts) -> Timeouts {
+        let mut tcp = [0; 10];
+        for (i, s) in t.tcp.iter().enumerate() {
+            tcp[i + 1] = ticks_of(*s);
+        }
+        // SYN_SENT2 has SYN_SENT's (Linux: both 2 minutes).
+        tcp[tcp::SYN_SENT2 as usize] = tcp[tcp::SYN_SENT as usize];
+        tcp[tcp::NONE as usize] = tcp[tcp::SYN_SENT as usize];
+        Timeouts {
+            tcp,
+            udp: ticks_of(t.udp),
+            udp_stream: ticks_of(t.udp_stream),
+            icmp: ticks_of(t.icmp),
+            generic: ticks_of(t.generic),
+        }
+    }
+}
+
+/// One worker's connection tracking.
+pub struct Tracker {
+    table: Table,
+    timeouts: Timeouts,
+    acct: bool,
+    /// Per slot, packets and bytes each way, when counted.
+    counts: Vec<[u64; 4]>,
+    stats: CtStats,
+    /// The snapshot epoch decisions are stored in.
+    epoch: u16,
+    /// Whether decisions are stored at all (no set reads what the key
+    /// lacks).
+    pub caching: bool,
+    now: u32,
+    cursor: usize,
+    /// The settings it was built for.
+    pub config: config::Conntrack,
+}
+
+/// A connection as `forwarder conntrack list` shows it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CtView {
+    /// `tcp`, `udp`, `icmp`, `icmpv6` or the protocol's number.
+    pub proto: String,
+    /// The protocol's number.
+    pub protonum: u8,
+    /// Seconds left.
+    pub timeout: u64,
+    /// TCP's state (empty for others).
+    pub state: String,
+    /// The original direction: source, destination and ports (`type`,
+    /// `code` and `id` for ICMP), as `conntrack -L` writes them.
+    pub original: String,
+    /// The reply direction.
+    pub reply: String,
+    /// `[UNREPLIED]`, `[ASSURED]` or nothing.
+    pub status: String,
+    /// Packets and bytes each way (original, reply), when counted.
+    pub counters: Option<[u64; 4]>,
+    /// The VRF's index.
+    pub vrf: u8,
+    /// The worker that holds it.
+    pub worker: usize,
+}
+
+impl CtView {
+    /// As JSON, the fields by their names.
+    pub fn json(&self) -> serde_json::Value {
+        let mut v = serde_json::json!({
+            "proto": self.proto,
+            "protonum": self.protonum,
+            "timeout": self.timeout,
+            "state": self.state,
+            "original": self.original,
+            "reply": self.reply,
+            "status": self.status,
+            "vrf": self.vrf,
+            "worker": self.worker,
+            "line": self.line(),
+        });
+        if let Some(c) = self.counters {
+            v["packets"] = serde_json::json!([c[0], c[2]]);
+            v["bytes"] = serde_json::json!([c[1], c[3]]);
+        }
+        v
+    }
+
+    /// The line `conntrack -L` would print.
+    pub fn line(&self) -> String {
+        let mut s = format!("{:<8} {:<2} {} ", self.proto, self.protonum, self.timeout);
+        if !self.state.is_empty() {
+            s += &format!("{} ", self.state);
+        }
+        s += &self.original;
+        if let Some(c) = self.counters {
+            s += &format!(" packets={} bytes={}", c[0], c[1]);
+        }
+        if self.status == "[UNREPLIED]" {
+            s += " [UNREPLIED]";
+        }
+        s += " ";
+        s += &self.reply;
+        if let Some(c) = self.counters {
+            s += &format!(" packets={} bytes={}", c[2], c[3]);
+        }
+        if self.status == "[ASSURED]" {
+            s += " [ASSURED]";
+        }
+        if self.vrf != 0 {
+            s += &format!(" zone={}", self.vrf);
+        }
+        s
+    }
+}
+
+impl Tracker {
+    /// A tracker for `max` connections with the settings `c`.
+    pub fn new(c: &config::Conntrack, max: usize) -> Tracker {
+        let seed = std::collections::hash_map::RandomState::new();
+        let seed = std::hash::BuildHasher::hash_one(&seed, 0x6374_u64);
+        let table = Table::new(max, seed);
+        let slots = table.slots();
+        Tracker {
+            table,
+            timeouts: Timeouts::of(&c.timeouts),
+            acct: c.acct,
+            counts: if c.acct {
+                vec![[0; 4]; slots]
+            } else {
+                Vec::new()
+            },
+            stats: CtStats::default(),
+            epoch: 1,
+            caching: true,
+            now: ticks(),
+            cursor: 0,
+            config: *c,
+        }
+    }
+
+    /// Connections it holds at most.
+    pub fn max(&self) -> usize {
+        self.table.max
+    }
+
+    /// Bytes its tables hold.
+    pub fn bytes(&self) -> usize {
+        self.table.bytes() + self.counts.len() * 32
+    }
+
+    /// Its counters.
+    pub fn stats(&self) -> CtStats {
+        CtStats {
+            entries: self.table.count as u64,
+            ..self.stats
+        }
+    }
+
+    /// A new snapshot: the stored decisions are stale.
+    pub fn new_epoch(&mut self) {
+        self.epoch = self.epoch.wrapping_add(1);
+        if self.epoch == 0 {
+            self.table.forget_decisions();
+            self.epoch = 1;
+        }
+    }
+
+    /// The time this burst is judged at (one clock read a burst).
+    #[inline]
+    pub fn set_now(&mut self, now: u32) {
+        self.now = now;
+    }
+
+    fn gone(stats: &mut CtStats, e: &Entry) {
+        stats.by_proto[proto_index(e.key.proto())] -= 1;
+    }
+
+    /// Frees the expired entries of a few buckets (once a turn).
+    pub fn sweep(&mut self, buckets: usize) {
+        let now = ticks();
+        let st = &mut self.stats;
+        self.table.sweep(&mut self.cursor, buckets, now, |e| {
+            st.expired += 1;
+            Tracker::gone(st, e);
+        });
+    }
+
+    /// Frees every entry.
+    pub fn flush(&mut self) {
+        self.table.clear();
+        self.stats.by_proto = [0; 4];
+    }
+
+    /// Tracks packet `p` of `frame`: its `ct state`, its connection's
+    /// state moved on, and the decision stored for its direction, if any
+    /// and `cached` (decisions usable at all in this burst).
+    #[inline]
+    pub fn track(
+        &mut self,
+        p: &crate::wire::Parsed,
+        frame: &[u8],
+        cached: bool,
+    ) -> (Tracked, Option<Decision>) {
+        self.track_seen(key::seen(p, frame), p, frame.len(), cached)
+    }
+
+    /// [`Tracker::track`] of a packet already [`key::seen`].
+    #[inline]
+    pub fn track_seen(
+        &mut self,
+        seen: Seen,
+        p: &crate::wire::Parsed,
+        len: usize,
+        cached: bool,
+    ) -> (Tracked, Option<Decision>) {
+        let mut t = Tracked {
+            state: state::INVALID,
+            slot: NO_SLOT,
+            dir: 0,
+            open: false,
+        };
+        let frame_len = len;
+        match seen {
+            Seen::Invalid => self.stats.invalid += 1,
+            Seen::Untracked => t.state = state::UNTRACKED,
+            Seen::Error { key, quoted_src } => {
+                let h = self.table.hash(&key);
+                match self.live(h, &key) {
+                    // The error goes back to the quoted packet's sender.
+                    Some(_) if p.dst == quoted_src => t.state = state::RELATED,
+                    _ => self.stats.invalid += 1,
+                }
+            }
+            Seen::Packet { key, rev, kind } => {
+                let h = self.table.hash(&key);
+                let Some(s) = self.live(h, &key) else {
+                    if opens(kind) {
+                        return (self.open(h, &key, rev, kind, frame_len), None);
+                    }
+                    self.stats.invalid += 1;
+                    return (t, None);
+                };
+                return self.update(s, rev, kind, frame_len, cached);
+            }
+        }
+        (t, None)
+    }
+
+    /// The slot of `key`'s entry unless it has expired (then it is
+    /// freed).
+    #[inline(always)]
+    fn live(&mut self, h: u64, key: &Key) -> Option<usize> {
+        let s = self.table.find(h, key)?;
+        if self.table.entry(s).expired(self.now) {
+            let e = *self.table.entry(s);
+            self.table.free(s);
+            self.stats.expired += 1;
+            Tracker::gone(&mut self.stats, &e);
+            return None;
+        }
+        Some(s)
+    }
+
+    /// A packet of the connection in slot `s`.
+    #[inline(always)]
+    fn update(
+        &mut self,
+        s: usize,
+        rev: bool,
+        kind: Kind,
+        len: usize,
+        cached: bool,
+    ) -> (Tracked, Option<Decision>) {
+        let now = self.now;
+        let to = self.timeouts;
+        let e = self.table.entry_mut(s);
+        let dir = (rev != (e.flags & flag::ORIG_HI != 0)) as u8;
+        let mut t = Tracked {
+            state: if dir == 1 || e.flags & flag::SEEN_REPLY != 0 {
+                state::ESTABLISHED
+            } else {
+                state::NEW
+            },
+            slot: s as u32,
+            dir,
+            open: false,
+        };
+        let seen_reply = e.flags & flag::SEEN_REPLY != 0;
+        let timeout = match kind {
+            Kind::Tcp(flags) => {
+                let class = tcp::class(flags);
+                let closing = e.flags & flag::CLOSING != 0;
+                let last_rst = e.flags & flag::LAST_RST != 0
+                    && (e.flags & flag::LAST_REPLY != 0) == (dir == 1);
+                match tcp::step(e.state, dir == 1, class, closing, last_rst) {
+                    tcp::Step::Invalid => {
+                        self.stats.invalid += 1;
+                        t.state = state::INVALID;
+                        t.slot = NO_SLOT;
+                        return (t, None);
+                    }
+                    tcp::Step::Reopen => {
+                        // The old connection goes; this SYN opens anew.
+                        let old = *e;
+                        self.table.free(s);
+                        Tracker::gone(&mut self.stats, &old);
+                        let h = self.table.hash(&old.key);
+                        return (self.open(h, &old.key, rev, kind, len), None);
+                    }
+                    tcp::Step::Ignore => None,
+                    tcp::Step::To(n) => {
+                        let old = e.state;
+                        e.state = n;
+                        if n == tcp::FIN_WAIT {
+                            e.flags |= flag::CLOSING;
+                        }
+                        e.flags &= !(flag::LAST_RST | flag::LAST_REPLY);
+                        if class == tcp::Class::Rst {
+                            e.flags |= flag::LAST_RST | if dir == 1 { flag::LAST_REPLY } else { 0 };
+                        }
+                        if seen_reply
+                            && (old == tcp::SYN_RECV || old == tcp::ESTABLISHED)
+                            && n == tcp::ESTABLISHED
+                        {
+                            e.flags |= flag::ASSURED;
+                        }
+                        if !seen_reply && class == tcp::Class::Rst {
+                            // A reset before any answer (a refused
+                            // connection): Linux deletes it at once.
+                            let old = *e;
+                            self.table.free(s);
+                            Tracker::gone(&mut self.stats, &old);
+                            t.slot = NO_SLOT;
+                            return (t, None);
+                        }
+                        Some(to.tcp[n as usize])
+                    }
+                }
+            }
+            Kind::Udp => Some(if seen_reply {
+                e.flags |= flag::ASSURED;
+                to.udp_stream
+            } else {
+                to.udp
+            }),
+            Kind::IcmpReply if dir == 0 => {
+                self.stats.invalid += 1;
+                t.state = state::INVALID;
+                t.slot = NO_SLOT;
+                return (t, None);
+            }
+            Kind::IcmpRequest | Kind::IcmpReply => Some(to.icmp),
+            Kind::Other => Some(to.generic),
+        };
+        if let Some(tm) = timeout {
+            e.deadline = now.wrapping_add(tm);
+        }
+        if dir == 1 && !seen_reply {
+            // The first answer: the original direction is established
+            // from now on, and what was decided for it as new is stale.
+            e.flags = (e.flags | flag::SEEN_REPLY) & !flag::DECIDED0;
+        }
+        let decided = if dir == 0 {
+            flag::DECIDED0
+        } else {
+            flag::DECIDED1
+        };
+        let d = (cached && e.flags & decided != 0 && e.epoch == self.epoch)
+            .then_some(e.decision[dir as usize]);
+        if self.acct {
+            let c = &mut self.counts[s];
+            c[2 * dir as usize] += 1;
+            c[2 * dir as usize + 1] += len as u64;
+        }
+        (t, d)
+    }
+
+    /// A packet that opens connection `key`: its entry goes in now, as
+    /// Linux allocates a connection before the sets run, so that the next
+    /// packets of the burst meet it; it stays only if the packet is
+    /// forwarded ([`Tracker::commit`]). No room (after dropping an
+    /// unassured connection early): the packet is to be dropped.
+    fn open(&mut self, h: u64, key: &Key, rev: bool, kind: Kind, len: usize) -> Tracked {
+        let mut t = Tracked {
+            state: state::NEW,
+            slot: NO_SLOT,
+            dir: 0,
+            open: true,
+        };
+        let st = &mut self.stats;
+        let Some((s, room)) = self.table.insert(h, key, self.now, |e| {
+            st.expired += 1;
+            Tracker::gone(st, e);
+        }) else {
+            self.stats.insert_failed += 1;
+            return t;
+        };
+        if let Room::EarlyDrop(old) = room {
+            self.stats.early_drop += 1;
+            self.stats.by_proto[proto_index(old.proto())] -= 1;
+        }
+        self.stats.by_proto[proto_index(key.proto())] += 1;
+        let to = &self.timeouts;
+        let (state, timeout) = match kind {
+            Kind::Tcp(flags) => {
+                let s = tcp::open(tcp::class(flags)).unwrap_or(tcp::SYN_SENT);
+                (s, to.tcp[s as usize])
+            }
+            Kind::Udp => (0, to.udp),
+            Kind::IcmpRequest | Kind::IcmpReply => (0, to.icmp),
+            Kind::Other => (0, to.generic),
+        };
+        let e = self.table.entry_mut(s);
+        e.state = state;
+        e.flags = if rev { flag::ORIG_HI } else { 0 };
+        e.deadline = self.now.wrapping_add(timeout);
+        if self.acct {
+            self.counts[s] = [1, len as u64, 0, 0];
+        }
+        t.slot = s as u32;
+        t
+    }
+
+    /// The packet tracked as `t` was decided `d` (its next hop or why it
+    /// is dropped, and the sets' matches): the connection it opened stays
+    /// if it is forwarded, goes if not; the decision is stored where it
+    /// can be. False: it opened a connection that found no room, and is
+    /// to be dropped (as Linux drops it).
+    pub fn commit(
+        &mut self,
+        t: &Tracked,
+        p: &crate::wire::Parsed,
+        frame: &[u8],
+        d: Decision,
+    ) -> bool {
+        let forwarded = d.hop().is_ok();
+        if t.open && t.slot == NO_SLOT {
+            return !forwarded;
+        }
+        if t.slot == NO_SLOT || t.state == state::INVALID {
+            return true;
+        }
+        let s = t.slot as usize;
+        // The entry is still the packet's: a later packet of the burst may
+        // have ended it (a reset), and its slot been taken since.
+        let Seen::Packet { key, .. } = key::seen(p, frame) else {
+            return true;
+        };
+        if !self.table.used(s) || self.table.entry(s).key != key {
+            return true;
+        }
+        if t.open {
+            if !forwarded {
+                // Not confirmed: as if never entered.
+                let e = *self.table.entry(s);
+                self.table.free(s);
+                Tracker::gone(&mut self.stats, &e);
+                return true;
+            }
+            self.stats.created += 1;
+        }
+        if self.caching {
+            self.store(s, t.dir, d);
+        }
+        true
+    }
+
+    #[inline(always)]
+    fn store(&mut self, s: usize, dir: u8, d: Decision) {
+        let epoch = self.epoch;
+        let e = self.table.entry_mut(s);
+        if e.epoch != epoch {
+            e.flags &= !(flag::DECIDED0 | flag::DECIDED1);
+            e.epoch = epoch;
+        }
+        e.decision[dir as usize] = d;
+        e.flags |= if dir == 0 {
+            flag::DECIDED0
+        } else {
+            flag::DECIDED1
+        };
+    }
+
+    /// The live connections, as `conntrack -L` lists them, of worker
+    /// `worker`.
+    pub fn list(&self, worker: usize) -> Vec<CtView> {
+        let now = ticks();
+        let mut out = Vec::new();
+        for s in self.table.used_slots() {
+            let e = self.table.entry(s);
+            if e.expired(now) {
+                continue;
+            }
+            out.push(self.view(e, s, now, worker));
+        }
+        out
+    }
+
+    fn view(&self, e: &Entry, s: usize, now: u32, worker: usize) -> CtView {
+        let k = &e.key;
+        let (lo, hi) = k.ends();
+        let (a, b) = if e.flags & flag::ORIG_HI != 0 {
+            (hi, lo)
+        } else {
+            (lo, hi)
+        };
+        let v6 = k.l3() == crate::wire::L3::V6;
+        let addr = |x: u128| -> String {
+            if v6 {
+                std::net::Ipv6Addr::from(x).to_string()
+            } else {
+                std::net::Ipv4Addr::from(x as u32).to_string()
+            }
+        };
+        let p = k.proto();
+        let tuple = |from: (u128, u16), to: (u128, u16), answer: bool| {
+            let mut t = format!("src={} dst={}", addr(from.0), addr(to.0));
+            match p {
+                crate::wire::proto::TCP | crate::wire::proto::UDP => {
+                    t += &format!(" sport={} dport={}", from.1, to.1)
+                }
+                crate::wire::proto::ICMP | crate::wire::proto::ICMPV6 => {
+                    let req = k.icmp_type();
+                    let ty = if answer { answer_of(req) } else { req };
+                    t += &format!(" type={ty} code=0 id={}", from.1)
+                }
+                _ => {}
+            }
+            t
+        };
+        // Whole seconds left, rounded down as Linux's listing does.
+        let left = e.deadline.wrapping_sub(now).saturating_sub(1) as u64;
+        CtView {
+            proto: match p {
+                crate::wire::proto::TCP => "tcp".into(),
+                crate::wire::proto::UDP => "udp".into(),
+                crate::wire::proto::ICMP => "icmp".into(),
+                crate::wire::proto::ICMPV6 => "icmpv6".into(),
+                _ => "unknown".into(),
+            },
+            protonum: p,
+            timeout: (left << TICK_SHIFT) / 1000,
+            state: if p == crate::wire::proto::TCP {
+                tcp::NAMES
+                    .get(e.state as usize)
+                    .copied()
+                    .unwrap_or("")
+                    .into()
+            } else {
+                String::new()
+            },
+            original: tuple(a, b, false),
+            reply: tuple(b, a, true),
+            status: if e.flags & flag::SEEN_REPLY == 0 {
+                "[UNREPLIED]".into()
+            } else if e.flags & flag::ASSURED != 0 {
+                "[ASSURED]".into()
+            } else {
+                String::new()
+            },
+            counters: self.acct.then(|| self.counts[s]),
+            vrf: k.vrf(),
+            worker,
+        }
+    }
+}
+
+/// The answer's type of an ICMP query of type `req`.
+fn answer_of(req: u8) -> u8 {
+    match req {
+        8 => 0,
+        128 => 129,
+        139 => 140,
+        t => t + 1,
+    }
+}
+
+/// Whether a packet of `kind` with no connection may start one.
+fn opens(kind: Kind) -> bool {
+    match kind {
+        Kind::Tcp(flags) => tcp::open(tcp::class(flags)).is_some(),
+        Kind::IcmpReply => false,
+        Kind::Udp | Kind::IcmpRequest | Kind::Other => true,
+    }
+}

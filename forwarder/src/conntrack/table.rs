@@ -1,0 +1,299 @@
+//! The connections of one worker: a fixed table allocated once, of
+//! 8-way buckets with two choices, tags apart from the entries (a lookup
+//! reads its bucket's 16 bytes of tags, then only the entries whose tag
+//! matches), one cache line an entry. Nothing here allocates after
+//! [`Table::new`], and nothing frees memory: an entry goes by its tag
+//! being cleared, in the table of the one worker that owns it.
+
+use super::key::Key;
+use crate::decision::Decision;
+
+/// Ways per bucket.
+pub const WAYS: usize = 8;
+
+/// One connection: its key, when it expires, the state the protocol
+/// keeps, and per direction the decision the sets and routes took for
+/// its packets (with the snapshot epoch it was taken under).
+#[derive(Clone, Copy, Default, Debug)]
+#[repr(C, align(64))]
+pub struct Entry {
+    /// The connection.
+    pub key: Key,
+    /// When it expires, in ticks ([`super::ticks`]), compared with
+    /// wrapping arithmetic.
+    pub deadline: u32,
+    /// The epoch the decisions were stored in.
+    pub epoch: u16,
+    /// TCP's state ([`super::tcp`]); 0 for other protocols.
+    pub state: u8,
+    /// [`flag`] bits.
+    pub flags: u8,
+    /// The decision for each direction (original, reply).
+    pub decision: [Decision; 2],
+}
+
+const _: () = assert!(std::mem::size_of::<Entry>() == 64);
+
+/// An entry's flags.
+pub mod flag {
+    /// The original direction is from the key's higher end.
+    pub const ORIG_HI: u8 = 1;
+    /// A packet was seen in the reply direction.
+    pub const SEEN_REPLY: u8 = 2;
+    /// Assured: kept when the table is full (early drop takes others).
+    pub const ASSURED: u8 = 4;
+    /// A FIN was seen (TCP).
+    pub const CLOSING: u8 = 8;
+    /// The last segment was a RST ...
+    pub const LAST_RST: u8 = 16;
+    /// ... in the reply direction (TCP).
+    pub const LAST_REPLY: u8 = 32;
+    /// `decision[0]` holds the original direction's decision.
+    pub const DECIDED0: u8 = 64;
+    /// `decision[1]` holds the reply direction's.
+    pub const DECIDED1: u8 = 128;
+}
+
+impl Entry {
+    /// Whether the entry has expired at `now`.
+    #[inline(always)]
+    pub fn expired(&self, now: u32) -> bool {
+        (self.deadline.wrapping_sub(now) as i32) <= 0
+    }
+}
+
+/// What made room for a new entry.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Room {
+    /// A free slot.
+    Free,
+    /// An unassured connection's slot (Linux's early drop).
+    EarlyDrop(Key),
+}
+
+/// The table.
+pub struct Table {
+    tags: Vec<[u16; WAYS]>,
+    entries: Vec<Entry>,
+    mask: usize,
+    seed: u64,
+    /// Entries in use.
+    pub count: usize,
+    /// Entries allowed.
+    pub max: usize,
+}
+
+impl Table {
+    /// A table for `max` entries (about twice as many slots, so that two
+    /// choices of 8 ways almost never find both buckets full below it).
+    pub fn new(max: usize, seed: u64) -> Table {
+        let buckets = (max.max(1) * 2).div_ceil(WAYS).next_power_of_two();
+        Table {
+            tags: vec![[0; WAYS]; buckets],
+            entries: vec![Entry::default(); buckets * WAYS],
+            mask: buckets - 1,
+            seed: seed | 1,
+            count: 0,
+            max,
+        }
+    }
+
+    /// Bytes the table holds.
+    pub fn bytes(&self) -> usize {
+        self.tags.len() * std::mem::size_of::<[u16; WAYS]>()
+            + self.entries.len() * std::mem::size_of::<Entry>()
+    }
+
+    /// Slots in the table.
+    pub fn slots(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// The key's hash: a multiply-xorshift over its words, keyed per
+    /// process (an attacker who cannot guess it cannot aim at a bucket).
+    #[inline(always)]
+    pub fn hash(&self, k: &Key) -> u64 {
+        let mut h = self.seed;
+        for w in k.w {
+            h = (h ^ w).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+            h ^= h >> 29;
+        }
+        h
+    }
+
+    #[inline(always)]
+    fn buckets(&self, h: u64) -> [usize; 2] {
+        [h as usize & self.mask, (h >> 24) as usize & self.mask]
+    }
+
+    #[inline(always)]
+    fn tag(h: u64) -> u16 {
+        (h >> 48) as u16 | 1
+    }
+
+    /// Brings the key's first bucket's tags towards the cache.
+    #[inline(always)]
+    pub fn prefetch(&self, h: u64) {
+        let b = h as usize & self.mask;
+        if let Some(t) = self.tags.get(b) {
+            routecache::pages::prefetch_ptr(t as *const _ as *const u8);
+        }
+    }
+
+    /// The slot holding `k` (hash `h`), if any.
+    #[inline(always)]
+    pub fn find(&self, h: u64, k: &Key) -> Option<usize> {
+        let tag = Table::tag(h);
+        for b in self.buckets(h) {
+            let tags = &self.tags[b];
+            let mut m = 0u32;
+            for (w, &t) in tags.iter().enumerate() {
+                m |= ((t == tag) as u32) << w;
+            }
+            while m != 0 {
+                let s = b * WAYS + m.trailing_zeros() as usize;
+                m &= m - 1;
+                if self.entries[s].key == *k {
+                    return Some(s);
+                }
+            }
+        }
+        None
+    }
+
+    /// The entry in slot `s`.
+    #[inline(always)]
+    pub fn entry(&self, s: usize) -> &Entry {
+        &self.entries[s]
+    }
+
+    /// The entry in slot `s`, to change.
+    #[inline(always)]
+    pub fn entry_mut(&mut self, s: usize) -> &mut Entry {
+        &mut self.entries[s]
+    }
+
+    /// Whether slot `s` holds an entry.
+    pub fn used(&self, s: usize) -> bool {
+        self.tags[s / WAYS][s % WAYS] != 0
+    }
+
+    /// Frees slot `s`.
+    pub fn free(&mut self, s: usize) {
+        let t = &mut self.tags[s / WAYS][s % WAYS];
+        if *t != 0 {
+            *t = 0;
+            self.count -= 1;
+        }
+    }
+
+    /// Takes a slot for `k` (hash `h`, not in the table): a free one
+    /// while fewer than `max` are used, else an unassured entry's, the
+    /// one nearest its end (the old entry's key is returned with it).
+    /// `expire` is told of every entry found expired on the way (and
+    /// freed). None: no room (both buckets hold only assured entries, or
+    /// are full).
+    pub fn insert(
+        &mut self,
+        h: u64,
+        k: &Key,
+        now: u32,
+        mut expire: impl FnMut(&Entry),
+    ) -> Option<(usize, Room)> {
+        let bs = self.buckets(h);
+        // A free slot in the emptier bucket (two choices balance the
+        // buckets' loads only if the new entry goes where there is more
+        // room).
+        let mut free = None;
+        let mut most = 0;
+        let mut victim: Option<(usize, u32)> = None;
+        for b in bs {
+            let mut first = None;
+            let mut n = 0;
+            for w in 0..WAYS {
+                let s = b * WAYS + w;
+                if self.tags[b][w] == 0 {
+                    first = first.or(Some(s));
+                    n += 1;
+                    continue;
+                }
+                let e = &self.entries[s];
+                if e.expired(now) {
+                    expire(e);
+                    self.tags[b][w] = 0;
+                    self.count -= 1;
+                    first = first.or(Some(s));
+                    n += 1;
+                    continue;
+                }
+                if e.flags & flag::ASSURED == 0 {
+                    let left = e.deadline.wrapping_sub(now);
+                    if victim.is_none_or(|(_, l)| left < l) {
+                        victim = Some((s, left));
+                    }
+                }
+            }
+            if n > most {
+                (free, most) = (first, n);
+            }
+        }
+        let (s, room) = match (free, victim) {
+            (Some(s), _) if self.count < self.max => (s, Room::Free),
+            (_, Some((s, _))) => {
+                let old = self.entries[s].key;
+                self.count -= 1;
+                (s, Room::EarlyDrop(old))
+            }
+            _ => return None,
+        };
+        self.tags[s / WAYS][s % WAYS] = Table::tag(h);
+        self.count += 1;
+        self.entries[s] = Entry {
+            key: *k,
+            ..Entry::default()
+        };
+        Some((s, room))
+    }
+
+    /// Frees the expired entries of `n` buckets from `*cursor` on (which
+    /// moves on), telling `expire` of each.
+    pub fn sweep(
+        &mut self,
+        cursor: &mut usize,
+        n: usize,
+        now: u32,
+        mut expire: impl FnMut(&Entry),
+    ) {
+        for _ in 0..n {
+            let b = *cursor & self.mask;
+            *cursor = cursor.wrapping_add(1);
+            for w in 0..WAYS {
+                if self.tags[b][w] != 0 && self.entries[b * WAYS + w].expired(now) {
+                    expire(&self.entries[b * WAYS + w]);
+                    self.tags[b][w] = 0;
+                    self.count -= 1;
+                }
+            }
+        }
+    }
+
+    /// The slots in use, in table order.
+    pub fn used_slots(&self) -> impl Iterator<Item = usize> + '_ {
+        (0..self.entries.len()).filter(|&s| self.used(s))
+    }
+
+    /// Frees every entry.
+    pub fn clear(&mut self) {
+        for t in &mut self.tags {
+            *t = [0; WAYS];
+        }
+        self.count = 0;
+    }
+
+    /// Forgets every stored decision (the epoch counter wrapped).
+    pub fn forget_decisions(&mut self) {
+        for e in &mut self.entries {
+            e.flags &= !(flag::DECIDED0 | flag::DECIDED1);
+        }
+    }
+}

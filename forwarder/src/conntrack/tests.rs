@@ -1,0 +1,219 @@
+use super::key::{seen, Key, Kind, Seen};
+use super::table::{flag, Room, Table};
+use super::*;
+use crate::wire::build::{ipv4, ipv6, L4};
+use crate::wire::{parse, L3};
+use routecache::gen::Rng;
+use std::collections::HashMap;
+
+/// Both directions of a connection have one key, and the reversed flag
+/// tells them apart; an ICMP query asked each way is two connections.
+#[test]
+fn both_directions_share_a_key() {
+    let mut rng = Rng(7);
+    for _ in 0..1000 {
+        let a = (rng.next_u64() as u128, rng.next_u64() as u16);
+        let b = (rng.next_u64() as u128 & 0xff, rng.below(3) as u16);
+        let (k1, r1) = Key::new(L3::V4, 3, 6, 0, a, b, false);
+        let (k2, r2) = Key::new(L3::V4, 3, 6, 0, b, a, false);
+        assert_eq!(k1, k2);
+        assert!(r1 != r2 || a == b);
+        assert_eq!((k1.proto(), k1.vrf(), k1.l3()), (6, 3, L3::V4));
+        let (lo, hi) = k1.ends();
+        assert_eq!((lo.min(hi), lo.max(hi)), (a.min(b), a.max(b)));
+        // An answer from b to a is a's query's; b's own query is another.
+        let (q, _) = Key::new(L3::V6, 0, 58, 128, a, b, false);
+        let (ans, _) = Key::new(L3::V6, 0, 58, 128, b, a, true);
+        let (other, _) = Key::new(L3::V6, 0, 58, 128, b, a, false);
+        assert_eq!(q, ans);
+        assert!(q != other || a == b);
+        assert_eq!(q.l3(), L3::V6);
+    }
+}
+
+#[test]
+fn packets_are_seen_as_linux_sees_them() {
+    let tcp = |flags: u8| {
+        let mut f = ipv4(0xc000_0201, 0xc633_6401, 64, L4::Tcp(1000, 80), 0);
+        f[34 + 13] = flags;
+        f
+    };
+    let kind = |f: &[u8]| match seen(&parse(f).unwrap(), f) {
+        Seen::Packet { kind, .. } => Some(kind),
+        _ => None,
+    };
+    assert_eq!(kind(&tcp(tcp::flag::SYN)), Some(Kind::Tcp(tcp::flag::SYN)));
+    assert_eq!(kind(&tcp(0)), None);
+    // A TCP header cut short is invalid.
+    let mut short = tcp(tcp::flag::ACK);
+    short[34 + 12] = 0xf0;
+    assert_eq!(seen(&parse(&short).unwrap(), &short), Seen::Invalid);
+    let echo = ipv4(0xc000_0201, 0xc633_6401, 64, L4::Icmp(8, 0), 4);
+    assert_eq!(kind(&echo), Some(Kind::IcmpRequest));
+    let reply = ipv6(1, 2, 64, L4::Icmp(129, 0), 0);
+    assert_eq!(kind(&reply), Some(Kind::IcmpReply));
+    let ns = ipv6(1, 2, 255, L4::Icmp(135, 0), 16);
+    assert_eq!(seen(&parse(&ns).unwrap(), &ns), Seen::Untracked);
+    let redirect_v6 = ipv6(1, 2, 255, L4::Icmp(137, 0), 16);
+    assert_eq!(
+        seen(&parse(&redirect_v6).unwrap(), &redirect_v6),
+        Seen::Untracked
+    );
+    let router_advert = ipv4(1, 2, 1, L4::Icmp(9, 0), 8);
+    assert_eq!(
+        seen(&parse(&router_advert).unwrap(), &router_advert),
+        Seen::Invalid
+    );
+    // An error quoting a UDP datagram names its connection and sender.
+    let inner = ipv4(0xc000_0201, 0xc633_6401, 64, L4::Udp(5353, 53), 0);
+    let mut err = ipv4(
+        0xc633_64fe,
+        0xc000_0201,
+        64,
+        L4::Icmp(3, 3),
+        inner.len() - 14,
+    );
+    err[42..42 + inner.len() - 14].copy_from_slice(&inner[14..]);
+    let p = parse(&err).unwrap();
+    let want = Key::new(
+        L3::V4,
+        0,
+        17,
+        0,
+        (0xc000_0201, 5353),
+        (0xc633_6401, 53),
+        false,
+    )
+    .0;
+    assert_eq!(
+        seen(&p, &err),
+        Seen::Error {
+            key: want,
+            quoted_src: 0xc000_0201
+        }
+    );
+    // Cut inside the quote: invalid.
+    let cut = &err[..50];
+    let mut p = parse(&err).unwrap();
+    p.l4_ok = true;
+    assert_eq!(seen(&p, cut), Seen::Invalid);
+}
+
+/// The table against a map: random inserts, finds and frees, with the
+/// count and the early drops of unassured entries.
+#[test]
+fn the_table_agrees_with_a_map() {
+    let mut rng = Rng(99);
+    for max in [1usize, 7, 64, 1000] {
+        let mut t = Table::new(max, rng.next_u64());
+        let mut map: HashMap<Key, usize> = HashMap::new();
+        let key = |n: u64| Key::new(L3::V4, 0, 17, 0, (n as u128, 1), (0, 2), false).0;
+        for _ in 0..20_000 {
+            let n = rng.below(3 * max as u64 + 3);
+            let k = key(n);
+            let h = t.hash(&k);
+            assert_eq!(t.find(h, &k), map.get(&k).copied(), "max {max}");
+            match (rng.below(3), map.get(&k).copied()) {
+                (0, Some(s)) => {
+                    t.free(s);
+                    map.remove(&k);
+                }
+                (_, None) => match t.insert(h, &k, 0, |_| panic!("nothing expires")) {
+                    Some((s, room)) => {
+                        if let Room::EarlyDrop(old) = room {
+                            assert_eq!(map.remove(&old), Some(s));
+                        }
+                        let e = t.entry_mut(s);
+                        e.deadline = 1000;
+                        // Half of them assured: never dropped early.
+                        if n.is_multiple_of(2) {
+                            e.flags |= flag::ASSURED;
+                        }
+                        map.insert(k, s);
+                    }
+                    None => assert!(map.len() >= max || t.count >= max, "max {max}"),
+                },
+                _ => {}
+            }
+            assert_eq!(t.count, map.len());
+            assert!(t.count <= max);
+        }
+        // Sweeping at a time past every deadline empties it.
+        let mut cursor = 0;
+        let mut gone = 0;
+        t.sweep(&mut cursor, t.slots(), 2000, |_| gone += 1);
+        assert_eq!((t.count, gone), (0, map.len()));
+    }
+}
+
+#[test]
+fn stats_round_trip() {
+    let s = CtStats {
+        entries: 1,
+        created: 2,
+        expired: 3,
+        early_drop: 4,
+        insert_failed: 5,
+        invalid: 6,
+        by_proto: [7, 8, 9, 10],
+    };
+    assert_eq!(CtStats::from_values(s.values()), s);
+}
+
+/// A million connections fit in 256 MiB (the table is twice their
+/// slots, one cache line each, without per-connection counters).
+#[test]
+fn a_million_connections_fit() {
+    let c = config::Conntrack {
+        enabled: true,
+        max: 1 << 20,
+        ..config::Conntrack::default()
+    };
+    let t = Tracker::new(&c, c.max);
+    assert!(t.bytes() <= 256 << 20, "{} bytes", t.bytes());
+}
+
+/// Connections spread over the workers, even those that differ in a
+/// port alone.
+#[test]
+fn owners_spread() {
+    for workers in [2usize, 3, 8] {
+        let mut n = vec![0; workers];
+        for port in 0..4000u16 {
+            let (key, rev) = Key::new(
+                L3::V4,
+                0,
+                17,
+                0,
+                (0xc000_0202, 20000 + port),
+                (0xc633_6402, 7000),
+                false,
+            );
+            let seen = Seen::Packet {
+                key,
+                rev,
+                kind: Kind::Udp,
+            };
+            n[owner(&seen, workers).unwrap()] += 1;
+        }
+        for c in &n {
+            assert!(*c > 4000 / workers * 8 / 10, "{n:?}");
+        }
+        // A client's consecutive ports go to every worker, soon.
+        let first: std::collections::BTreeSet<usize> = (0..8 * workers as u16)
+            .map(|port| {
+                let (key, rev) = Key::new(L3::V4, 0, 17, 0, (1, 20000 + port), (2, 53), false);
+                owner(
+                    &Seen::Packet {
+                        key,
+                        rev,
+                        kind: Kind::Udp,
+                    },
+                    workers,
+                )
+                .unwrap()
+            })
+            .collect();
+        assert_eq!(first.len(), workers);
+    }
+}

@@ -1,0 +1,116 @@
+//! The connection tracking stage ([`crate::conntrack`]): each packet's
+//! connection looked up and moved on, its `ct state` noted for the sets,
+//! and the decision its connection keeps for its direction taken, if
+//! any (then it skips the sets and the FIB, as a flow cache hit does).
+
+use super::{Fate, Pipeline};
+use crate::conntrack::{Tracked, Tracker};
+use crate::port::Burst;
+use crate::reason::DropReason;
+use crate::tables::Tables;
+
+/// Buckets swept for expired connections a turn.
+const SWEEP_BUCKETS: usize = 8;
+
+impl Pipeline {
+    /// Takes up a snapshot's `[conntrack]`: the same settings keep the
+    /// table (connections survive reloads) with its decisions made stale;
+    /// other settings start a new one; off drops it.
+    pub(super) fn adopt_conntrack(&mut self, tables: &Tables) {
+        let c = tables.conntrack;
+        if !c.enabled {
+            self.conntrack = None;
+            return;
+        }
+        let max = c.max.div_ceil(tables.conntrack_workers.max(1));
+        match &mut self.conntrack {
+            Some(t) if t.config == c && t.max() == max => t.new_epoch(),
+            t => *t = Some(Tracker::new(&c, max)),
+        }
+        if let Some(t) = &mut self.conntrack {
+            t.caching = !tables.reads_macs;
+        }
+    }
+
+    /// Tracks every packet still going; returns how many are left for the
+    /// sets and the FIB. With several workers, a packet whose connection
+    /// another worker tracks ([`crate::conntrack::owner`]) is handed to
+    /// it instead.
+    pub(super) fn track(&mut self, burst: &Burst, n: usize) -> usize {
+        let Some(ct) = self.conntrack.as_mut() else {
+            return n;
+        };
+        ct.set_now(crate::conntrack::ticks());
+        let cached = self.expired_at == 0 && ct.caching;
+        let workers = self.router.as_ref().map_or(1, |r| r.workers());
+        let mut left = 0;
+        for i in 0..n {
+            self.tracked[i] = Tracked::default();
+            self.ct_state[i] = 0;
+            if self.fate[i] != Fate::Go {
+                continue;
+            }
+            let frame = burst.frame(i);
+            let seen = crate::conntrack::key::seen(&self.parsed[i], frame);
+            if workers > 1 {
+                if let Some(o) = crate::conntrack::owner(&seen, workers) {
+                    if o != self.worker {
+                        self.hand_off(burst, i, o);
+                        continue;
+                    }
+                }
+            }
+            let Some(ct) = self.conntrack.as_mut() else {
+                return n;
+            };
+            let (t, d) = ct.track_seen(seen, &self.parsed[i], frame.len(), cached);
+            self.tracked[i] = t;
+            self.ct_state[i] = t.state;
+            match d {
+                Some(d) => self.take_decision(i, d),
+                None => {
+                    self.pending[i] = true;
+                    left += 1;
+                }
+            }
+        }
+        left
+    }
+
+    /// Hands packet `i` to worker `to`, which tracks its connection.
+    #[cold]
+    #[inline(never)]
+    fn hand_off(&mut self, burst: &Burst, i: usize, to: usize) {
+        let handed = self
+            .router
+            .as_ref()
+            .is_some_and(|r| r.hand_off(to, burst.frame(i), self.rx_port, self.worker as u16));
+        self.fate[i] = Fate::Dropped(if handed {
+            DropReason::HandedOff
+        } else {
+            DropReason::HandoffFull
+        });
+    }
+
+    /// Once a turn: a few buckets swept for expired connections.
+    pub fn conntrack_turn(&mut self) {
+        if let Some(ct) = self.conntrack.as_mut() {
+            ct.sweep(SWEEP_BUCKETS);
+        }
+    }
+
+    /// Connection tracking's counters, when on.
+    pub fn conntrack_stats(&self) -> Option<crate::conntrack::CtStats> {
+        self.conntrack.as_ref().map(|t| t.stats())
+    }
+
+    /// Connection tracking, when on (listing, flushing).
+    pub fn conntrack_mut(&mut self) -> Option<&mut Tracker> {
+        self.conntrack.as_mut()
+    }
+
+    /// Connection tracking, when on.
+    pub fn conntrack(&self) -> Option<&Tracker> {
+        self.conntrack.as_ref()
+    }
+}
