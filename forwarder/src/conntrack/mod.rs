@@ -41,7 +41,7 @@ mod tests;
 
 use crate::decision::Decision;
 use key::{Key, Kind, Seen};
-use table::{flag, Entry, Room, Table};
+use table::{flag, Entry, Room, Table, UNCONFIRMED};
 
 /// `ct state` bits, as nft numbers them.
 pub mod state {
@@ -439,7 +439,11 @@ impl Tracker {
                 let h = self.table.hash(&key);
                 match self.live(h, &key) {
                     // The error goes back to the quoted packet's sender.
-                    Some(_) if p.dst == quoted_src => t.state = state::RELATED,
+                    Some(s)
+                        if p.dst == quoted_src && self.table.entry(s).state & UNCONFIRMED == 0 =>
+                    {
+                        t.state = state::RELATED
+                    }
                     _ => self.stats.invalid += 1,
                 }
             }
@@ -487,6 +491,27 @@ impl Tracker {
         let to = self.timeouts;
         let e = self.table.entry_mut(s);
         let dir = (rev != (e.flags & flag::ORIG_HI != 0)) as u8;
+        if e.state & UNCONFIRMED != 0 && dir == 1 {
+            // An answer to a packet of this very burst, not yet decided:
+            // Linux would not have the connection yet. The answer may not
+            // open one of its own (the key is the same), and changes
+            // nothing.
+            let state = if opens(kind) {
+                state::NEW
+            } else {
+                self.stats.invalid += 1;
+                state::INVALID
+            };
+            return (
+                Tracked {
+                    state,
+                    slot: NO_SLOT,
+                    dir,
+                    open: false,
+                },
+                None,
+            );
+        }
         let mut t = Tracked {
             state: if dir == 1 || e.flags & flag::SEEN_REPLY != 0 {
                 state::ESTABLISHED
@@ -504,7 +529,8 @@ impl Tracker {
                 let closing = e.flags & flag::CLOSING != 0;
                 let last_rst = e.flags & flag::LAST_RST != 0
                     && (e.flags & flag::LAST_REPLY != 0) == (dir == 1);
-                match tcp::step(e.state, dir == 1, class, closing, last_rst) {
+                let unconfirmed = e.state & UNCONFIRMED;
+                match tcp::step(e.state & !UNCONFIRMED, dir == 1, class, closing, last_rst) {
                     tcp::Step::Invalid => {
                         self.stats.invalid += 1;
                         t.state = state::INVALID;
@@ -521,8 +547,8 @@ impl Tracker {
                     }
                     tcp::Step::Ignore => None,
                     tcp::Step::To(n) => {
-                        let old = e.state;
-                        e.state = n;
+                        let old = e.state & !UNCONFIRMED;
+                        e.state = n | unconfirmed;
                         if n == tcp::FIN_WAIT {
                             e.flags |= flag::CLOSING;
                         }
@@ -623,7 +649,7 @@ impl Tracker {
             Kind::Other => (0, to.generic),
         };
         let e = self.table.entry_mut(s);
-        e.state = state;
+        e.state = state | UNCONFIRMED;
         e.flags = if rev { flag::ORIG_HI } else { 0 };
         e.deadline = self.now.wrapping_add(timeout);
         if self.acct {
@@ -670,6 +696,7 @@ impl Tracker {
                 return true;
             }
             self.stats.created += 1;
+            self.table.entry_mut(s).state &= !UNCONFIRMED;
         }
         if self.caching {
             self.store(s, t.dir, d);
@@ -754,7 +781,7 @@ impl Tracker {
             timeout: (left << TICK_SHIFT) / 1000,
             state: if p == crate::wire::proto::TCP {
                 tcp::NAMES
-                    .get(e.state as usize)
+                    .get((e.state & !UNCONFIRMED) as usize)
                     .copied()
                     .unwrap_or("")
                     .into()

@@ -24,7 +24,8 @@ pub struct Entry {
     pub deadline: u32,
     /// The epoch the decisions were stored in.
     pub epoch: u16,
-    /// TCP's state ([`super::tcp`]); 0 for other protocols.
+    /// TCP's state ([`super::tcp`]); 0 for other protocols; with
+    /// [`UNCONFIRMED`] while the packet that opened it is undecided.
     pub state: u8,
     /// [`flag`] bits.
     pub flags: u8,
@@ -33,6 +34,13 @@ pub struct Entry {
 }
 
 const _: () = assert!(std::mem::size_of::<Entry>() == 64);
+
+/// The bit of [`Entry::state`] that marks an entry whose first packet is
+/// not decided yet (within its burst): the packets after it in the same
+/// direction meet it, as they would in Linux once it is confirmed, but
+/// no answer or ICMP error does, since in Linux it would not be there
+/// had the packet been dropped.
+pub const UNCONFIRMED: u8 = 0x80;
 
 /// An entry's flags.
 pub mod flag {
