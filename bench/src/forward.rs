@@ -63,6 +63,13 @@ fn with_flows(mut cfg: Config, flows: usize) -> Config {
     cfg
 }
 
+/// `cfg` with connection tracking on, `max` connections at most.
+fn with_conntrack(mut cfg: Config, max: usize) -> Config {
+    cfg.conntrack.enabled = true;
+    cfg.conntrack.max = max;
+    cfg
+}
+
 /// `cfg` with its traffic on VLANs (see
 /// [`forwarder::port::synthetic::on_vlans`]).
 fn with_vlans(mut cfg: Config) -> Config {
@@ -270,6 +277,18 @@ pub fn run(
     let t_vrf = Arc::new(build::snapshot(&vrf, 1).expect("tables"));
     let vrf_fc = in_vrf(flow_cached.clone());
     let t_vrf_fc = Arc::new(build::snapshot(&vrf_fc, 1).expect("tables"));
+    // Connection tracking on (the flow cache off: the connections keep
+    // the decisions), room for every flow of the sweep; and room for
+    // 4,096, so that with 262,144 flows every packet misses, opens a
+    // connection and drops an unassured one early: new connections.
+    let ct = with_conntrack(no_flow_cache.clone(), 1 << 20);
+    let t_ct = Arc::new(build::snapshot(&ct, 1).expect("tables"));
+    let ct_new = with_flows(with_conntrack(no_flow_cache.clone(), 4096), 262_144);
+    let t_ct_new = Arc::new(build::snapshot(&ct_new, 1).expect("tables"));
+    let ct_sweep: Vec<(usize, Config)> = FLOWS
+        .iter()
+        .map(|&n| (n, with_flows(ct.clone(), n)))
+        .collect();
     // The example's flow mix, then fewer and more flows per port (the
     // ports' configurations differ; the tables are the same).
     let sweep: Vec<(String, Config, Config, Config)> = FLOWS
@@ -326,6 +345,14 @@ pub fn run(
             &t_vlan_fc,
             None,
         ),
+        ("full+conntrack".into(), Mode::Full, &ct, &t_ct, None),
+        (
+            "full+conntrack+new".into(),
+            Mode::Full,
+            &ct_new,
+            &t_ct_new,
+            None,
+        ),
         // With a capture of p0's received frames armed.
         (
             "full+capture".into(),
@@ -362,6 +389,9 @@ pub fn run(
         variants.push((format!("io@{n}"), Mode::Io, io, &t_small, None));
         variants.push((format!("full@{n}"), Mode::Full, off, &t_nfc, None));
         variants.push((format!("full+flowcache@{n}"), Mode::Full, on, &t_fc, None));
+    }
+    for (n, c) in &ct_sweep {
+        variants.push((format!("full+conntrack@{n}"), Mode::Full, c, &t_ct, None));
     }
     if !only.is_empty() {
         variants.retain(|(name, ..)| only.contains(name));

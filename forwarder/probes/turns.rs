@@ -129,6 +129,9 @@ fn main() {
         f.misses - f0.misses,
         f.bypassed - f0.bypassed
     );
+    if let Some(c) = pipe.conntrack_stats() {
+        println!("conntrack: {c:?}");
+    }
 }
 
 /// What a worker has besides its pipeline: the taps it looks at.

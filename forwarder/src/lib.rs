@@ -69,6 +69,7 @@ pub mod punt;
 pub mod reason;
 pub mod router;
 pub mod shared;
+pub mod swar;
 pub mod tables;
 pub mod tap;
 pub mod trace;

@@ -28,14 +28,14 @@ fuzz_target!(|data: &[u8]| {
         let forwarded = tail[0] & 1 == 1;
         rest = &tail[1..];
         let Ok(p) = parse(frame) else { continue };
-        let _ = key::seen(&p, frame);
+        let seen = key::seen(&p, frame);
         let (tr, _) = t.track(&p, frame, true);
         let d = if forwarded {
             Decision::forward(0, 0)
         } else {
             Decision::drop(0, DropReason::Rule)
         };
-        t.commit(&tr, &p, frame, d);
+        t.commit(&tr, &seen, d);
         assert!(t.stats().entries <= c.max as u64);
     }
     for v in t.list(0) {

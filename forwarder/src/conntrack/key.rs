@@ -52,6 +52,17 @@ impl Key {
         )
     }
 
+    /// Whether `o` is the same connection: the words compared without a
+    /// branch (`==` on the array called `memcmp`, a call a lookup).
+    #[inline(always)]
+    pub fn same(&self, o: &Key) -> bool {
+        let mut d = 0;
+        for (a, b) in self.w.iter().zip(&o.w) {
+            d |= a ^ b;
+        }
+        d == 0
+    }
+
     /// The lower end and the higher end.
     pub fn ends(&self) -> (End, End) {
         let w = &self.w;
@@ -87,7 +98,7 @@ impl Key {
 }
 
 /// What a packet is to connection tracking.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Seen {
     /// A packet of connection `key`, sent by its higher end when `rev`.
     Packet { key: Key, rev: bool, kind: Kind },
@@ -96,6 +107,7 @@ pub enum Seen {
     /// (Linux's check that the error's destination is the connection's).
     Error { key: Key, quoted_src: u128 },
     /// Fits no connection and can start none (`ct state invalid`).
+    #[default]
     Invalid,
     /// Not tracked: ICMPv6 neighbour discovery and multicast listener
     /// messages (Linux leaves them untracked too).

@@ -413,14 +413,42 @@ impl Tracker {
         frame: &[u8],
         cached: bool,
     ) -> (Tracked, Option<Decision>) {
-        self.track_seen(key::seen(p, frame), p, frame.len(), cached)
+        let seen = key::seen(p, frame);
+        let h = self.hash(&seen);
+        self.track_seen(&seen, h, p, frame.len(), cached)
     }
 
-    /// [`Tracker::track`] of a packet already [`key::seen`].
+    /// The table's hash of the connection a packet seen as `seen` belongs
+    /// to (0 for none).
+    #[inline(always)]
+    pub fn hash(&self, seen: &Seen) -> u64 {
+        match seen {
+            Seen::Packet { key, .. } | Seen::Error { key, .. } => self.table.hash(key),
+            _ => 0,
+        }
+    }
+
+    /// Brings the tags of hash `h`'s bucket towards the cache (a burst's
+    /// first pass).
+    #[inline(always)]
+    pub fn prefetch_tags(&self, h: u64) {
+        self.table.prefetch(h);
+    }
+
+    /// Brings the entry hash `h` likely names towards the cache (a
+    /// burst's second pass).
+    #[inline(always)]
+    pub fn prefetch_entry(&self, h: u64) {
+        self.table.prefetch_entry(h);
+    }
+
+    /// [`Tracker::track`] of a packet already [`key::seen`], its hash
+    /// `h` ([`Tracker::hash`]).
     #[inline]
     pub fn track_seen(
         &mut self,
-        seen: Seen,
+        seen: &Seen,
+        h: u64,
         p: &crate::wire::Parsed,
         len: usize,
         cached: bool,
@@ -432,11 +460,10 @@ impl Tracker {
             open: false,
         };
         let frame_len = len;
-        match seen {
+        match *seen {
             Seen::Invalid => self.stats.invalid += 1,
             Seen::Untracked => t.state = state::UNTRACKED,
             Seen::Error { key, quoted_src } => {
-                let h = self.table.hash(&key);
                 match self.live(h, &key) {
                     // The error goes back to the quoted packet's sender.
                     Some(s)
@@ -448,7 +475,6 @@ impl Tracker {
                 }
             }
             Seen::Packet { key, rev, kind } => {
-                let h = self.table.hash(&key);
                 let Some(s) = self.live(h, &key) else {
                     if opens(kind) {
                         return (self.open(h, &key, rev, kind, frame_len), None);
@@ -659,18 +685,12 @@ impl Tracker {
         t
     }
 
-    /// The packet tracked as `t` was decided `d` (its next hop or why it
+    /// The packet tracked as `t` (seen as `seen`) was decided `d` (its next hop or why it
     /// is dropped, and the sets' matches): the connection it opened stays
     /// if it is forwarded, goes if not; the decision is stored where it
     /// can be. False: it opened a connection that found no room, and is
     /// to be dropped (as Linux drops it).
-    pub fn commit(
-        &mut self,
-        t: &Tracked,
-        p: &crate::wire::Parsed,
-        frame: &[u8],
-        d: Decision,
-    ) -> bool {
+    pub fn commit(&mut self, t: &Tracked, seen: &Seen, d: Decision) -> bool {
         let forwarded = d.hop().is_ok();
         if t.open && t.slot == NO_SLOT {
             return !forwarded;
@@ -681,10 +701,10 @@ impl Tracker {
         let s = t.slot as usize;
         // The entry is still the packet's: a later packet of the burst may
         // have ended it (a reset), and its slot been taken since.
-        let Seen::Packet { key, .. } = key::seen(p, frame) else {
+        let Seen::Packet { key, .. } = seen else {
             return true;
         };
-        if !self.table.used(s) || self.table.entry(s).key != key {
+        if !self.table.used(s) || !self.table.entry(s).key.same(key) {
             return true;
         }
         if t.open {

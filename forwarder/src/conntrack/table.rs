@@ -81,7 +81,9 @@ pub enum Room {
 
 /// The table.
 pub struct Table {
-    tags: Vec<[u16; WAYS]>,
+    /// Per bucket its ways' tags, 16 bits each, way 0 in the low bits of
+    /// the first word (compared four at a time: [`crate::swar`]).
+    tags: Vec<[u64; 2]>,
     entries: Vec<Entry>,
     mask: usize,
     seed: u64,
@@ -97,7 +99,7 @@ impl Table {
     pub fn new(max: usize, seed: u64) -> Table {
         let buckets = (max.max(1) * 2).div_ceil(WAYS).next_power_of_two();
         Table {
-            tags: vec![[0; WAYS]; buckets],
+            tags: vec![[0; 2]; buckets],
             entries: vec![Entry::default(); buckets * WAYS],
             mask: buckets - 1,
             seed: seed | 1,
@@ -108,7 +110,7 @@ impl Table {
 
     /// Bytes the table holds.
     pub fn bytes(&self) -> usize {
-        self.tags.len() * std::mem::size_of::<[u16; WAYS]>()
+        self.tags.len() * std::mem::size_of::<[u64; 2]>()
             + self.entries.len() * std::mem::size_of::<Entry>()
     }
 
@@ -139,12 +141,50 @@ impl Table {
         (h >> 48) as u16 | 1
     }
 
-    /// Brings the key's first bucket's tags towards the cache.
+    /// Brings the tags of the key's two buckets towards the cache.
     #[inline(always)]
     pub fn prefetch(&self, h: u64) {
-        let b = h as usize & self.mask;
-        if let Some(t) = self.tags.get(b) {
-            routecache::pages::prefetch_ptr(t as *const _ as *const u8);
+        for b in self.buckets(h) {
+            routecache::pages::prefetch_ptr(self.tags.as_ptr().wrapping_add(b));
+        }
+    }
+
+    /// The ways of bucket `b` whose tag is `tag`, a bit each.
+    #[inline(always)]
+    fn tagged(&self, b: usize, tag: u16) -> u32 {
+        let t = &self.tags[b];
+        crate::swar::lanes_equal(t[0], tag) | crate::swar::lanes_equal(t[1], tag) << 4
+    }
+
+    /// The tag of slot `s` (0: free).
+    #[inline(always)]
+    fn tag_at(&self, s: usize) -> u16 {
+        (self.tags[s / WAYS][s % WAYS / 4] >> (16 * (s % 4))) as u16
+    }
+
+    /// Sets the tag of slot `s`.
+    #[inline(always)]
+    fn set_tag(&mut self, s: usize, tag: u16) {
+        let w = &mut self.tags[s / WAYS][s % WAYS / 4];
+        let at = 16 * (s % 4);
+        *w = *w & !(0xffff << at) | (tag as u64) << at;
+    }
+
+    /// Brings towards the cache the entry of the first slot whose tag is
+    /// the key's (hash `h`), in either bucket (an entry goes to the
+    /// emptier one: half are in the second): with [`Table::prefetch`] a
+    /// pass earlier, a burst's lookups wait for their misses together,
+    /// not one after another.
+    #[inline(always)]
+    pub fn prefetch_entry(&self, h: u64) {
+        let tag = Table::tag(h);
+        for b in self.buckets(h) {
+            let m = self.tagged(b, tag);
+            if m != 0 {
+                let s = b * WAYS + m.trailing_zeros() as usize;
+                routecache::pages::prefetch_ptr(self.entries.as_ptr().wrapping_add(s));
+                return;
+            }
         }
     }
 
@@ -153,15 +193,11 @@ impl Table {
     pub fn find(&self, h: u64, k: &Key) -> Option<usize> {
         let tag = Table::tag(h);
         for b in self.buckets(h) {
-            let tags = &self.tags[b];
-            let mut m = 0u32;
-            for (w, &t) in tags.iter().enumerate() {
-                m |= ((t == tag) as u32) << w;
-            }
+            let mut m = self.tagged(b, tag);
             while m != 0 {
                 let s = b * WAYS + m.trailing_zeros() as usize;
                 m &= m - 1;
-                if self.entries[s].key == *k {
+                if self.entries[s].key.same(k) {
                     return Some(s);
                 }
             }
@@ -183,14 +219,13 @@ impl Table {
 
     /// Whether slot `s` holds an entry.
     pub fn used(&self, s: usize) -> bool {
-        self.tags[s / WAYS][s % WAYS] != 0
+        self.tag_at(s) != 0
     }
 
     /// Frees slot `s`.
     pub fn free(&mut self, s: usize) {
-        let t = &mut self.tags[s / WAYS][s % WAYS];
-        if *t != 0 {
-            *t = 0;
+        if self.tag_at(s) != 0 {
+            self.set_tag(s, 0);
             self.count -= 1;
         }
     }
@@ -220,7 +255,7 @@ impl Table {
             let mut n = 0;
             for w in 0..WAYS {
                 let s = b * WAYS + w;
-                if self.tags[b][w] == 0 {
+                if self.tag_at(s) == 0 {
                     first = first.or(Some(s));
                     n += 1;
                     continue;
@@ -254,7 +289,7 @@ impl Table {
             }
             _ => return None,
         };
-        self.tags[s / WAYS][s % WAYS] = Table::tag(h);
+        self.set_tag(s, Table::tag(h));
         self.count += 1;
         self.entries[s] = Entry {
             key: *k,
@@ -276,9 +311,10 @@ impl Table {
             let b = *cursor & self.mask;
             *cursor = cursor.wrapping_add(1);
             for w in 0..WAYS {
-                if self.tags[b][w] != 0 && self.entries[b * WAYS + w].expired(now) {
-                    expire(&self.entries[b * WAYS + w]);
-                    self.tags[b][w] = 0;
+                let s = b * WAYS + w;
+                if self.tag_at(s) != 0 && self.entries[s].expired(now) {
+                    expire(&self.entries[s]);
+                    self.set_tag(s, 0);
                     self.count -= 1;
                 }
             }
@@ -293,7 +329,7 @@ impl Table {
     /// Frees every entry.
     pub fn clear(&mut self) {
         for t in &mut self.tags {
-            *t = [0; WAYS];
+            *t = [0; 2];
         }
         self.count = 0;
     }

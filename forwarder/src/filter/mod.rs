@@ -293,6 +293,15 @@ fn field(w: &str, words: &mut Words) -> Result<Option<Field>, String> {
         ("meta", Some("length")) => Field::Length,
         ("ip", Some("ttl")) => Field::Ttl(L3::V4),
         ("ip6", Some("hoplimit")) => Field::Ttl(L3::V6),
+        // Not in the frame: what the workers' connection tracking says
+        // of it (a trace shows it for each packet).
+        ("ct", Some("state")) => {
+            return Err(
+                "`ct state` is not in the packet: filters and traced packets cannot \
+                        name it (`forwarder trace` shows each packet's ct state)"
+                    .into(),
+            )
+        }
         (_, Some(s)) if pair(s).is_some() => Field::Source(pair(s).unwrap_or(Source::Mark)),
         _ if keyword(w).is_some() => return Ok(None),
         _ => {

@@ -252,6 +252,7 @@ fn packets_refuse_what_is_not_one_packet() {
         ("udp icmp type echo-request", "by an ICMP type field"),
         ("icmpv6 type echo-request tcp dport 1", "ICMP type"),
         ("icmp udp", "given twice"),
+        ("ct state new", "not in the packet"),
         ("meta length 20", "headers take"),
         ("meta mark 7", "no mark"),
         ("arp tcp dport 1", "ARP"),

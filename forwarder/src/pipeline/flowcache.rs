@@ -136,17 +136,10 @@ impl Meta {
         self.tags = self.tags & !(0xffff << (16 * way)) | (tag as u64) << (16 * way);
     }
 
-    /// Bit `w` set for each way `w` whose tag is `tag`: the 16-bit lanes
-    /// of `tags ^ tag×4` that are zero, found without a branch or a
-    /// carry between lanes, then their top bits gathered into four by one
-    /// multiply (the product's terms land on distinct bits).
+    /// Bit `w` set for each way `w` whose tag is `tag`.
     #[inline(always)]
     fn ways_tagged(&self, tag: u16) -> u16 {
-        const LOW: u64 = 0x7fff_7fff_7fff_7fff;
-        let x = self.tags ^ (tag as u64 * 0x0001_0001_0001_0001);
-        let zero = !(((x & LOW) + LOW) | x | LOW);
-        const GATHER: u64 = 1 << 48 | 1 << 33 | 1 << 18 | 1 << 3;
-        ((zero >> 15).wrapping_mul(GATHER) >> 48) as u16 & 0xf
+        crate::swar::lanes_equal(self.tags, tag) as u16
     }
 }
 

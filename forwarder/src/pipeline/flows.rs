@@ -99,8 +99,7 @@ impl Pipeline {
             Err(d) => Decision::drop(m, d),
         };
         if let Some(ct) = self.conntrack.as_mut() {
-            let frame = burst.frame(i);
-            if !ct.commit(&self.tracked[i], &self.parsed[i], frame, d) {
+            if !ct.commit(&self.tracked[i], &self.ct_seen[i], d) {
                 return Err(DropReason::ConntrackFull);
             }
         } else if let Some(f) = self.flows.as_mut() {

@@ -116,6 +116,10 @@ pub struct Pipeline {
     conntrack: Option<crate::conntrack::Tracker>,
     tracked: [crate::conntrack::Tracked; MAX_BURST],
     ct_state: [u8; MAX_BURST],
+    /// Per packet, what it is to connection tracking and its hash (the
+    /// stage's passes: see `track`).
+    ct_seen: [crate::conntrack::key::Seen; MAX_BURST],
+    ct_hash: [u64; MAX_BURST],
     /// Per packet of the burst: its flow and bucket, whether its decision
     /// is to be stored (a flow cache miss), the matches the sets found.
     flow_locs: [Loc; MAX_BURST],
@@ -262,6 +266,8 @@ impl Pipeline {
             conntrack: None,
             tracked: [crate::conntrack::Tracked::default(); MAX_BURST],
             ct_state: [0; MAX_BURST],
+            ct_seen: [crate::conntrack::key::Seen::Invalid; MAX_BURST],
+            ct_hash: [0; MAX_BURST],
             flow_locs: [Loc::default(); MAX_BURST],
             pending: [false; MAX_BURST],
             match_bits: [0; MAX_BURST],

@@ -43,27 +43,54 @@ impl Pipeline {
         ct.set_now(crate::conntrack::ticks());
         let cached = self.expired_at == 0 && ct.caching;
         let workers = self.router.as_ref().map_or(1, |r| r.workers());
-        let mut left = 0;
+        // Three passes, as the flow cache's: what each packet is, its
+        // hash and its bucket's tags prefetched; then its entry
+        // prefetched; then tracked. A burst's cache misses overlap.
         for i in 0..n {
             self.tracked[i] = Tracked::default();
             self.ct_state[i] = 0;
             if self.fate[i] != Fate::Go {
                 continue;
             }
-            let frame = burst.frame(i);
-            let seen = crate::conntrack::key::seen(&self.parsed[i], frame);
+            self.ct_seen[i] = crate::conntrack::key::seen(&self.parsed[i], burst.frame(i));
             if workers > 1 {
-                if let Some(o) = crate::conntrack::owner(&seen, workers) {
+                if let Some(o) = crate::conntrack::owner(&self.ct_seen[i], workers) {
                     if o != self.worker {
                         self.hand_off(burst, i, o);
                         continue;
                     }
                 }
             }
+            let Some(ct) = self.conntrack.as_ref() else {
+                return n;
+            };
+            let h = ct.hash(&self.ct_seen[i]);
+            ct.prefetch_tags(h);
+            self.ct_hash[i] = h;
+        }
+        if let Some(ct) = self.conntrack.as_ref() {
+            for i in 0..n {
+                if self.fate[i] == Fate::Go {
+                    ct.prefetch_entry(self.ct_hash[i]);
+                }
+            }
+        }
+        let mut left = 0;
+        for i in 0..n {
+            if self.fate[i] != Fate::Go {
+                continue;
+            }
             let Some(ct) = self.conntrack.as_mut() else {
                 return n;
             };
-            let (t, d) = ct.track_seen(seen, &self.parsed[i], frame.len(), cached);
+            let len = burst.frame_len(i);
+            let (t, d) = ct.track_seen(
+                &self.ct_seen[i],
+                self.ct_hash[i],
+                &self.parsed[i],
+                len,
+                cached,
+            );
             self.tracked[i] = t;
             self.ct_state[i] = t.state;
             match d {
