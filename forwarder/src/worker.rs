@@ -370,7 +370,11 @@ fn handed_in(
     pipe: &mut Pipeline,
     tables: &crate::pipeline::Snapshot,
     ports: &mut [Box<dyn Port>],
-    mut taps: Option<(&crate::tap::Taps, &mut crate::tap::worker::WorkerTaps)>,
+    (taps, armed, mine): (
+        &crate::tap::Taps,
+        usize,
+        &mut crate::tap::worker::WorkerTaps,
+    ),
 ) {
     let Some(queue) = r.handoff.get(q) else {
         return;
@@ -388,21 +392,20 @@ fn handed_in(
             continue;
         }
         pipe.rx_port = rx;
-        let armed = taps.as_ref().map_or(0, |(t, _)| t.armed.load(Relaxed));
-        match taps.as_mut() {
-            Some((t, mine)) => {
-                crate::tap::worker::run_burst(t, armed, q, pipe, tables, &mut h.burst, rx, mine)
-            }
-            None => pipe.process(tables, &mut h.burst),
-        }
-        for (tx, which) in pipe.out.iter().enumerate() {
-            if !which.is_empty() {
-                ports[tx].tx_burst(&mut h.burst, which);
-            }
-        }
+        crate::tap::worker::run_burst(taps, armed, q, pipe, tables, &mut h.burst, rx, mine);
+        send_out(pipe, ports, &mut h.burst);
     }
     for b in h.bufs.drain(..) {
         r.handed(b);
+    }
+}
+
+/// Sends the frames of `burst` the pipeline listed, out of each port.
+fn send_out(pipe: &Pipeline, ports: &mut [Box<dyn Port>], burst: &mut Burst) {
+    for (tx, which) in pipe.out.iter().enumerate() {
+        if !which.is_empty() {
+            ports[tx].tx_burst(burst, which);
+        }
     }
 }
 
@@ -518,17 +521,13 @@ pub fn spawn_with(
                             rx as u16,
                             &mut mine,
                         );
-                        for (tx, which) in pipe.out.iter().enumerate() {
-                            if !which.is_empty() {
-                                ports[tx].tx_burst(&mut burst, which);
-                            }
-                        }
+                        send_out(&pipe, &mut ports, &mut burst);
                         ports[rx].release(&mut burst);
                     }
                     // Frames of connections this worker tracks, handed
                     // over by the others.
                     if router.handoff.get(q).is_some_and(|h| !h.is_empty()) {
-                        let taps = (armed != 0).then_some((&shared.taps, &mut mine));
+                        let taps = (&shared.taps, armed, &mut mine);
                         handed_in(&router, q, &mut held, &mut pipe, &tables, &mut ports, taps);
                     }
                     // Connection tracking's housekeeping: a few buckets

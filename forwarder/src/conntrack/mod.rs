@@ -320,7 +320,6 @@ impl Tracker {
             dir: 0,
             open: false,
         };
-        let frame_len = len;
         match *seen {
             Seen::Invalid => self.stats.invalid += 1,
             Seen::Untracked => t.state = state::UNTRACKED,
@@ -338,12 +337,12 @@ impl Tracker {
             Seen::Packet { key, rev, kind } => {
                 let Some(s) = self.live(h, &key) else {
                     if opens(kind) {
-                        return (self.open(h, &key, rev, kind, frame_len), None);
+                        return (self.open(h, &key, rev, kind, len), None);
                     }
                     self.stats.invalid += 1;
                     return (t, None);
                 };
-                return self.update(s, rev, kind, frame_len, cached);
+                return self.update(s, rev, kind, len, cached);
             }
         }
         (t, None)
@@ -468,12 +467,8 @@ impl Tracker {
             } else {
                 to.udp
             }),
-            Kind::IcmpReply if dir == 0 => {
-                self.stats.invalid += 1;
-                t.state = state::INVALID;
-                t.slot = NO_SLOT;
-                return (t, None);
-            }
+            // An answer is always the reply direction: the key holds
+            // which end asked, and only a request opens a connection.
             Kind::IcmpRequest | Kind::IcmpReply => Some(to.icmp),
             Kind::Other => Some(to.generic),
         };

@@ -37,14 +37,16 @@ impl Pipeline {
     /// another worker tracks ([`crate::conntrack::owner`]) is handed to
     /// it instead.
     pub(super) fn track(&mut self, burst: &Burst, n: usize) -> usize {
-        let Some(ct) = self.conntrack.as_mut() else {
+        // Taken out for the stage (the passes below also change the
+        // pipeline's other state), put back at its end.
+        let Some(mut ct) = self.conntrack.take() else {
             return n;
         };
         ct.set_now(crate::conntrack::ticks());
         let cached = self.expired_at == 0 && ct.caching;
         let workers = self.router.as_ref().map_or(1, |r| r.workers());
         // Three passes, as the flow cache's: what each packet is, its
-        // hash and its bucket's tags prefetched; then its entry
+        // hash and its buckets' tags prefetched; then its entry
         // prefetched; then tracked. A burst's cache misses overlap.
         for i in 0..n {
             self.tracked[i] = Tracked::default();
@@ -61,18 +63,13 @@ impl Pipeline {
                     }
                 }
             }
-            let Some(ct) = self.conntrack.as_ref() else {
-                return n;
-            };
             let h = ct.hash(&self.ct_seen[i]);
             ct.prefetch_tags(h);
             self.ct_hash[i] = h;
         }
-        if let Some(ct) = self.conntrack.as_ref() {
-            for i in 0..n {
-                if self.fate[i] == Fate::Go {
-                    ct.prefetch_entry(self.ct_hash[i]);
-                }
+        for i in 0..n {
+            if self.fate[i] == Fate::Go {
+                ct.prefetch_entry(self.ct_hash[i]);
             }
         }
         let mut left = 0;
@@ -80,9 +77,6 @@ impl Pipeline {
             if self.fate[i] != Fate::Go {
                 continue;
             }
-            let Some(ct) = self.conntrack.as_mut() else {
-                return n;
-            };
             let len = burst.frame_len(i);
             let (t, d) = ct.track_seen(
                 &self.ct_seen[i],
@@ -101,6 +95,7 @@ impl Pipeline {
                 }
             }
         }
+        self.conntrack = Some(ct);
         left
     }
 
