@@ -42,7 +42,7 @@ mod view;
 
 use crate::decision::Decision;
 use key::{Key, Kind, Seen};
-use table::{flag, Entry, Room, Table, UNCONFIRMED};
+use table::{flag, Entry, Room, Table, CHALLENGE, LAST_SYN, TCP_STATE, UNCONFIRMED};
 pub use view::{CtStats, CtView};
 
 /// `ct state` bits, as nft numbers them.
@@ -413,10 +413,48 @@ impl Tracker {
             Kind::Tcp(flags) => {
                 let class = tcp::class(flags);
                 let closing = e.flags & flag::CLOSING != 0;
-                let last_rst = e.flags & flag::LAST_RST != 0
-                    && (e.flags & flag::LAST_REPLY != 0) == (dir == 1);
+                let last_reply = e.flags & flag::LAST_REPLY != 0;
+                let last_rst = e.flags & flag::LAST_RST != 0 && last_reply == (dir == 1);
+                // The last segment was a SYN from the other side.
+                let their_syn = e.state & LAST_SYN != 0 && last_reply != (dir == 1);
                 let unconfirmed = e.state & UNCONFIRMED;
-                match tcp::step(e.state & !UNCONFIRMED, dir == 1, class, closing, last_rst) {
+                let cur = e.state & TCP_STATE;
+                let mut step = tcp::step(cur, dir == 1, class, closing, last_rst);
+                let mut old = cur;
+                if step == tcp::Step::Ignore && class == tcp::Class::SynAck && their_syn {
+                    // A SYN-ACK answering a SYN the table ignored: the
+                    // hosts are in step, the table is not (Linux checks
+                    // that it acknowledges that SYN; sequence numbers
+                    // are not kept here).
+                    old = tcp::SYN_SENT;
+                    step = tcp::Step::To(tcp::SYN_RECV);
+                }
+                if step == tcp::Step::To(tcp::TIME_WAIT)
+                    && cur == tcp::LAST_ACK
+                    && class == tcp::Class::Ack
+                    && their_syn
+                    && e.state & CHALLENGE != 0
+                {
+                    // The challenge ACK of a SYN ignored in LAST_ACK:
+                    // nothing changes, not even the last segment.
+                    e.state &= !CHALLENGE;
+                    step = tcp::Step::Skip;
+                }
+                // What Linux keeps of the last segment taken (its
+                // `last_index` and `last_dir`).
+                let last = |e: &mut Entry| {
+                    e.flags &= !(flag::LAST_RST | flag::LAST_REPLY);
+                    e.state &= !(LAST_SYN | CHALLENGE);
+                    if dir == 1 {
+                        e.flags |= flag::LAST_REPLY;
+                    }
+                    match class {
+                        tcp::Class::Rst => e.flags |= flag::LAST_RST,
+                        tcp::Class::Syn => e.state |= LAST_SYN,
+                        _ => {}
+                    }
+                };
+                match step {
                     tcp::Step::Invalid => {
                         self.stats.invalid += 1;
                         t.state = state::INVALID;
@@ -431,17 +469,20 @@ impl Tracker {
                         let h = self.table.hash(&old.key);
                         return (self.open(h, &old.key, rev, kind, len), None);
                     }
-                    tcp::Step::Ignore => None,
+                    tcp::Step::Skip => None,
+                    tcp::Step::Ignore => {
+                        last(e);
+                        if class == tcp::Class::Syn && cur == tcp::LAST_ACK {
+                            e.state |= CHALLENGE;
+                        }
+                        None
+                    }
                     tcp::Step::To(n) => {
-                        let old = e.state & !UNCONFIRMED;
                         e.state = n | unconfirmed;
                         if n == tcp::FIN_WAIT {
                             e.flags |= flag::CLOSING;
                         }
-                        e.flags &= !(flag::LAST_RST | flag::LAST_REPLY);
-                        if class == tcp::Class::Rst {
-                            e.flags |= flag::LAST_RST | if dir == 1 { flag::LAST_REPLY } else { 0 };
-                        }
+                        last(e);
                         if seen_reply
                             && (old == tcp::SYN_RECV || old == tcp::ESTABLISHED)
                             && n == tcp::ESTABLISHED
@@ -657,7 +698,7 @@ impl Tracker {
             timeout: (left << TICK_SHIFT) / 1000,
             state: if p == crate::wire::proto::TCP {
                 tcp::NAMES
-                    .get((e.state & !UNCONFIRMED) as usize)
+                    .get((e.state & TCP_STATE) as usize)
                     .copied()
                     .unwrap_or("")
                     .into()

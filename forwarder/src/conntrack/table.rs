@@ -42,6 +42,24 @@ const _: () = assert!(std::mem::size_of::<Entry>() == 64);
 /// had the packet been dropped.
 pub const UNCONFIRMED: u8 = 0x80;
 
+/// The bits of [`Entry::state`] that hold TCP's state; the others are
+/// [`UNCONFIRMED`], [`LAST_SYN`] and [`CHALLENGE`].
+pub const TCP_STATE: u8 = 0x0f;
+
+/// The bit of [`Entry::state`] that says the last segment the connection
+/// took was a SYN, in the direction [`flag::LAST_REPLY`] says (Linux's
+/// `last_index == TCP_SYN_SET`): a SYN-ACK from the other side that
+/// Linux's table ignores then puts the connection back in step
+/// (SYN_RECV), as Linux does when both hosts are in sync and the
+/// firewall is not.
+pub const LAST_SYN: u8 = 0x40;
+
+/// The bit of [`Entry::state`] that says a SYN was ignored in LAST_ACK:
+/// the other side's next ACK is the challenge ACK of RFC 5961, which
+/// must not be taken for the last FIN's (Linux's
+/// `IP_CT_EXP_CHALLENGE_ACK`).
+pub const CHALLENGE: u8 = 0x20;
+
 /// An entry's flags.
 pub mod flag {
     /// The original direction is from the key's higher end.
@@ -52,9 +70,9 @@ pub mod flag {
     pub const ASSURED: u8 = 4;
     /// A FIN was seen (TCP).
     pub const CLOSING: u8 = 8;
-    /// The last segment was a RST ...
+    /// The last segment was a RST (TCP) ...
     pub const LAST_RST: u8 = 16;
-    /// ... in the reply direction (TCP).
+    /// The last segment was in the reply direction (TCP).
     pub const LAST_REPLY: u8 = 32;
     /// `decision[0]` holds the original direction's decision.
     pub const DECIDED0: u8 = 64;

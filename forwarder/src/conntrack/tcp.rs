@@ -158,6 +158,9 @@ pub enum Step {
     To(u8),
     /// Nothing changes; the segment passes as part of the connection.
     Ignore,
+    /// As `Ignore`, and the segment is not even kept as the last one (a
+    /// challenge ACK: never returned by [`step`]).
+    Skip,
     /// The segment does not fit the connection: `ct state invalid`.
     Invalid,
     /// A SYN that reopens a closed connection: the old one goes, the
