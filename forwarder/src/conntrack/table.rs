@@ -287,7 +287,11 @@ impl Table {
                     n += 1;
                     continue;
                 }
-                if e.flags & flag::ASSURED == 0 {
+                // Neither assured nor still undecided: in Linux an
+                // unconfirmed connection is not in the table to be
+                // dropped, and dropping it here would lose a packet of
+                // this very burst's connection without a trace.
+                if e.flags & flag::ASSURED == 0 && e.state & UNCONFIRMED == 0 {
                     let left = e.deadline.wrapping_sub(now);
                     if victim.is_none_or(|(_, l)| left < l) {
                         victim = Some((s, left));
