@@ -343,3 +343,179 @@ fn a_stateful_firewall_over_af_packet() {
 fn a_stateful_firewall_over_af_xdp() {
     stateful(Driver::AfXdp);
 }
+
+/// Resident memory of process `pid`, in KiB.
+fn rss_kib(pid: u32) -> u64 {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    s.lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        .unwrap()
+}
+
+/// A flood of spoofed new connections (40,000 segments from made-up lan
+/// sources and ports, through the forwarder's af_packet port) fills a
+/// table of 512: the flood's entries are dropped early to make room for
+/// the next, the assured connection a holds to b is kept (the same
+/// entry: its packet counts go on) and keeps working during and after
+/// the flood, the counters say what happened, and the forwarder's memory
+/// does not grow. Half the flood are SYNs; half are ACKs, which Linux
+/// picks up as ESTABLISHED with the same long timeout as a's connection:
+/// only its being assured keeps it.
+#[test]
+fn a_flood_of_new_connections_keeps_established_ones() {
+    let mut shape = Shape::routed("fwctf", 'a', F0_MAC, F1_MAC);
+    shape.hosts = [
+        ("192.0.2.2/24", "2001:db8:1::2/64"),
+        ("198.51.100.2/24", "2001:db8:2::2/64"),
+    ];
+    let Some(topo) = topology_or_skip("conntrack flood", &shape) else {
+        return;
+    };
+    let (a, b) = (topo.ns(0).to_string(), topo.ns(2).to_string());
+    let dir = std::env::temp_dir().join(format!("fwd-ct-flood-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let cfg = dir.join("ct.toml");
+    let text = config(Driver::AfPacket, "")
+        .replace("cores = [0, 1]", "cores = [0]")
+        .replace(
+            "[conntrack]\nenabled = true",
+            "[conntrack]\nenabled = true\nmax = 512\nacct = true",
+        );
+    std::fs::write(&cfg, text).unwrap();
+    let (child, _lines) = start_forwarder(topo.ns(1), &cfg, None);
+    let pid = child.id();
+    let _child = Running(child);
+
+    // The connection: a line echoed back, on demand, from a to b.
+    let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+    let server = in_netns(&b, move || {
+        let l = TcpListener::bind(("198.51.100.2", 8090)).unwrap();
+        ready_tx.send(()).unwrap();
+        let (mut c, _) = l.accept().unwrap();
+        let mut buf = [0u8; 64];
+        while let Ok(n) = c.read(&mut buf) {
+            if n == 0 || c.write_all(&buf[..n]).is_err() {
+                break;
+            }
+        }
+    });
+    ready_rx.recv().unwrap();
+    let (ask_tx, ask_rx) = std::sync::mpsc::channel::<u32>();
+    let (said_tx, said_rx) = std::sync::mpsc::channel::<bool>();
+    let client = in_netns(&a, move || {
+        let mut c = TcpStream::connect_timeout(
+            &"198.51.100.2:8090".parse().unwrap(),
+            Duration::from_secs(2),
+        )
+        .expect("a's connection to b");
+        c.set_read_timeout(Some(Duration::from_secs(3))).unwrap();
+        for i in ask_rx {
+            let msg = i.to_be_bytes();
+            let mut back = [0u8; 4];
+            let ok = c.write_all(&msg).is_ok() && c.read_exact(&mut back).is_ok() && back == msg;
+            said_tx.send(ok).unwrap();
+        }
+    });
+    let mut exchange = |i| {
+        ask_tx.send(i).unwrap();
+        said_rx
+            .recv_timeout(Duration::from_secs(5))
+            .unwrap_or(false)
+    };
+    for i in 0..3 {
+        assert!(exchange(i), "before the flood");
+    }
+    let rss_before = rss_kib(pid);
+
+    // The flood: SYNs from made-up lan sources to made-up hosts beyond
+    // b (b, not a router, drops them).
+    let flood = in_netns(&a, || {
+        let fd = packet_socket("a0");
+        let mut rng = Rng(47);
+        for _ in 0..40_000 {
+            let src = 0xc000_0200 | (3 + rng.below(250)) as u32;
+            let dst = 0xcb00_7100 | rng.below(256) as u32;
+            let sport = 1024 + rng.below(60_000) as u16;
+            let mut f = forwarder::wire::build::ipv4(
+                src,
+                dst,
+                64,
+                forwarder::wire::build::L4::Tcp(sport, 80),
+                0,
+            );
+            f[..6].copy_from_slice(&F0_MAC);
+            // SYN, or ACK (picked up mid-stream).
+            f[47] = if rng.below(2) == 0 { 0x02 } else { 0x10 };
+            assert!(forwarder::wire::set_l4_checksum(&mut f));
+            send_frame(&fd, &f);
+        }
+    });
+    let mut during = 0;
+    while !flood.is_finished() {
+        during += 1;
+        assert!(
+            exchange(100 + during),
+            "during the flood (exchange {during})"
+        );
+    }
+    flood.join().unwrap();
+    for i in 0..3 {
+        assert!(exchange(1000 + i), "after the flood");
+    }
+    let rss_after = rss_kib(pid);
+
+    let st = stats(&cfg);
+    let ct = &st["conntrack"];
+    let n = |k: &str| ct[k].as_u64().unwrap();
+    assert!(
+        n("early_drop") > 10_000,
+        "the flood made room for itself: {ct}"
+    );
+    assert!(n("entries") <= 512, "{ct}");
+    // Every connection entered is counted once, and goes once: an entry
+    // whose packet is still undecided is never the one dropped early.
+    assert_eq!(
+        n("created"),
+        n("entries") + n("early_drop") + n("expired"),
+        "{ct}"
+    );
+    // Ours is there, assured, with both directions.
+    let list = conntrack(&cfg, "list");
+    let ours: Vec<_> = list["connections"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| {
+            c["proto"] == "tcp"
+                && c["original"]
+                    .as_str()
+                    .unwrap()
+                    .contains("dst=198.51.100.2 sport=")
+                && c["original"].as_str().unwrap().contains("dport=8090")
+        })
+        .collect();
+    assert_eq!(ours.len(), 1, "{list}");
+    assert_eq!(ours[0]["state"], "ESTABLISHED", "{}", ours[0]);
+    assert_eq!(ours[0]["status"], "[ASSURED]", "{}", ours[0]);
+    // Every exchange's segment from a counted (a, b and the handshake's
+    // own: more than the exchanges).
+    let sent = ours[0]["packets"][0].as_u64().unwrap();
+    assert!(sent > 6 + during as u64, "{sent}: {}", ours[0]);
+    // The table is allocated at start: the flood adds nothing.
+    assert!(
+        rss_after < rss_before + 4096,
+        "memory grew from {rss_before} KiB to {rss_after} KiB"
+    );
+    eprintln!(
+        "conntrack flood: {during} exchanges during it; early_drop {}, insert_failed {}, created {}; drops {}; RSS {rss_before} -> {rss_after} KiB",
+        n("early_drop"),
+        n("insert_failed"),
+        n("created"),
+        st["total"]["drops"]
+    );
+    drop(ask_tx);
+    client.join().unwrap();
+    server.join().unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+}
