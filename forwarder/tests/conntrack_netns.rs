@@ -417,7 +417,7 @@ fn a_flood_of_new_connections_keeps_established_ones() {
             said_tx.send(ok).unwrap();
         }
     });
-    let mut exchange = |i| {
+    let exchange = |i| {
         ask_tx.send(i).unwrap();
         said_rx
             .recv_timeout(Duration::from_secs(5))
