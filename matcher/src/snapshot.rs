@@ -469,6 +469,36 @@ impl Snapshot {
         self.next_expiry
     }
 
+    /// How far element ids go: base ids are below `.0`, and ids with
+    /// [`DELTA_ID`] set are below `DELTA_ID | .1` (per-element state kept
+    /// beside a snapshot, such as counters, is sized by these).
+    pub fn id_bounds(&self) -> (usize, usize) {
+        let added = self
+            .delta
+            .as_ref()
+            .map_or(0, |d| d.added.base.elems.slots());
+        (self.base.elems.slots(), added)
+    }
+
+    /// The id of the element whose key is exactly `key`, if the snapshot
+    /// holds it: a lookup of the key's first point, checked; where
+    /// elements overlap (first-match sets) and the lookup finds another,
+    /// a walk over every id. Off the fast path: per-element state carried
+    /// from one snapshot to the next is found this way.
+    pub fn id_of(&self, key: &[Range], scratch: &mut Scratch) -> Option<u32> {
+        let low: Vec<u128> = key.iter().map(|r| r.start).collect();
+        let probe = self.decl.key_from_values(&low);
+        if let Some(id) = self.lookup(&probe, scratch) {
+            if self.element(id).is_some_and(|e| *e.key == *key) {
+                return Some(id);
+            }
+        }
+        let (base, added) = self.id_bounds();
+        (0..base as u32)
+            .chain((0..added as u32).map(|i| i | DELTA_ID))
+            .find(|&id| self.element(id).is_some_and(|e| *e.key == *key))
+    }
+
     /// All elements, in no particular order.
     pub fn elements(&self) -> impl Iterator<Item = &Element> {
         let d = self.delta.as_deref();
