@@ -107,6 +107,9 @@ pub(crate) struct Set {
     #[serde(default)]
     pub elements: Vec<Spanned<String>>,
     pub file: Option<Spanned<String>>,
+    /// nft's `counter` on the set: each element counts its packets.
+    #[serde(default)]
+    pub counter: bool,
 }
 
 #[derive(Deserialize)]

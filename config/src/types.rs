@@ -259,6 +259,9 @@ pub struct SetConfig {
     /// Where each element of `elements` was written: the inline ones'
     /// lines in the configuration file, then the set file's lines.
     pub lines: ElementLines,
+    /// `counter = true` (nft's `counter` in a set): each element counts
+    /// the packets and bytes it matches.
+    pub counter: bool,
 }
 
 /// The lines the elements of a [`SetConfig`] come from, in its order: a

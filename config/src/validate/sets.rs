@@ -205,6 +205,7 @@ pub(super) fn validate_set(
             inline: inline_lines,
             file: file_lines,
         },
+        counter: s.counter,
     })
 }
 
