@@ -26,6 +26,8 @@ pub struct RuleSet {
     pub key_len: usize,
     /// What a packet must have for the sources to make its key.
     pub need: Need,
+    /// Its elements count their packets and bytes (`counter = true`).
+    pub counter: bool,
 }
 
 /// Everything a burst is judged by. Immutable once published.

@@ -35,7 +35,7 @@ fuzz_target!(|data: &[u8]| {
         } else {
             Decision::drop(0, DropReason::Rule)
         };
-        t.commit(&tr, &seen, d);
+        t.commit(&tr, &seen, d, true);
         assert!(t.stats().entries <= c.max as u64);
     }
     for v in t.list(0) {

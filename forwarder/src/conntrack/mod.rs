@@ -585,9 +585,10 @@ impl Tracker {
     /// The packet tracked as `t` (seen as `seen`) was decided `d` (its next hop or why it
     /// is dropped, and the sets' matches): the connection it opened stays
     /// if it is forwarded, goes if not; the decision is stored where it
-    /// can be. False: it opened a connection that found no room, and is
+    /// can be, unless `keep` is false (a counted element matched: its
+    /// flow's packets must each go through the sets). False: it opened a connection that found no room, and is
     /// to be dropped (as Linux drops it).
-    pub fn commit(&mut self, t: &Tracked, seen: &Seen, d: Decision) -> bool {
+    pub fn commit(&mut self, t: &Tracked, seen: &Seen, d: Decision, keep: bool) -> bool {
         let forwarded = d.hop().is_ok();
         if t.open && t.slot == NO_SLOT {
             return !forwarded;
@@ -615,7 +616,7 @@ impl Tracker {
             self.stats.created += 1;
             self.table.entry_mut(s).state &= !UNCONFIRMED;
         }
-        if self.caching {
+        if self.caching && keep {
             self.store(s, t.dir, d);
         }
         true

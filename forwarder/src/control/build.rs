@@ -55,6 +55,7 @@ pub fn rule_set(s: &SetConfig, snap: Arc<matcher::Snapshot>) -> RuleSet {
         action: s.action,
         key_len: s.decl.key_len(),
         need: Need::of(&s.sources),
+        counter: s.counter,
     }
 }
 

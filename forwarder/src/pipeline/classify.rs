@@ -54,6 +54,12 @@ impl Pipeline {
                 }
                 let i = found.which[j] as usize;
                 let fate = decision(set, id);
+                if set.counter {
+                    if let Some(Some(t)) = self.tally.sets.get_mut(si) {
+                        t.add(id, burst.frame_len(i) as u64);
+                    }
+                    self.counted |= 1 << i;
+                }
                 let outcome = match fate {
                     Fate::Dropped(_) => Outcome::Drop,
                     Fate::Accepted => Outcome::Accept,

@@ -94,15 +94,18 @@ impl Pipeline {
         hop: Result<u32, DropReason>,
     ) -> Result<u32, DropReason> {
         let m = self.match_bits[i];
+        // A packet a counted element matched keeps no decision: its
+        // flow's next packets are classified, and counted.
+        let keep = self.counted >> i & 1 == 0;
         let d = match hop {
             Ok(h) => Decision::forward(m, h),
             Err(d) => Decision::drop(m, d),
         };
         if let Some(ct) = self.conntrack.as_mut() {
-            if !ct.commit(&self.tracked[i], &self.ct_seen[i], d) {
+            if !ct.commit(&self.tracked[i], &self.ct_seen[i], d, keep) {
                 return Err(DropReason::ConntrackFull);
             }
-        } else if let Some(f) = self.flows.as_mut() {
+        } else if let (Some(f), true) = (self.flows.as_mut(), keep) {
             f.fill(
                 self.flow_locs[i],
                 &FlowId::of(&self.parsed[i], burst.frame(i)),

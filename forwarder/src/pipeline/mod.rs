@@ -12,6 +12,8 @@ mod modes;
 mod prepared;
 mod route;
 mod send;
+mod tally;
+pub use tally::ElementCounts;
 #[cfg(test)]
 mod tests;
 mod track;
@@ -126,6 +128,11 @@ pub struct Pipeline {
     pending: [bool; MAX_BURST],
     match_bits: [u32; MAX_BURST],
     decisions: [Decision; MAX_BURST],
+    /// The sets' element counters (`counter = true`), and the packets of
+    /// the burst that matched a counted element, a bit each: their
+    /// decisions are not stored (see [`tally`]).
+    tally: tally::Tally,
+    counted: u64,
     /// The FIB's next hops, in its order, as the rewrite uses them
     /// (rebuilt with every snapshot).
     egress: Vec<Egress>,
@@ -272,6 +279,8 @@ impl Pipeline {
             pending: [false; MAX_BURST],
             match_bits: [0; MAX_BURST],
             decisions: [Decision::default(); MAX_BURST],
+            tally: tally::Tally::default(),
+            counted: 0,
             egress: Vec::new(),
             links: Vec::new(),
             kinds: Vec::new(),
@@ -363,6 +372,7 @@ impl Pipeline {
         if tables.sets.len() > flowcache::MAX_SETS {
             c.entries = 0;
         }
+        self.tally.adopt(tables, &mut self.scratch);
         self.adopt_conntrack(tables);
         if self.conntrack.is_some() {
             // Its entries keep the decisions: one lookup a packet.
@@ -512,6 +522,7 @@ impl Pipeline {
         }
         self.match_bits[..n].fill(0);
         self.pending[..n].fill(false);
+        self.counted = 0;
         match self.mode {
             Mode::Rewrite => self.rewrite_only(burst, n),
             Mode::Route => self.route(tables, burst, n),

@@ -135,4 +135,16 @@ impl Pipeline {
     pub fn conntrack(&self) -> Option<&Tracker> {
         self.conntrack.as_ref()
     }
+
+    /// Set `name`'s element counters in this pipeline, by element key
+    /// (the elements that counted something); `None` when the set does
+    /// not count (see [`super::tally`]).
+    pub fn element_counters(&self, name: &str) -> Option<super::ElementCounts> {
+        self.tally.of(name)
+    }
+
+    /// Set `name`'s element counters (every set's: `None`) back to zero.
+    pub fn reset_element_counters(&mut self, name: Option<&str>) {
+        self.tally.reset(name)
+    }
 }
