@@ -94,6 +94,9 @@ _forwarder() {
             forwarder__subcmd__element,list)
                 cmd="forwarder__subcmd__element__subcmd__list"
                 ;;
+            forwarder__subcmd__element,reset)
+                cmd="forwarder__subcmd__element__subcmd__reset"
+                ;;
             forwarder__subcmd__element__subcmd__help,add)
                 cmd="forwarder__subcmd__element__subcmd__help__subcmd__add"
                 ;;
@@ -105,6 +108,9 @@ _forwarder() {
                 ;;
             forwarder__subcmd__element__subcmd__help,list)
                 cmd="forwarder__subcmd__element__subcmd__help__subcmd__list"
+                ;;
+            forwarder__subcmd__element__subcmd__help,reset)
+                cmd="forwarder__subcmd__element__subcmd__help__subcmd__reset"
                 ;;
             forwarder__subcmd__help,capture)
                 cmd="forwarder__subcmd__help__subcmd__capture"
@@ -165,6 +171,9 @@ _forwarder() {
                 ;;
             forwarder__subcmd__help__subcmd__element,list)
                 cmd="forwarder__subcmd__help__subcmd__element__subcmd__list"
+                ;;
+            forwarder__subcmd__help__subcmd__element,reset)
+                cmd="forwarder__subcmd__help__subcmd__element__subcmd__reset"
                 ;;
             forwarder__subcmd__help__subcmd__route,get)
                 cmd="forwarder__subcmd__help__subcmd__route__subcmd__get"
@@ -499,7 +508,7 @@ _forwarder() {
             return 0
             ;;
         forwarder__subcmd__element)
-            opts="-h --socket --help add delete list help"
+            opts="-h --socket --help add delete list reset help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -577,7 +586,7 @@ _forwarder() {
             return 0
             ;;
         forwarder__subcmd__element__subcmd__help)
-            opts="add delete list help"
+            opts="add delete list reset help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -646,7 +655,47 @@ _forwarder() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        forwarder__subcmd__element__subcmd__help__subcmd__reset)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         forwarder__subcmd__element__subcmd__list)
+            opts="-c -h --config --socket --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -c)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --socket)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        forwarder__subcmd__element__subcmd__reset)
             opts="-c -h --config --socket --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -785,7 +834,7 @@ _forwarder() {
             return 0
             ;;
         forwarder__subcmd__help__subcmd__element)
-            opts="add delete list"
+            opts="add delete list reset"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -827,6 +876,20 @@ _forwarder() {
             return 0
             ;;
         forwarder__subcmd__help__subcmd__element__subcmd__list)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        forwarder__subcmd__help__subcmd__element__subcmd__reset)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )

@@ -140,12 +140,13 @@ complete -c forwarder -n "__fish_forwarder_using_subcommand conntrack; and __fis
 complete -c forwarder -n "__fish_forwarder_using_subcommand conntrack; and __fish_seen_subcommand_from help" -f -a "count" -d 'Count the connections, as `conntrack -C`'
 complete -c forwarder -n "__fish_forwarder_using_subcommand conntrack; and __fish_seen_subcommand_from help" -f -a "flush" -d 'Forget every connection, as `conntrack -F`'
 complete -c forwarder -n "__fish_forwarder_using_subcommand conntrack; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
-complete -c forwarder -n "__fish_forwarder_using_subcommand element; and not __fish_seen_subcommand_from add delete list help" -l socket -d 'The running forwarder\'s control socket, instead of the one the configuration names (for the commands that talk to it)' -r -F
-complete -c forwarder -n "__fish_forwarder_using_subcommand element; and not __fish_seen_subcommand_from add delete list help" -s h -l help -d 'Print help (see more with \'--help\')'
-complete -c forwarder -n "__fish_forwarder_using_subcommand element; and not __fish_seen_subcommand_from add delete list help" -f -a "add" -d 'Add elements (all or none)'
-complete -c forwarder -n "__fish_forwarder_using_subcommand element; and not __fish_seen_subcommand_from add delete list help" -f -a "delete" -d 'Delete elements by their exact key (all or none)'
-complete -c forwarder -n "__fish_forwarder_using_subcommand element; and not __fish_seen_subcommand_from add delete list help" -f -a "list" -d 'Print the set\'s elements in force, as `nft -n list set` does'
-complete -c forwarder -n "__fish_forwarder_using_subcommand element; and not __fish_seen_subcommand_from add delete list help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c forwarder -n "__fish_forwarder_using_subcommand element; and not __fish_seen_subcommand_from add delete list reset help" -l socket -d 'The running forwarder\'s control socket, instead of the one the configuration names (for the commands that talk to it)' -r -F
+complete -c forwarder -n "__fish_forwarder_using_subcommand element; and not __fish_seen_subcommand_from add delete list reset help" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c forwarder -n "__fish_forwarder_using_subcommand element; and not __fish_seen_subcommand_from add delete list reset help" -f -a "add" -d 'Add elements (all or none)'
+complete -c forwarder -n "__fish_forwarder_using_subcommand element; and not __fish_seen_subcommand_from add delete list reset help" -f -a "delete" -d 'Delete elements by their exact key (all or none)'
+complete -c forwarder -n "__fish_forwarder_using_subcommand element; and not __fish_seen_subcommand_from add delete list reset help" -f -a "list" -d 'Print the set\'s elements in force, as `nft -n list set` does'
+complete -c forwarder -n "__fish_forwarder_using_subcommand element; and not __fish_seen_subcommand_from add delete list reset help" -f -a "reset" -d 'Set the element counters of a set (`counter = true`), or of every set, back to zero, as `nft reset set` and `nft reset counters`'
+complete -c forwarder -n "__fish_forwarder_using_subcommand element; and not __fish_seen_subcommand_from add delete list reset help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c forwarder -n "__fish_forwarder_using_subcommand element; and __fish_seen_subcommand_from add" -s c -l config -d 'The configuration file the forwarder was started with' -r -F
 complete -c forwarder -n "__fish_forwarder_using_subcommand element; and __fish_seen_subcommand_from add" -l file -d 'Also the elements of this file, one a line (`-`: standard input)' -r -F
 complete -c forwarder -n "__fish_forwarder_using_subcommand element; and __fish_seen_subcommand_from add" -l socket -d 'The running forwarder\'s control socket, instead of the one the configuration names (for the commands that talk to it)' -r -F
@@ -159,9 +160,13 @@ complete -c forwarder -n "__fish_forwarder_using_subcommand element; and __fish_
 complete -c forwarder -n "__fish_forwarder_using_subcommand element; and __fish_seen_subcommand_from list" -s c -l config -d 'The configuration file the forwarder was started with' -r -F
 complete -c forwarder -n "__fish_forwarder_using_subcommand element; and __fish_seen_subcommand_from list" -l socket -d 'The running forwarder\'s control socket, instead of the one the configuration names (for the commands that talk to it)' -r -F
 complete -c forwarder -n "__fish_forwarder_using_subcommand element; and __fish_seen_subcommand_from list" -s h -l help -d 'Print help'
+complete -c forwarder -n "__fish_forwarder_using_subcommand element; and __fish_seen_subcommand_from reset" -s c -l config -d 'The configuration file the forwarder was started with' -r -F
+complete -c forwarder -n "__fish_forwarder_using_subcommand element; and __fish_seen_subcommand_from reset" -l socket -d 'The running forwarder\'s control socket, instead of the one the configuration names (for the commands that talk to it)' -r -F
+complete -c forwarder -n "__fish_forwarder_using_subcommand element; and __fish_seen_subcommand_from reset" -s h -l help -d 'Print help'
 complete -c forwarder -n "__fish_forwarder_using_subcommand element; and __fish_seen_subcommand_from help" -f -a "add" -d 'Add elements (all or none)'
 complete -c forwarder -n "__fish_forwarder_using_subcommand element; and __fish_seen_subcommand_from help" -f -a "delete" -d 'Delete elements by their exact key (all or none)'
 complete -c forwarder -n "__fish_forwarder_using_subcommand element; and __fish_seen_subcommand_from help" -f -a "list" -d 'Print the set\'s elements in force, as `nft -n list set` does'
+complete -c forwarder -n "__fish_forwarder_using_subcommand element; and __fish_seen_subcommand_from help" -f -a "reset" -d 'Set the element counters of a set (`counter = true`), or of every set, back to zero, as `nft reset set` and `nft reset counters`'
 complete -c forwarder -n "__fish_forwarder_using_subcommand element; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c forwarder -n "__fish_forwarder_using_subcommand completions" -l socket -d 'The running forwarder\'s control socket, instead of the one the configuration names (for the commands that talk to it)' -r -F
 complete -c forwarder -n "__fish_forwarder_using_subcommand completions" -s h -l help -d 'Print help (see more with \'--help\')'
@@ -199,3 +204,4 @@ complete -c forwarder -n "__fish_forwarder_using_subcommand help; and __fish_see
 complete -c forwarder -n "__fish_forwarder_using_subcommand help; and __fish_seen_subcommand_from element" -f -a "add" -d 'Add elements (all or none)'
 complete -c forwarder -n "__fish_forwarder_using_subcommand help; and __fish_seen_subcommand_from element" -f -a "delete" -d 'Delete elements by their exact key (all or none)'
 complete -c forwarder -n "__fish_forwarder_using_subcommand help; and __fish_seen_subcommand_from element" -f -a "list" -d 'Print the set\'s elements in force, as `nft -n list set` does'
+complete -c forwarder -n "__fish_forwarder_using_subcommand help; and __fish_seen_subcommand_from element" -f -a "reset" -d 'Set the element counters of a set (`counter = true`), or of every set, back to zero, as `nft reset set` and `nft reset counters`'

@@ -247,6 +247,15 @@ enum ElementCmd {
         /// The set's name.
         set: String,
     },
+    /// Set the element counters of a set (`counter = true`), or of every
+    /// set, back to zero, as `nft reset set` and `nft reset counters`
+    Reset {
+        /// The configuration file the forwarder was started with.
+        #[arg(long, short = 'c')]
+        config: Option<PathBuf>,
+        /// The set's name (none: every counted set).
+        set: Option<String>,
+    },
 }
 
 #[derive(clap::Args)]
@@ -368,6 +377,13 @@ fn main() -> ExitCode {
                 ElementCmd::Delete(a) => (ElementOp::Delete, a),
                 ElementCmd::List { config, set } => {
                     return report(forwarder::cmd::client::list(&conf(config), &set, out));
+                }
+                ElementCmd::Reset { config, set } => {
+                    return report(forwarder::cmd::client::reset(
+                        &conf(config),
+                        set.as_deref(),
+                        out,
+                    ));
                 }
             };
             let r = forwarder::cmd::client::element(

@@ -61,48 +61,72 @@ pub struct Published {
     /// Connection tracking's counters ([`crate::conntrack::CtStats::NAMES`]; zero when
     /// off).
     pub conntrack: Atomics<10>,
-    /// Requests to its connection table (list, flush).
-    pub ct_box: CtMailbox,
+    /// Requests to its connection table (list, flush) and its element
+    /// counters (read, reset).
+    pub mailbox: Mailbox,
 }
 
 /// How the control side asks a worker for its connections, or to flush
-/// them: it stores a request (a sequence number and an operation) the
-/// worker looks for once a turn (one load), serves between two turns
+/// them, or for a set's element counters, or to reset them: it stores a
+/// request (a sequence number and an operation, the set's name beside)
+/// the worker looks for once a turn (one load), serves between two turns
 /// (only then does it allocate, for the listing) and acknowledges. The
-/// table stays the worker's alone: no other thread reads or frees it.
+/// table and the counters stay the worker's alone: no other thread reads
+/// or frees them.
 #[derive(Default)]
-pub struct CtMailbox {
+pub struct Mailbox {
     ask: AtomicU64,
     done: AtomicU64,
     list: std::sync::Mutex<Vec<CtView>>,
+    /// The set a counters request names ("": every set, for a reset).
+    set: std::sync::Mutex<String>,
+    /// A set's counters by element key; `None`: the set does not count.
+    counts: std::sync::Mutex<Option<ElementCounts>>,
 }
 
-/// What a [`CtMailbox`] request asks.
+use crate::pipeline::ElementCounts;
+
+/// What a [`Mailbox`] request asks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum CtOp {
+pub enum MailOp {
     /// The connections, listed.
     List = 1,
     /// Every connection forgotten.
     Flush = 2,
+    /// A set's element counters, read.
+    Counters = 3,
+    /// Element counters set to zero.
+    Reset = 4,
 }
 
-impl CtMailbox {
+impl Mailbox {
     /// Posts request `seq` (unique, increasing) for `op`; its answer is
-    /// ready once [`CtMailbox::answered`] says so.
-    pub fn post(&self, seq: u64, op: CtOp) -> u64 {
-        let v = seq << 2 | op as u64;
+    /// ready once [`Mailbox::answered`] says so.
+    pub fn post(&self, seq: u64, op: MailOp) -> u64 {
+        let v = seq << 3 | op as u64;
         self.ask.store(v, Release);
         v
     }
 
-    /// Whether the request `v` [`CtMailbox::post`] returned was served.
+    /// Whether the request `v` [`Mailbox::post`] returned was served.
     pub fn answered(&self, v: u64) -> bool {
         self.done.load(Acquire) == v
+    }
+
+    /// Posts request `seq` for `op` on set `set` (a counters request).
+    pub fn post_set(&self, seq: u64, op: MailOp, set: &str) -> u64 {
+        *self.set.lock().unwrap_or_else(|e| e.into_inner()) = set.to_string();
+        self.post(seq, op)
     }
 
     /// The last listing (taken).
     pub fn take(&self) -> Vec<CtView> {
         std::mem::take(&mut *self.list.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    /// The last counters read (taken).
+    pub fn take_counts(&self) -> Option<ElementCounts> {
+        self.counts.lock().unwrap_or_else(|e| e.into_inner()).take()
     }
 
     /// The worker's side, once a turn: serves a new request, if any.
@@ -113,7 +137,7 @@ impl CtMailbox {
             return;
         }
         *last = v;
-        match v & 3 {
+        match v & 7 {
             1 => {
                 let l = pipe.conntrack().map(|c| c.list(worker)).unwrap_or_default();
                 *self.list.lock().unwrap_or_else(|e| e.into_inner()) = l;
@@ -122,6 +146,15 @@ impl CtMailbox {
                 if let Some(c) = pipe.conntrack_mut() {
                     c.flush();
                 }
+            }
+            3 => {
+                let set = self.set.lock().unwrap_or_else(|e| e.into_inner()).clone();
+                *self.counts.lock().unwrap_or_else(|e| e.into_inner()) =
+                    pipe.element_counters(&set);
+            }
+            4 => {
+                let set = self.set.lock().unwrap_or_else(|e| e.into_inner()).clone();
+                pipe.reset_element_counters(Some(set.as_str()).filter(|s| !s.is_empty()));
             }
             _ => {}
         }
@@ -168,7 +201,7 @@ impl Published {
             flow_cache: Default::default(),
             ports: (0..ports).map(|_| Default::default()).collect(),
             conntrack: Default::default(),
-            ct_box: CtMailbox::default(),
+            mailbox: Mailbox::default(),
         }
     }
 
@@ -533,7 +566,7 @@ pub fn spawn_with(
                     // Connection tracking's housekeeping: a few buckets
                     // swept, and the control side's requests served.
                     pipe.conntrack_turn();
-                    pubd.ct_box.serve(&mut ct_served, q, &mut pipe);
+                    pubd.mailbox.serve(&mut ct_served, q, &mut pipe);
                     turns += 1;
                     if turns.is_multiple_of(PUBLISH_EVERY) {
                         pubd.loaded.store(tables.generation, Relaxed);

@@ -281,9 +281,26 @@ pub fn list(config: &Path, set: &str, out: &mut dyn Write) -> Result<(), String>
     let req = serde_json::json!({ "request": "list", "set": set });
     let v = ask(config, &req.to_string())?;
     let kind = if v["map"] == true { "map" } else { "set" };
-    let elements: Vec<&str> = v["elements"]
+    let counters = v["counters"].as_array();
+    let elements: Vec<String> = v["elements"]
         .as_array()
-        .map(|a| a.iter().filter_map(|e| e.as_str()).collect())
+        .map(|a| {
+            a.iter()
+                .enumerate()
+                .filter_map(|(i, e)| {
+                    let e = e.as_str()?;
+                    // nft's way: `ELEMENT counter packets N bytes M`.
+                    Some(match counters.and_then(|c| c.get(i)) {
+                        Some(c) => format!(
+                            "{e} counter packets {} bytes {}",
+                            c[0].as_u64().unwrap_or(0),
+                            c[1].as_u64().unwrap_or(0)
+                        ),
+                        None => e.to_string(),
+                    })
+                })
+                .collect()
+        })
         .unwrap_or_default();
     // The declaration's clauses (`type ...; flags ...; timeout T`) on
     // their own lines, the flags on one, as nft lists them.
@@ -293,6 +310,7 @@ pub fn list(config: &Path, set: &str, out: &mut dyn Write) -> Result<(), String>
         clauses.next().unwrap_or("")
     );
     let mut flags = vec!["interval"];
+    let counter = v["counters"].is_array();
     let mut timeout = None;
     for c in clauses {
         if let Some(f) = c.strip_prefix("flags ") {
@@ -305,6 +323,9 @@ pub fn list(config: &Path, set: &str, out: &mut dyn Write) -> Result<(), String>
     if let Some(t) = timeout {
         s.push_str(&format!("\t\t{t}\n"));
     }
+    if counter {
+        s.push_str("\t\tcounter\n");
+    }
     if !elements.is_empty() {
         s.push_str(&format!(
             "\t\telements = {{ {} }}\n",
@@ -313,4 +334,23 @@ pub fn list(config: &Path, set: &str, out: &mut dyn Write) -> Result<(), String>
     }
     s.push_str("\t}\n}\n");
     out.write_all(s.as_bytes()).map_err(|e| e.to_string())
+}
+
+/// `forwarder element reset [SET]`: the element counters of `set` (every
+/// counted set: `None`) back to zero.
+pub fn reset(config: &Path, set: Option<&str>, out: &mut dyn Write) -> Result<(), String> {
+    let req = serde_json::json!({ "request": "reset", "set": set });
+    let v = ask(config, &req.to_string())?;
+    if v["result"] != "ok" {
+        return Err(format!(
+            "reset refused: {}",
+            v["error"].as_str().unwrap_or("?")
+        ));
+    }
+    writeln!(
+        out,
+        "counters reset: {}",
+        set.unwrap_or("every counted set")
+    )
+    .map_err(|e| e.to_string())
 }

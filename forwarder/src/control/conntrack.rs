@@ -1,11 +1,11 @@
 //! `forwarder conntrack list|count|flush`: the control side asks each
 //! worker for its connections through its mailbox
-//! ([`crate::worker::CtMailbox`]) and waits for the answers, served
+//! ([`crate::worker::Mailbox`]) and waits for the answers, served
 //! between two of the worker's turns.
 
 use super::stats::Source;
 use crate::conntrack::CtView;
-use crate::worker::CtOp;
+use crate::worker::{MailOp, Mailbox};
 use serde_json::{json, Value};
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::time::{Duration, Instant};
@@ -18,27 +18,34 @@ static SEQ: AtomicU64 = AtomicU64::new(1);
 const WAIT: Duration = Duration::from_secs(2);
 
 impl Source {
-    /// Asks every worker `op`; their connections (a listing).
-    fn ask_workers(&self, op: CtOp) -> Result<Vec<CtView>, String> {
+    /// Posts a request to every worker (`post` on its mailbox) and waits
+    /// for them all to serve it.
+    pub(super) fn ask_each(&self, post: impl Fn(&Mailbox, u64) -> u64) -> Result<(), String> {
         let seq = SEQ.fetch_add(1, Relaxed);
         let posted: Vec<u64> = self
             .workers
             .iter()
-            .map(|(_, p)| p.ct_box.post(seq, op))
+            .map(|(_, p)| post(&p.mailbox, seq))
             .collect();
         let start = Instant::now();
         for ((core, p), v) in self.workers.iter().zip(&posted) {
-            while !p.ct_box.answered(*v) {
+            while !p.mailbox.answered(*v) {
                 if start.elapsed() > WAIT {
                     return Err(format!("the worker on core {core} did not answer"));
                 }
                 std::thread::sleep(Duration::from_micros(200));
             }
         }
+        Ok(())
+    }
+
+    /// Asks every worker `op`; their connections (a listing).
+    fn ask_workers(&self, op: MailOp) -> Result<Vec<CtView>, String> {
+        self.ask_each(|m, seq| m.post(seq, op))?;
         Ok(self
             .workers
             .iter()
-            .flat_map(|(_, p)| p.ct_box.take())
+            .flat_map(|(_, p)| p.mailbox.take())
             .collect())
     }
 
@@ -51,8 +58,8 @@ impl Source {
             });
         }
         let op = match what {
-            "list" | "count" => CtOp::List,
-            "flush" => CtOp::Flush,
+            "list" | "count" => MailOp::List,
+            "flush" => MailOp::Flush,
             other => {
                 return json!({
                     "result": "error",

@@ -59,4 +59,8 @@ pub struct Listing {
     pub map: bool,
     /// Each element in the set file's syntax.
     pub elements: Vec<String>,
+    /// Each element's key, in the same order.
+    pub keys: Vec<Box<[Range]>>,
+    /// Whether its elements count (`counter = true`).
+    pub counter: bool,
 }

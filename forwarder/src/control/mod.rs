@@ -22,6 +22,7 @@
 mod access;
 pub mod build;
 mod conntrack;
+mod counters;
 pub mod diff;
 pub mod elements;
 mod follow;

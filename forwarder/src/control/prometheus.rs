@@ -232,6 +232,31 @@ impl Source {
                 events,
             );
         }
+        // The sets with element counters: their elements' counts summed
+        // (what `forwarder element list` shows, asked of the workers as
+        // it does). A reset, or an element deleted, lowers them: a
+        // counter reset to Prometheus.
+        let counted: Vec<String> = (self.shared.snapshot.load().sets.iter())
+            .filter(|s| s.counter)
+            .map(|s| s.name.clone())
+            .collect();
+        if !counted.is_empty() {
+            let sums: Vec<(String, [u64; 2])> = counted
+                .iter()
+                .map(|n| {
+                    let c = self.element_counters(n).unwrap_or_default();
+                    let t = c.values().fold([0, 0], |a, v| [a[0] + v[0], a[1] + v[1]]);
+                    (format!("set=\"{}\"", escape(n)), t)
+                })
+                .collect();
+            for (k, name, help) in [
+                (0, "set_element_packets_total", "Packets the set's counted elements matched, summed over its elements (`counter = true`)."),
+                (1, "set_element_bytes_total", "Bytes of the packets the set's counted elements matched, summed over its elements."),
+            ] {
+                let all = sums.iter().map(|(l, t)| (l.clone(), t[k])).collect();
+                family(&mut o, name, "counter", help, all);
+            }
+        }
         family(
             &mut o,
             "generation",

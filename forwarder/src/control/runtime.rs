@@ -172,16 +172,21 @@ impl Control {
         let j = self.set_index(set)?;
         let decl = &self.cfg.sets[j].decl;
         let now = crate::clock::now_ms();
+        // Past its deadline an element matches nothing, whether or not
+        // the control loop has removed it yet.
+        let live: Vec<&matcher::Element> = self.w.sets[j]
+            .elements()
+            .filter(|e| e.expires.is_none_or(|d| d > now))
+            .collect();
         Ok(Listing {
             decl: decl.to_string(),
             map: decl.data().is_some(),
-            elements: self.w.sets[j]
-                .elements()
-                // Past its deadline an element matches nothing, whether or
-                // not the control loop has removed it yet.
-                .filter(|e| e.expires.is_none_or(|d| d > now))
+            elements: live
+                .iter()
                 .map(|e| decl.format_element_at(e, Some(now)))
                 .collect(),
+            keys: live.iter().map(|e| e.key.clone()).collect(),
+            counter: self.cfg.sets[j].counter,
         })
     }
 

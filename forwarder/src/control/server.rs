@@ -440,7 +440,7 @@ fn answer(
         "stats" => stats.json().into(),
         "neighbours" => stats.neighbours().into(),
         t if t.starts_with("conntrack ") => stats.conntrack(t["conntrack ".len()..].trim()).into(),
-        t if t.starts_with('{') => json_request(control, t),
+        t if t.starts_with('{') => json_request(control, t, stats),
         other => json!({
             "result": "error",
             "error": format!(
@@ -460,7 +460,7 @@ const MAX_REQUEST: u64 = 16 << 20;
 /// A request as a JSON object: `{"request": "element", "op": "add" |
 /// "delete", "set": NAME, "elements": [TEXT, ...]}` or `{"request":
 /// "list", "set": NAME}`.
-fn json_request(control: &mut Control, text: &str) -> Reply {
+fn json_request(control: &mut Control, text: &str, stats: &Source) -> Reply {
     let v: serde_json::Value = match serde_json::from_str(text) {
         Ok(v) => v,
         Err(e) => {
@@ -503,11 +503,15 @@ fn json_request(control: &mut Control, text: &str) -> Reply {
         }
         _ => {}
     }
-    element_request(control, &v).into()
+    element_request(control, &v, stats).into()
 }
 
 /// The requests about elements, and traces.
-fn element_request(control: &mut Control, v: &serde_json::Value) -> serde_json::Value {
+fn element_request(
+    control: &mut Control,
+    v: &serde_json::Value,
+    stats: &Source,
+) -> serde_json::Value {
     let set = v["set"].as_str().unwrap_or("");
     match v["request"].as_str() {
         Some("element") => {
@@ -553,18 +557,45 @@ fn element_request(control: &mut Control, v: &serde_json::Value) -> serde_json::
             }
         }
         Some("list") => match control.list(set) {
-            Ok(l) => json!({
-                "result": "ok",
-                "set": set,
-                "type": l.decl,
-                "map": l.map,
-                "elements": l.elements,
-            }),
+            Ok(l) => {
+                let mut a = json!({
+                    "result": "ok",
+                    "set": set,
+                    "type": l.decl,
+                    "map": l.map,
+                    "elements": l.elements,
+                });
+                if l.counter {
+                    match stats.element_counters(set) {
+                        Ok(by_key) => {
+                            let c: Vec<[u64; 2]> = (l.keys.iter())
+                                .map(|k| by_key.get(k).copied().unwrap_or([0; 2]))
+                                .collect();
+                            a["counters"] = json!(c);
+                        }
+                        Err(e) => return json!({ "result": "error", "error": e }),
+                    }
+                }
+                a
+            }
             Err(e) => json!({ "result": "error", "error": e }),
         },
+        Some("reset") => {
+            // nft's `reset set` (one set) and `reset counters` (all).
+            let name = v["set"].as_str();
+            if let Some(n) = name {
+                if let Err(e) = control.list(n) {
+                    return json!({ "result": "error", "error": e });
+                }
+            }
+            match stats.reset_element_counters(name) {
+                Ok(()) => json!({ "result": "ok", "set": name }),
+                Err(e) => json!({ "result": "error", "error": e }),
+            }
+        }
         Some("trace") => control.trace_request(v),
         _ => {
-            json!({ "result": "error", "error": "`request` must be `element`, `list` or `trace`" })
+            json!({ "result": "error", "error": "`request` must be `element`, `list`, `reset` or `trace`" })
         }
     }
 }
