@@ -7,7 +7,7 @@ mod common;
 
 use common::*;
 use serde_json::Value;
-use std::io::{BufRead, Read, Write};
+use std::io::{BufRead, Write};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
@@ -54,14 +54,6 @@ fn wait_for(cfg: &std::path::Path, what: &str, ok: impl Fn(&Value) -> bool) -> V
         );
         std::thread::sleep(Duration::from_millis(50));
     }
-}
-
-fn scrape(port: u16) -> String {
-    let mut c = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
-    c.write_all(b"GET /metrics HTTP/1.0\r\n\r\n").unwrap();
-    let mut s = String::new();
-    c.read_to_string(&mut s).unwrap();
-    s
 }
 
 #[test]

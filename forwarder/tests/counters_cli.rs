@@ -74,15 +74,6 @@ fn counters(list: &str) -> Vec<(String, u64, u64)> {
         .collect()
 }
 
-fn scrape(port: u16) -> String {
-    use std::io::{Read, Write};
-    let mut c = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
-    c.write_all(b"GET /metrics HTTP/1.0\r\n\r\n").unwrap();
-    let mut s = String::new();
-    c.read_to_string(&mut s).unwrap();
-    s
-}
-
 #[test]
 fn element_counters_listed_and_reset() {
     let dir = std::env::temp_dir().join(format!("fwd-counters-{}", std::process::id()));

@@ -75,3 +75,14 @@ pub fn promtool_problems(body: &str) -> Option<String> {
         format!("exit {:?}: {said}", o.status.code())
     })
 }
+
+/// `GET /metrics` from the forwarder's Prometheus endpoint on
+/// 127.0.0.1:`port`: the whole HTTP answer.
+pub fn scrape(port: u16) -> String {
+    use std::io::{Read, Write};
+    let mut c = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    c.write_all(b"GET /metrics HTTP/1.0\r\n\r\n").unwrap();
+    let mut s = String::new();
+    c.read_to_string(&mut s).unwrap();
+    s
+}
