@@ -33,11 +33,15 @@ pub enum FieldType {
     /// bits (invalid 1, established 2, related 4, new 8, untracked 64),
     /// 8 bits (nft's type is 32 bits wide; no state uses the others).
     CtState,
+    /// `ifname`: an interface's name, 16 bytes (nft's `IFNAMSIZ`), the
+    /// name's bytes then zeros; `"wan*"` is every name that starts with
+    /// `wan` (a range).
+    Ifname,
 }
 
 impl FieldType {
     /// All field types, for tests and documentation.
-    pub const ALL: [FieldType; 9] = [
+    pub const ALL: [FieldType; 10] = [
         FieldType::Ipv4Addr,
         FieldType::Ipv6Addr,
         FieldType::InetService,
@@ -47,6 +51,7 @@ impl FieldType {
         FieldType::IcmpType,
         FieldType::Icmpv6Type,
         FieldType::CtState,
+        FieldType::Ifname,
     ];
 
     /// The nftables name of the type.
@@ -61,6 +66,7 @@ impl FieldType {
             FieldType::IcmpType => "icmp_type",
             FieldType::Icmpv6Type => "icmpv6_type",
             FieldType::CtState => "ct_state",
+            FieldType::Ifname => "ifname",
         }
     }
 
@@ -73,7 +79,7 @@ impl FieldType {
     pub fn bytes(self) -> usize {
         match self {
             FieldType::Ipv4Addr | FieldType::Mark => 4,
-            FieldType::Ipv6Addr => 16,
+            FieldType::Ipv6Addr | FieldType::Ifname => 16,
             FieldType::InetService => 2,
             FieldType::InetProto | FieldType::IcmpType | FieldType::Icmpv6Type => 1,
             FieldType::CtState => 1,
@@ -151,6 +157,26 @@ impl FieldType {
                 Some(_) => Err(bad("mark out of range 0-0xffffffff")),
                 None => Err(bad("expected a number")),
             },
+            FieldType::Ifname => {
+                // Quoted as nft prints it, or bare.
+                let n = s
+                    .strip_prefix('"')
+                    .and_then(|x| x.strip_suffix('"'))
+                    .unwrap_or(s);
+                if n.is_empty() || n.len() > 15 {
+                    return Err(bad("a name of 1 to 15 bytes"));
+                }
+                if n.bytes()
+                    .any(|b| b <= b' ' || b == b'"' || b == b'/' || b == b'*' || b >= 0x7f)
+                {
+                    return Err(bad(
+                        "no spaces, quotes, `/` or `*` (but a final `*`) in a name",
+                    ));
+                }
+                let mut b = [0u8; 16];
+                b[..n.len()].copy_from_slice(n.as_bytes());
+                Ok(u128::from_be_bytes(b))
+            }
             FieldType::EtherAddr => {
                 let mut v = 0u128;
                 let mut n = 0;
@@ -174,6 +200,21 @@ impl FieldType {
     /// Parses a field of an element: a value, a prefix `a/len` (address
     /// types) or a range `a-b`, into an inclusive range.
     pub fn parse_range(self, s: &str) -> Result<Range, String> {
+        if self == FieldType::Ifname {
+            // A name, or `name*`: every name it starts (nft's wildcard).
+            let bare = s
+                .strip_prefix('"')
+                .and_then(|x| x.strip_suffix('"'))
+                .unwrap_or(s);
+            let Some(stem) = bare.strip_suffix('*') else {
+                return self.parse_value(s).map(Range::single);
+            };
+            if stem.is_empty() {
+                return Ok(Range::new(0, u128::MAX));
+            }
+            let v = self.parse_value(stem)?;
+            return Ok(Range::new(v, v | host_mask(128, 8 * stem.len() as u32)));
+        }
         if let Some((addr, len)) = s.split_once('/') {
             if !self.has_prefix() {
                 return Err(format!(
@@ -276,6 +317,7 @@ fn article(t: FieldType) -> &'static str {
         FieldType::InetProto | FieldType::EtherAddr => "an",
         FieldType::IcmpType | FieldType::Icmpv6Type => "an",
         FieldType::Mark | FieldType::CtState => "a",
+        FieldType::Ifname => "an",
     }
 }
 
@@ -457,6 +499,11 @@ impl fmt::Display for ValueDisplay {
                 None => write!(f, "{v}"),
             },
             FieldType::Mark => write!(f, "0x{v:08x}"),
+            FieldType::Ifname => {
+                let b = v.to_be_bytes();
+                let n = b.iter().position(|&x| x == 0).unwrap_or(16);
+                write!(f, "\"{}\"", String::from_utf8_lossy(&b[..n]))
+            }
             FieldType::EtherAddr => {
                 let b = v.to_be_bytes();
                 write!(
@@ -476,6 +523,16 @@ impl fmt::Display for RangeDisplay {
         let (t, r) = (self.0, self.1);
         if r.start == r.end {
             return write!(f, "{}", ValueDisplay(t, r.start));
+        }
+        if t == FieldType::Ifname {
+            // A wildcard: the stem's bytes, then all zeros to all ones.
+            if let Some(len) = r.prefix_len(128).filter(|l| l % 8 == 0) {
+                let b = r.start.to_be_bytes();
+                let stem = &b[..len as usize / 8];
+                if !stem.contains(&0) {
+                    return write!(f, "\"{}*\"", String::from_utf8_lossy(stem));
+                }
+            }
         }
         if t.has_prefix() {
             if let Some(len) = r.prefix_len(t.bits()) {

@@ -172,6 +172,10 @@ pub fn map_value(t: FieldType, n: u128) -> u128 {
         FieldType::CtState => n & 0xff,
         FieldType::EtherAddr => 0x0001_0000_0000 + n,
         FieldType::Mark => 0x100 + n,
+        // `eth0`, `eth1`, ...: a digit after `eth`.
+        FieldType::Ifname => {
+            u128::from_be_bytes(*b"eth\0\0\0\0\0\0\0\0\0\0\0\0\0") | (0x30 + n % 10) << 96
+        }
     }
 }
 

@@ -27,6 +27,41 @@ fn text() -> impl Strategy<Value = String> {
     ]
 }
 
+/// Interface names (nft's `ifname`): bare or quoted, a final `*` for
+/// every name it starts; printed quoted as nft prints them; anything
+/// else refused.
+#[test]
+fn interface_names() {
+    let d = SetDecl::parse("type ifname . inet_service").unwrap();
+    for (text, canon) in [
+        ("wan . 22", "\"wan\" . 22"),
+        ("\"lan0\" . 80", "\"lan0\" . 80"),
+        ("eth* . 443", "\"eth*\" . 443"),
+        ("\"vlan.100\" . 1-2", "\"vlan.100\" . 1-2"),
+        ("abcdefghijklmno . 7", "\"abcdefghijklmno\" . 7"),
+    ] {
+        let e = d.parse_element(text).unwrap();
+        assert_eq!(d.format_element(&e), canon);
+        assert_eq!(d.parse_element(canon).unwrap(), e);
+    }
+    let key = |name: &str| {
+        let mut k = [0u8; 18];
+        k[..name.len()].copy_from_slice(name.as_bytes());
+        k
+    };
+    let e = d.parse_element("eth* . 0-65535").unwrap();
+    let hit = |name: &str| {
+        let k = key(name);
+        e.key[0].start <= u128::from_be_bytes(k[..16].try_into().unwrap())
+            && u128::from_be_bytes(k[..16].try_into().unwrap()) <= e.key[0].end
+    };
+    assert!(hit("eth0") && hit("eth") && hit("eth.100"));
+    assert!(!hit("et") && !hit("wan") && !hit("fth0"));
+    for bad in ["", "\"\"", "sixteen-bytes-xx", "a*b", "x/y", "\"q\"\""] {
+        assert!(d.parse_element(&format!("{bad} . 1")).is_err(), "{bad}");
+    }
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 2000, ..ProptestConfig::default() })]
 

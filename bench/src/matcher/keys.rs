@@ -21,6 +21,8 @@ pub(super) fn field_offset(t: FieldType) -> usize {
         FieldType::IcmpType | FieldType::Icmpv6Type => 31,
         FieldType::Mark => 32,
         FieldType::CtState => 36,
+        // The port's name is not in the headers: a stand-in after them.
+        FieldType::Ifname => 40,
     }
 }
 
