@@ -114,7 +114,7 @@ pub const ROUTE_PROTOCOLS: &[(&str, u8)] = &[
 /// The packet fields a set's `match` may name, for messages.
 pub const SOURCES: &str = "ip saddr|daddr, ip6 saddr|daddr, tcp|udp|sctp|th sport|dport, \
                            meta l4proto (ip protocol, ip6 nexthdr), icmp type, icmpv6 type, ct state, \
-                           ether saddr|daddr, meta mark";
+                           ether saddr|daddr, meta mark, meta iifname";
 
 /// Which packet field feeds a set's field, in nft's words.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -144,6 +144,9 @@ pub enum Source {
     EtherDaddr,
     /// `meta mark`
     Mark,
+    /// `meta iifname` (also `iifname`): the name of the port (or VLAN
+    /// sub-interface) the packet came in on.
+    Iifname,
 }
 
 impl Source {
@@ -173,6 +176,15 @@ impl Source {
             ["ether", "saddr"] => Source::EtherSaddr,
             ["ether", "daddr"] => Source::EtherDaddr,
             ["meta", "mark"] => Source::Mark,
+            ["meta", "iifname"] | ["iifname"] => Source::Iifname,
+            ["meta", "oifname"] | ["oifname"] => {
+                return Err(
+                    "`meta oifname` is known only once the packet is routed, and the \
+                            sets run before the route decision (nft's prerouting): not \
+                            supported yet"
+                        .into(),
+                )
+            }
             _ => {
                 return Err(format!(
                     "unknown packet field `{}` (known: {SOURCES})",
@@ -204,6 +216,7 @@ impl Source {
             Source::EtherSaddr => "ether saddr",
             Source::EtherDaddr => "ether daddr",
             Source::Mark => "meta mark",
+            Source::Iifname => "meta iifname",
         }
     }
 
@@ -219,6 +232,7 @@ impl Source {
             Source::CtState => FieldType::CtState,
             Source::EtherSaddr | Source::EtherDaddr => FieldType::EtherAddr,
             Source::Mark => FieldType::Mark,
+            Source::Iifname => FieldType::Ifname,
         }
     }
 }

@@ -58,6 +58,12 @@ pub struct Tables {
     /// Whether some set reads a field connection tracking's key lacks
     /// (Ethernet addresses): then its entries keep no decision.
     pub reads_macs: bool,
+    /// Whether some set reads `meta iifname`: then neither the flow cache
+    /// (its flows have no port) nor connections keep decisions.
+    pub reads_iifname: bool,
+    /// Each port's name as an `ifname` field holds it (by index, VLAN
+    /// sub-interfaces after the ports), for `meta iifname`.
+    pub ifnames: Arc<[u128]>,
     /// What each of the FIB's next hops is, in its order.
     pub hop_kinds: Arc<[HopKind]>,
     /// The ports' configuration (addresses, MACs, MTUs), by index.
@@ -236,6 +242,8 @@ impl Tables {
             conntrack: config::Conntrack::default(),
             conntrack_workers: 1,
             reads_macs: false,
+            reads_iifname: false,
+            ifnames: Arc::from(Vec::new()),
             hop_kinds: Arc::from(Vec::new()),
             ports: Arc::from(Vec::new()),
             vlans: Arc::default(),
@@ -247,4 +255,13 @@ impl Tables {
             static_neighbours: Arc::from(Vec::new()),
         }
     }
+}
+
+/// A port's name as an `ifname` set field holds it: its bytes (at most
+/// 16), then zeros.
+pub fn ifname_key(name: &str) -> u128 {
+    let mut b = [0u8; 16];
+    let n = name.len().min(16);
+    b[..n].copy_from_slice(&name.as_bytes()[..n]);
+    u128::from_be_bytes(b)
 }

@@ -65,7 +65,7 @@ const NFT: &str = r#"table inet oracle {
 }
 "#;
 
-/// The forwarder's: the same, with the wan's networks for `iifname`.
+/// The forwarder's: the same, in sets.
 fn forwarder_config() -> String {
     format!(
         r#"route = [
@@ -113,19 +113,13 @@ match = "ct state"
 action = "verdict"
 elements = ["established : accept", "related : accept", "invalid : drop"]
 
+# nft: iifname "r1" ct state new drop
 [[set]]
 name = "wan_new"
-type = "ipv4_addr . ct_state"
-match = "ip saddr . ct state"
+type = "ifname . ct_state"
+match = "meta iifname . ct state"
 action = "drop"
-elements = ["198.51.100.0/24 . new", "203.0.113.0/24 . new"]
-
-[[set]]
-name = "wan_new6"
-type = "ipv6_addr . ct_state"
-match = "ip6 saddr . ct state"
-action = "drop"
-elements = ["2001:db8:2::/64 . new", "2001:db8:3::/64 . new"]
+elements = ["r1 . new"]
 
 [conntrack]
 enabled = true

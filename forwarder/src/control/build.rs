@@ -284,6 +284,15 @@ pub fn assemble(
                 .iter()
                 .any(|x| matches!(x, Source::EtherSaddr | Source::EtherDaddr))
         }),
+        reads_iifname: cfg
+            .sets
+            .iter()
+            .any(|s| s.sources.contains(&Source::Iifname)),
+        ifnames: cfg
+            .ports
+            .iter()
+            .map(|p| crate::tables::ifname_key(&p.name))
+            .collect(),
         hop_kinds: working.kinds.clone(),
         ports: cfg.ports.clone().into(),
         vlans: Arc::new(crate::vlan::Vlans::new(&cfg.ports)),

@@ -19,6 +19,13 @@ impl Pipeline {
     // packet); a call per burst costs nothing next to that.
     #[inline(never)]
     pub(super) fn classify(&mut self, tables: &Tables, burst: &Burst, n: usize) {
+        if tables.reads_iifname {
+            // Each packet's port (or sub-interface), by name.
+            for i in 0..n {
+                let port = self.ingress_of(i).0 as usize;
+                self.iif[i] = tables.ifnames.get(port).copied().unwrap_or(0);
+            }
+        }
         for (si, set) in tables.sets.iter().enumerate() {
             let klen = set.key_len;
             let (keys, found) = &mut self.keys[si];
@@ -39,7 +46,7 @@ impl Pipeline {
             write_keys(
                 &set.sources,
                 &self.parsed,
-                &self.ct_state,
+                (&self.ct_state, &self.iif),
                 burst,
                 &found.which[..m],
                 &mut keys[..m * klen],
@@ -104,7 +111,7 @@ pub(super) fn decision(set: &RuleSet, id: u32) -> Fate {
 fn write_keys(
     sources: &[Source],
     parsed: &[Parsed],
-    ct: &[u8],
+    (ct, iif): (&[u8], &[u128]),
     burst: &Burst,
     which: &[u8],
     keys: &mut [u8],
@@ -179,6 +186,12 @@ fn write_keys(
                 }
                 off += 4;
             }
+            Source::Iifname => {
+                for (i, k) in packets {
+                    k[off..off + 16].copy_from_slice(&iif[i].to_be_bytes());
+                }
+                off += 16;
+            }
         }
     }
 }
@@ -195,12 +208,20 @@ mod tests {
     /// values the filter language reads ([`crate::filter::source_value`]):
     /// false when the packet lacks one of the fields. The burst writer and
     /// the filters (captures, live traces) agree through it.
-    fn extract(sources: &[Source], p: &Parsed, ct: u8, frame: &[u8], key: &mut [u8]) -> bool {
+    fn extract(
+        sources: &[Source],
+        p: &Parsed,
+        (ct, iif): (u8, u128),
+        frame: &[u8],
+        key: &mut [u8],
+    ) -> bool {
         let mut off = 0;
         for s in sources {
-            // `ct state` is not in the frame: connection tracking's.
+            // `ct state` is not in the frame: connection tracking's; nor
+            // is the port.
             let v = match s {
                 Source::CtState => Some(ct as u128),
+                Source::Iifname => Some(iif),
                 _ => crate::filter::source_value(*s, p, frame),
             };
             let Some(v) = v else {
@@ -234,6 +255,7 @@ mod tests {
             Source::EtherDaddr,
             Source::Mark,
             Source::CtState,
+            Source::Iifname,
         ];
         let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
         let mut next = move || rng.next_u64();
@@ -258,7 +280,7 @@ mod tests {
                 .iter()
                 .map(|s| match s {
                     Source::IpSaddr | Source::IpDaddr | Source::Mark => 4,
-                    Source::Ip6Saddr | Source::Ip6Daddr => 16,
+                    Source::Ip6Saddr | Source::Ip6Daddr | Source::Iifname => 16,
                     Source::Sport(_) | Source::Dport(_) => 2,
                     Source::L4proto | Source::IcmpType(_) | Source::CtState => 1,
                     Source::EtherSaddr | Source::EtherDaddr => 6,
@@ -279,12 +301,17 @@ mod tests {
             let ct: Vec<u8> = (0..32)
                 .map(|_| [1u8, 2, 4, 8, 64][next() as usize % 5])
                 .collect();
+            let iif: Vec<u128> = (0..32)
+                .map(|_| {
+                    crate::tables::ifname_key(["wan", "lan0", "trunk.100"][next() as usize % 3])
+                })
+                .collect();
             let need = Need::of(&sources);
             let mut want = vec![0u8; 32 * klen];
             let mut which = Vec::new();
             for (i, p) in parsed.iter().enumerate() {
                 let mut k = vec![0u8; klen];
-                let ok = extract(&sources, p, ct[i], burst.frame(i), &mut k);
+                let ok = extract(&sources, p, (ct[i], iif[i]), burst.frame(i), &mut k);
                 assert_eq!(need.applies(p), ok, "{sources:?} {p:?}");
                 if ok {
                     want[which.len() * klen..(which.len() + 1) * klen].copy_from_slice(&k);
@@ -292,7 +319,15 @@ mod tests {
                 }
             }
             let mut got = vec![0u8; which.len() * klen];
-            write_keys(&sources, &parsed, &ct, &burst, &which, &mut got, klen);
+            write_keys(
+                &sources,
+                &parsed,
+                (&ct, &iif),
+                &burst,
+                &which,
+                &mut got,
+                klen,
+            );
             assert_eq!(got, want[..which.len() * klen], "{sources:?}");
         }
     }

@@ -118,6 +118,9 @@ pub struct Pipeline {
     conntrack: Option<crate::conntrack::Tracker>,
     tracked: [crate::conntrack::Tracked; MAX_BURST],
     ct_state: [u8; MAX_BURST],
+    /// Per packet of the burst, its port's name (`meta iifname`; filled
+    /// only when a set reads it).
+    iif: [u128; MAX_BURST],
     /// Per packet, what it is to connection tracking and its hash (the
     /// stage's passes: see `track`).
     ct_seen: [crate::conntrack::key::Seen; MAX_BURST],
@@ -273,6 +276,7 @@ impl Pipeline {
             conntrack: None,
             tracked: [crate::conntrack::Tracked::default(); MAX_BURST],
             ct_state: [0; MAX_BURST],
+            iif: [0; MAX_BURST],
             ct_seen: [crate::conntrack::key::Seen::Invalid; MAX_BURST],
             ct_hash: [0; MAX_BURST],
             flow_locs: [Loc::default(); MAX_BURST],
@@ -369,7 +373,9 @@ impl Pipeline {
         // A checked configuration has no more sets than the cache
         // records; a snapshot built otherwise gets no cache rather than
         // wrong counts.
-        if tables.sets.len() > flowcache::MAX_SETS {
+        if tables.sets.len() > flowcache::MAX_SETS || tables.reads_iifname {
+            // Nor where a set reads the port: a flow is the same whatever
+            // port it comes in on.
             c.entries = 0;
         }
         self.tally.adopt(tables, &mut self.scratch);

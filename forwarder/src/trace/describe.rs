@@ -288,6 +288,7 @@ pub fn describe(
                 .map(|x| match x {
                     // Not in the frame: what connection tracking found.
                     Source::CtState => (s.ct != 0).then_some(s.ct as u128),
+                    Source::Iifname => t.ifnames.get(s.port as usize).copied(),
                     _ => source_value(*x, &p, frame),
                 })
                 .collect();
