@@ -37,11 +37,15 @@ pub enum FieldType {
     /// name's bytes then zeros; `"wan*"` is every name that starts with
     /// `wan` (a range).
     Ifname,
+    /// `dscp`: the differentiated services code point of an IP header's
+    /// traffic class, 6 bits in a byte; nft's names (`cs0`-`cs7`,
+    /// `af11`-`af43`, `ef`, `va`, `le`).
+    Dscp,
 }
 
 impl FieldType {
     /// All field types, for tests and documentation.
-    pub const ALL: [FieldType; 10] = [
+    pub const ALL: [FieldType; 11] = [
         FieldType::Ipv4Addr,
         FieldType::Ipv6Addr,
         FieldType::InetService,
@@ -52,6 +56,7 @@ impl FieldType {
         FieldType::Icmpv6Type,
         FieldType::CtState,
         FieldType::Ifname,
+        FieldType::Dscp,
     ];
 
     /// The nftables name of the type.
@@ -67,6 +72,7 @@ impl FieldType {
             FieldType::Icmpv6Type => "icmpv6_type",
             FieldType::CtState => "ct_state",
             FieldType::Ifname => "ifname",
+            FieldType::Dscp => "dscp",
         }
     }
 
@@ -82,7 +88,7 @@ impl FieldType {
             FieldType::Ipv6Addr | FieldType::Ifname => 16,
             FieldType::InetService => 2,
             FieldType::InetProto | FieldType::IcmpType | FieldType::Icmpv6Type => 1,
-            FieldType::CtState => 1,
+            FieldType::CtState | FieldType::Dscp => 1,
             FieldType::EtherAddr => 6,
         }
     }
@@ -94,6 +100,10 @@ impl FieldType {
 
     /// The largest value of the field.
     pub fn max(self) -> u128 {
+        if self == FieldType::Dscp {
+            // Six bits of its byte.
+            return 63;
+        }
         if self.bits() == 128 {
             u128::MAX
         } else {
@@ -151,6 +161,13 @@ impl FieldType {
                 None => ct_state_by_name(s)
                     .map(u128::from)
                     .ok_or_else(|| bad("known: new, established, related, invalid, untracked")),
+            },
+            FieldType::Dscp => match parse_number(s) {
+                Some(v) if v <= 63 => Ok(v),
+                Some(_) => Err(bad("code point out of range 0-63")),
+                None => dscp_by_name(s)
+                    .map(u128::from)
+                    .ok_or_else(|| bad("known: cs0-cs7, af11-af43, ef, va, le, or 0-63")),
             },
             FieldType::Mark => match parse_number(s) {
                 Some(v) if v <= 0xffff_ffff => Ok(v),
@@ -318,6 +335,7 @@ fn article(t: FieldType) -> &'static str {
         FieldType::IcmpType | FieldType::Icmpv6Type => "an",
         FieldType::Mark | FieldType::CtState => "a",
         FieldType::Ifname => "an",
+        FieldType::Dscp => "a",
     }
 }
 
@@ -461,6 +479,38 @@ pub const CT_STATES: &[(&str, u8)] = &[
     ("untracked", 64),
 ];
 
+/// nft's `dscp` names and their code points.
+pub const DSCPS: &[(&str, u8)] = &[
+    ("cs0", 0),
+    ("le", 1),
+    ("cs1", 8),
+    ("af11", 10),
+    ("af12", 12),
+    ("af13", 14),
+    ("cs2", 16),
+    ("af21", 18),
+    ("af22", 20),
+    ("af23", 22),
+    ("cs3", 24),
+    ("af31", 26),
+    ("af32", 28),
+    ("af33", 30),
+    ("cs4", 32),
+    ("af41", 34),
+    ("af42", 36),
+    ("af43", 38),
+    ("cs5", 40),
+    ("va", 44),
+    ("ef", 46),
+    ("cs6", 48),
+    ("cs7", 56),
+];
+
+/// The code point of a `dscp` name.
+pub fn dscp_by_name(s: &str) -> Option<u8> {
+    DSCPS.iter().find(|(n, _)| *n == s).map(|&(_, v)| v)
+}
+
 /// The bit of a `ct_state` name.
 pub fn ct_state_by_name(s: &str) -> Option<u8> {
     CT_STATES.iter().find(|(n, _)| *n == s).map(|&(_, v)| v)
@@ -499,6 +549,10 @@ impl fmt::Display for ValueDisplay {
                 None => write!(f, "{v}"),
             },
             FieldType::Mark => write!(f, "0x{v:08x}"),
+            FieldType::Dscp => match DSCPS.iter().find(|s| s.1 as u128 == v) {
+                Some((name, _)) => f.write_str(name),
+                None => write!(f, "0x{v:02x}"),
+            },
             FieldType::Ifname => {
                 let b = v.to_be_bytes();
                 let n = b.iter().position(|&x| x == 0).unwrap_or(16);

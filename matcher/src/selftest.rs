@@ -170,6 +170,7 @@ pub fn map_value(t: FieldType, n: u128) -> u128 {
         FieldType::InetService => n,
         FieldType::InetProto | FieldType::IcmpType | FieldType::Icmpv6Type => n & 0xff,
         FieldType::CtState => n & 0xff,
+        FieldType::Dscp => n & 0x3f,
         FieldType::EtherAddr => 0x0001_0000_0000 + n,
         FieldType::Mark => 0x100 + n,
         // `eth0`, `eth1`, ...: a digit after `eth`.

@@ -62,6 +62,28 @@ fn interface_names() {
     }
 }
 
+/// DSCP code points (nft's `dscp`): nft's names and numbers 0-63,
+/// printed by name where one exists.
+#[test]
+fn dscp_names() {
+    let d = SetDecl::parse("type dscp").unwrap();
+    for (text, canon) in [
+        ("ef", "ef"),
+        ("46", "ef"),
+        ("cs1-cs3", "cs1-cs3"),
+        ("af11", "af11"),
+        ("0x3f", "0x3f"),
+        ("le", "le"),
+    ] {
+        let e = d.parse_element(text).unwrap();
+        assert_eq!(d.format_element(&e), canon, "{text}");
+        assert_eq!(d.parse_element(canon).unwrap(), e);
+    }
+    for bad in ["64", "0-64", "af44", "efx", ""] {
+        assert!(d.parse_element(bad).is_err(), "{bad}");
+    }
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 2000, ..ProptestConfig::default() })]
 

@@ -23,6 +23,7 @@ pub(super) fn field_offset(t: FieldType) -> usize {
         FieldType::CtState => 36,
         // The port's name is not in the headers: a stand-in after them.
         FieldType::Ifname => 40,
+        FieldType::Dscp => 37,
     }
 }
 

@@ -67,7 +67,9 @@ impl Window {
                     (1u128 << host) - 1
                 };
                 let v = self.value(rng) & !hm;
-                Range::new(v, v | hm)
+                // A type whose values do not fill its bits (dscp) ends at
+                // its largest.
+                Range::new(v, (v | hm).min(self.t.max()))
             }
             8 => {
                 let a = self.value(rng);
