@@ -114,7 +114,7 @@ pub const ROUTE_PROTOCOLS: &[(&str, u8)] = &[
 /// The packet fields a set's `match` may name, for messages.
 pub const SOURCES: &str = "ip saddr|daddr, ip6 saddr|daddr, tcp|udp|sctp|th sport|dport, \
                            meta l4proto (ip protocol, ip6 nexthdr), icmp type, icmpv6 type, ct state, \
-                           ether saddr|daddr, meta mark, meta iifname";
+                           ether saddr|daddr, meta mark, meta iifname, ip dscp, ip6 dscp";
 
 /// Which packet field feeds a set's field, in nft's words.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -147,6 +147,9 @@ pub enum Source {
     /// `meta iifname` (also `iifname`): the name of the port (or VLAN
     /// sub-interface) the packet came in on.
     Iifname,
+    /// `ip dscp` (false) or `ip6 dscp` (true): the DSCP of a packet of
+    /// that family.
+    Dscp(bool),
 }
 
 impl Source {
@@ -177,6 +180,8 @@ impl Source {
             ["ether", "daddr"] => Source::EtherDaddr,
             ["meta", "mark"] => Source::Mark,
             ["meta", "iifname"] | ["iifname"] => Source::Iifname,
+            ["ip", "dscp"] => Source::Dscp(false),
+            ["ip6", "dscp"] => Source::Dscp(true),
             ["meta", "oifname"] | ["oifname"] => {
                 return Err(
                     "`meta oifname` is known only once the packet is routed, and the \
@@ -217,6 +222,8 @@ impl Source {
             Source::EtherDaddr => "ether daddr",
             Source::Mark => "meta mark",
             Source::Iifname => "meta iifname",
+            Source::Dscp(false) => "ip dscp",
+            Source::Dscp(true) => "ip6 dscp",
         }
     }
 
@@ -233,6 +240,7 @@ impl Source {
             Source::EtherSaddr | Source::EtherDaddr => FieldType::EtherAddr,
             Source::Mark => FieldType::Mark,
             Source::Iifname => FieldType::Ifname,
+            Source::Dscp(_) => FieldType::Dscp,
         }
     }
 }

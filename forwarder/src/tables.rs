@@ -58,9 +58,13 @@ pub struct Tables {
     /// Whether some set reads a field connection tracking's key lacks
     /// (Ethernet addresses): then its entries keep no decision.
     pub reads_macs: bool,
-    /// Whether some set reads `meta iifname`: then neither the flow cache
-    /// (its flows have no port) nor connections keep decisions.
+    /// Whether some set reads `meta iifname` (each packet's port's name
+    /// is then written for the sets).
     pub reads_iifname: bool,
+    /// Whether some set reads what a flow is not told apart by (the
+    /// port, the DSCP): then neither the flow cache nor connections keep
+    /// decisions.
+    pub reads_beyond_flow: bool,
     /// Each port's name as an `ifname` field holds it (by index, VLAN
     /// sub-interfaces after the ports), for `meta iifname`.
     pub ifnames: Arc<[u128]>,
@@ -145,7 +149,9 @@ impl Need {
         for s in sources {
             let family = match s {
                 Source::IpSaddr | Source::IpDaddr | Source::IcmpType(false) => Some(L3::V4),
+                Source::Dscp(false) => Some(L3::V4),
                 Source::Ip6Saddr | Source::Ip6Daddr | Source::IcmpType(true) => Some(L3::V6),
+                Source::Dscp(true) => Some(L3::V6),
                 _ => None,
             };
             if let Some(f) = family {
@@ -243,6 +249,7 @@ impl Tables {
             conntrack_workers: 1,
             reads_macs: false,
             reads_iifname: false,
+            reads_beyond_flow: false,
             ifnames: Arc::from(Vec::new()),
             hop_kinds: Arc::from(Vec::new()),
             ports: Arc::from(Vec::new()),

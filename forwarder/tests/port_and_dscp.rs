@@ -1,12 +1,13 @@
-//! `meta iifname` in sets: the port (or the wildcard `"wan*"`) a packet
-//! came in on decides, as in nft's `iifname "wan" ct state new drop`;
-//! the same flow arriving on two ports is judged by each, with the flow
-//! cache configured (it stands aside where a set reads the port).
+//! `meta iifname` and `ip dscp` / `ip6 dscp` in sets: the port (or the
+//! wildcard `"wan*"`) a packet came in on decides, as in nft's `iifname
+//! "wan" ct state new drop`, and so does its DSCP; the same flow arriving
+//! on two ports, or with two markings, is judged each time, with the flow
+//! cache configured (it stands aside where a set reads either).
 
 use forwarder::control::build;
 use forwarder::pipeline::{Pipeline, Snapshot};
 use forwarder::port::Burst;
-use forwarder::wire::build::{ipv4, L4};
+use forwarder::wire::build::{ipv4, ipv6, L4};
 use std::path::Path;
 
 const CONFIG: &str = r#"
@@ -148,4 +149,87 @@ fn new_connections_from_the_wan_ports_are_dropped() {
     assert!(!through(&mut pipe, &snap, 1, WAN_HOST, LAN_HOST, 81));
     assert!(!through(&mut pipe, &snap, 2, WAN_HOST, LAN_HOST, 82));
     assert!(through(&mut pipe, &snap, 0, LAN_HOST, WAN_HOST, 83));
+}
+
+/// nft: `ip dscp . ip daddr { ef . 198.51.100.2 } drop`, `ip6 dscp
+/// { cs1-cs3 } drop`.
+const DSCP: &str = r#"
+[[set]]
+name = "voice"
+type = "dscp . ipv4_addr"
+match = "ip dscp . ip daddr"
+action = "drop"
+elements = ["ef . 198.51.100.2"]
+
+[[set]]
+name = "bulk6"
+type = "dscp"
+match = "ip6 dscp"
+action = "drop"
+elements = ["cs1-cs3"]
+"#;
+
+/// Whether a UDP datagram with `dscp` (IPv6 if `v6`) is forwarded.
+fn marked(pipe: &mut Pipeline, snap: &Snapshot, v6: bool, dscp: u8) -> bool {
+    let mut b = Burst::new();
+    let mut f = if v6 {
+        ipv6(
+            0x2001_0db8_0001u128 << 80 | 2,
+            0x2001_0db8_0002u128 << 80 | 2,
+            64,
+            L4::Udp(5000, 5060),
+            0,
+        )
+    } else {
+        ipv4(LAN_HOST, WAN_HOST, 64, L4::Udp(5000, 5060), 0)
+    };
+    if v6 {
+        // Traffic class: the DSCP's six bits, then ECN.
+        f[14] = 0x60 | dscp >> 2;
+        f[15] = (dscp & 3) << 6;
+    } else {
+        let old = u16::from_be_bytes([f[14], f[15]]);
+        f[15] = dscp << 2;
+        let hc = u16::from_be_bytes([f[24], f[25]]);
+        let c = forwarder::wire::checksum_update(hc, old, u16::from_be_bytes([f[14], f[15]]));
+        f[24..26].copy_from_slice(&c.to_be_bytes());
+    }
+    b.push(&f);
+    pipe.rx_port = 0;
+    pipe.process(snap, &mut b);
+    pipe.out.iter().any(|o| o.contains(&0))
+}
+
+#[test]
+fn the_dscp_decides_flow_after_flow() {
+    let text = CONFIG.replace("SETS", DSCP).replace(
+        "{ prefix = \"198.51.100.0/24\", via = \"wan\" },",
+        "{ prefix = \"198.51.100.0/24\", via = \"wan\" },\n  { prefix = \"2001:db8:2::/64\", via = \"wan\" },",
+    );
+    let cfg = config::parse("t.toml", &text, Path::new(".")).unwrap();
+    let snap = build::snapshot(&cfg, 1).unwrap();
+    let mut pipe = Pipeline::new(&snap, 3);
+    for round in 0..3 {
+        // One flow, its marking changing from packet to packet.
+        for (dscp, v4, v6) in [
+            (0, true, true),
+            (46, false, true),
+            (8, true, false),
+            (24, true, false),
+            (26, true, true),
+            (46, false, true),
+        ] {
+            assert_eq!(
+                marked(&mut pipe, &snap, false, dscp),
+                v4,
+                "ip dscp {dscp}, round {round}"
+            );
+            assert_eq!(
+                marked(&mut pipe, &snap, true, dscp),
+                v6,
+                "ip6 dscp {dscp}, round {round}"
+            );
+        }
+    }
+    assert_eq!(pipe.flow_cache_stats().hits, 0, "the cache stands aside");
 }

@@ -120,6 +120,9 @@ pub fn source_value(s: Source, p: &Parsed, frame: &[u8]) -> Option<u128> {
         }
         // Frames from ports carry no mark.
         Source::Mark => Some(0),
+        Source::Dscp(v6) if p.l3 == if v6 { L3::V6 } else { L3::V4 } => {
+            crate::wire::dscp(p, frame).map(u128::from)
+        }
         _ => None,
     }
 }

@@ -192,6 +192,13 @@ fn write_keys(
                 }
                 off += 16;
             }
+            Source::Dscp(_) => {
+                // The packet's family is the set's (see `Need`).
+                for (i, k) in packets {
+                    k[off] = crate::wire::dscp(&parsed[i], burst.frame(i)).unwrap_or(0);
+                }
+                off += 1;
+            }
         }
     }
 }
@@ -256,6 +263,8 @@ mod tests {
             Source::Mark,
             Source::CtState,
             Source::Iifname,
+            Source::Dscp(false),
+            Source::Dscp(true),
         ];
         let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
         let mut next = move || rng.next_u64();
@@ -282,7 +291,7 @@ mod tests {
                     Source::IpSaddr | Source::IpDaddr | Source::Mark => 4,
                     Source::Ip6Saddr | Source::Ip6Daddr | Source::Iifname => 16,
                     Source::Sport(_) | Source::Dport(_) => 2,
-                    Source::L4proto | Source::IcmpType(_) | Source::CtState => 1,
+                    Source::L4proto | Source::IcmpType(_) | Source::CtState | Source::Dscp(_) => 1,
                     Source::EtherSaddr | Source::EtherDaddr => 6,
                 })
                 .sum();

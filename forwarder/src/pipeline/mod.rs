@@ -373,9 +373,9 @@ impl Pipeline {
         // A checked configuration has no more sets than the cache
         // records; a snapshot built otherwise gets no cache rather than
         // wrong counts.
-        if tables.sets.len() > flowcache::MAX_SETS || tables.reads_iifname {
-            // Nor where a set reads the port: a flow is the same whatever
-            // port it comes in on.
+        if tables.sets.len() > flowcache::MAX_SETS || tables.reads_beyond_flow {
+            // Nor where a set reads the port or the DSCP: a flow is the
+            // same whatever port it comes in on, whatever its marking.
             c.entries = 0;
         }
         self.tally.adopt(tables, &mut self.scratch);

@@ -28,7 +28,7 @@ impl Pipeline {
             t => *t = Some(Tracker::new(&c, max)),
         }
         if let Some(t) = &mut self.conntrack {
-            t.caching = !tables.reads_macs && !tables.reads_iifname;
+            t.caching = !tables.reads_macs && !tables.reads_beyond_flow;
         }
     }
 

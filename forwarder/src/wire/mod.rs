@@ -172,3 +172,15 @@ pub fn addressed_to_router(frame: &[u8], mac: [u8; 6]) -> bool {
 pub(crate) fn be16(b: &[u8], at: usize) -> Option<u16> {
     Some(u16::from_be_bytes([*b.get(at)?, *b.get(at + 1)?]))
 }
+
+/// The DSCP of a parsed packet (the top six bits of its IPv4 TOS or IPv6
+/// traffic class), read from its frame; `None` if the frame is too short.
+#[inline(always)]
+pub fn dscp(p: &Parsed, frame: &[u8]) -> Option<u8> {
+    let o = p.l3_off as usize;
+    let h = frame.get(o..o + 2)?;
+    Some(match p.l3 {
+        L3::V4 => h[1] >> 2,
+        L3::V6 => (h[0] & 0x0f) << 2 | h[1] >> 6,
+    })
+}
