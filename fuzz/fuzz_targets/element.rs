@@ -5,12 +5,13 @@
 use libfuzzer_sys::fuzz_target;
 use matcher::SetDecl;
 
-const DECLS: [&str; 5] = [
+const DECLS: [&str; 6] = [
     "type ipv4_addr . inet_service : verdict",
     "type ipv6_addr . ether_addr . inet_proto . mark",
     "type inet_service : ipv6_addr",
     "type ipv4_addr . inet_service; flags timeout; timeout 10m",
     "type ipv4_addr : verdict; flags timeout",
+    "type ifname . dscp . inet_service",
 ];
 
 fuzz_target!(|data: &[u8]| {

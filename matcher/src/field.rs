@@ -230,7 +230,9 @@ impl FieldType {
                 return Ok(Range::new(0, u128::MAX));
             }
             let v = self.parse_value(stem)?;
-            return Ok(Range::new(v, v | host_mask(128, 8 * stem.len() as u32)));
+            // The name's own bytes (`"wan"*` is `wan*` too).
+            let len = v.to_be_bytes().iter().position(|&b| b == 0).unwrap_or(16);
+            return Ok(Range::new(v, v | host_mask(128, 8 * len as u32)));
         }
         if let Some((addr, len)) = s.split_once('/') {
             if !self.has_prefix() {

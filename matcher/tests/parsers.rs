@@ -37,6 +37,8 @@ fn interface_names() {
         ("wan . 22", "\"wan\" . 22"),
         ("\"lan0\" . 80", "\"lan0\" . 80"),
         ("eth* . 443", "\"eth*\" . 443"),
+        // Found by the fuzzer: the quotes were counted in the stem.
+        ("\"wan\"* . 1", "\"wan*\" . 1"),
         ("\"vlan.100\" . 1-2", "\"vlan.100\" . 1-2"),
         ("abcdefghijklmno . 7", "\"abcdefghijklmno\" . 7"),
     ] {
