@@ -9,7 +9,8 @@ use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
     let mut out = Vec::new();
-    events(data, 254, &mut out);
+    // The main table and a VRF's.
+    events(data, &[254, 100], &mut out);
     for e in out {
         if let Event::New(r, _) | Event::Del(r) = e {
             let (v6, _, len) = r.key;
