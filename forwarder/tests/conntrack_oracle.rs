@@ -390,6 +390,29 @@ fn play(lab: &mut Lab, s: &Sequence, tally: &mut [u64; 2]) -> Option<Disagreemen
     None
 }
 
+/// Keeps the sending thread on one CPU (the last it may use; the
+/// forwarder's worker is on the first): a frame sent into a veth is
+/// queued on the sending CPU's backlog, so a thread that moved between
+/// a frame and its probe could see the probe overtake the frame.
+fn pin_to_last_cpu() {
+    // SAFETY: plain system calls on a cpu_set_t we own, for this thread.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) != 0 {
+            return;
+        }
+        let Some(last) = (0..libc::CPU_SETSIZE as usize)
+            .rev()
+            .find(|&c| libc::CPU_ISSET(c, &set))
+        else {
+            return;
+        };
+        libc::CPU_ZERO(&mut set);
+        libc::CPU_SET(last, &mut set);
+        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
+    }
+}
+
 #[test]
 fn linux_and_the_forwarder_decide_every_frame_alike() {
     if !root_or_skip("conntrack_oracle") {
@@ -403,6 +426,7 @@ fn linux_and_the_forwarder_decide_every_frame_alike() {
     let ns = Namespaces::create(&format!("cto{}", std::process::id()), &["h", "k", "f"])
         .expect("namespaces");
     let mut lab = setup(ns).expect("the lab");
+    pin_to_last_cpu();
     let count: usize = std::env::var("CONNTRACK_ORACLE_SEQUENCES")
         .ok()
         .and_then(|v| v.parse().ok())
