@@ -414,35 +414,16 @@ impl Tracker {
                 let class = tcp::class(flags);
                 let closing = e.flags & flag::CLOSING != 0;
                 let last_reply = e.flags & flag::LAST_REPLY != 0;
-                let last_rst = e.flags & flag::LAST_RST != 0 && last_reply == (dir == 1);
-                // The last segment was a SYN from the other side.
-                let their_syn = e.state & LAST_SYN != 0 && last_reply != (dir == 1);
+                let last = tcp::Last {
+                    rst_here: e.flags & flag::LAST_RST != 0 && last_reply == (dir == 1),
+                    syn_there: e.state & LAST_SYN != 0 && last_reply != (dir == 1),
+                    challenge: e.state & CHALLENGE != 0,
+                };
                 let unconfirmed = e.state & UNCONFIRMED;
-                let cur = e.state & TCP_STATE;
-                let mut step = tcp::step(cur, dir == 1, class, closing, last_rst);
-                let mut old = cur;
-                if step == tcp::Step::Ignore && class == tcp::Class::SynAck && their_syn {
-                    // A SYN-ACK answering a SYN the table ignored: the
-                    // hosts are in step, the table is not (Linux checks
-                    // that it acknowledges that SYN; sequence numbers
-                    // are not kept here).
-                    old = tcp::SYN_SENT;
-                    step = tcp::Step::To(tcp::SYN_RECV);
-                }
-                if step == tcp::Step::To(tcp::TIME_WAIT)
-                    && cur == tcp::LAST_ACK
-                    && class == tcp::Class::Ack
-                    && their_syn
-                    && e.state & CHALLENGE != 0
-                {
-                    // The challenge ACK of a SYN ignored in LAST_ACK:
-                    // nothing changes, not even the last segment.
-                    e.state &= !CHALLENGE;
-                    step = tcp::Step::Skip;
-                }
+                let old = e.state & TCP_STATE;
                 // What Linux keeps of the last segment taken (its
                 // `last_index` and `last_dir`).
-                let last = |e: &mut Entry| {
+                let note_last = |e: &mut Entry| {
                     e.flags &= !(flag::LAST_RST | flag::LAST_REPLY);
                     e.state &= !(LAST_SYN | CHALLENGE);
                     if dir == 1 {
@@ -454,7 +435,7 @@ impl Tracker {
                         _ => {}
                     }
                 };
-                match step {
+                match tcp::step(old, dir == 1, class, closing, last) {
                     tcp::Step::Invalid => {
                         self.stats.invalid += 1;
                         t.state = state::INVALID;
@@ -463,16 +444,19 @@ impl Tracker {
                     }
                     tcp::Step::Reopen => {
                         // The old connection goes; this SYN opens anew.
-                        let old = *e;
+                        let gone = *e;
                         self.table.free(s);
-                        Tracker::gone(&mut self.stats, &old);
-                        let h = self.table.hash(&old.key);
-                        return (self.open(h, &old.key, rev, kind, len), None);
+                        Tracker::gone(&mut self.stats, &gone);
+                        let h = self.table.hash(&gone.key);
+                        return (self.open(h, &gone.key, rev, kind, len), None);
                     }
-                    tcp::Step::Skip => None,
+                    tcp::Step::Skip => {
+                        e.state &= !CHALLENGE;
+                        None
+                    }
                     tcp::Step::Ignore => {
-                        last(e);
-                        if class == tcp::Class::Syn && cur == tcp::LAST_ACK {
+                        note_last(e);
+                        if class == tcp::Class::Syn && old == tcp::LAST_ACK {
                             e.state |= CHALLENGE;
                         }
                         None
@@ -482,7 +466,7 @@ impl Tracker {
                         if n == tcp::FIN_WAIT {
                             e.flags |= flag::CLOSING;
                         }
-                        last(e);
+                        note_last(e);
                         if seen_reply
                             && (old == tcp::SYN_RECV || old == tcp::ESTABLISHED)
                             && n == tcp::ESTABLISHED
@@ -492,9 +476,9 @@ impl Tracker {
                         if !seen_reply && class == tcp::Class::Rst {
                             // A reset before any answer (a refused
                             // connection): Linux deletes it at once.
-                            let old = *e;
+                            let gone = *e;
                             self.table.free(s);
-                            Tracker::gone(&mut self.stats, &old);
+                            Tracker::gone(&mut self.stats, &gone);
                             t.slot = NO_SLOT;
                             return (t, None);
                         }

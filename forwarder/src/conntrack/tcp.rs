@@ -158,8 +158,9 @@ pub enum Step {
     To(u8),
     /// Nothing changes; the segment passes as part of the connection.
     Ignore,
-    /// As `Ignore`, and the segment is not even kept as the last one (a
-    /// challenge ACK: never returned by [`step`]).
+    /// As `Ignore`, and the segment is not even kept as the last one:
+    /// the challenge ACK (RFC 5961) of a SYN ignored in LAST_ACK, which
+    /// must not be taken for the last FIN's.
     Skip,
     /// The segment does not fit the connection: `ct state invalid`.
     Invalid,
@@ -168,22 +169,44 @@ pub enum Step {
     Reopen,
 }
 
+/// What a connection remembers of the last segment it took (Linux's
+/// `last_index` and `last_dir`, and its `IP_CT_EXP_CHALLENGE_ACK`), as a
+/// new segment's direction sees it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Last {
+    /// It was a RST from the new segment's side.
+    pub rst_here: bool,
+    /// It was a SYN from the other side.
+    pub syn_there: bool,
+    /// A SYN was ignored in LAST_ACK: the other side's ACK is due.
+    pub challenge: bool,
+}
+
 /// The step a segment of class `c` in direction `reply` makes from
-/// `state`; `closing` is whether either side has sent a FIN, `last_rst`
-/// whether this direction's last segment was a RST (together, Linux's
-/// condition to let a SYN reopen TIME_WAIT or CLOSE).
-pub fn step(state: u8, reply: bool, c: Class, closing: bool, last_rst: bool) -> Step {
+/// `state`; `closing` is whether either side has sent a FIN.
+///
+/// Beside the table, what Linux decides by the last segment (`last`):
+/// a SYN reopens TIME_WAIT or CLOSE after a FIN, or after a RST from its
+/// own side; a SYN-ACK the table ignores but that answers a SYN it
+/// ignored (a connection picked up mid-stream, then opened again by its
+/// hosts) puts the connection back in step at SYN_RECV (Linux also
+/// checks that it acknowledges that SYN: sequence numbers are not kept
+/// here); the challenge ACK of a SYN ignored in LAST_ACK changes
+/// nothing.
+pub fn step(state: u8, reply: bool, c: Class, closing: bool, last: Last) -> Step {
     let next = NEXT[reply as usize][c as usize][state.min(S2) as usize];
     match next {
         IV => Step::Invalid,
+        IG if c == Class::SynAck && last.syn_there => Step::To(SYN_RECV),
         IG => Step::Ignore,
         SS if state >= TW => {
-            if closing || last_rst {
+            if closing || last.rst_here {
                 Step::Reopen
             } else {
                 Step::Ignore
             }
         }
+        TW if state == LA && c == Class::Ack && last.syn_there && last.challenge => Step::Skip,
         s => Step::To(s),
     }
 }
@@ -214,15 +237,21 @@ mod tests {
             (true, Class::Fin, LAST_ACK),
             (false, Class::Ack, TIME_WAIT),
         ] {
-            match step(s, reply, c, false, false) {
+            match step(s, reply, c, false, Last::default()) {
                 Step::To(n) => s = n,
                 other => panic!("{c:?} from {}: {other:?}", NAMES[s as usize]),
             }
             assert_eq!(s, want);
         }
         // A new SYN on a closed connection opens a new one.
-        assert_eq!(step(s, false, Class::Syn, true, false), Step::Reopen);
-        assert_eq!(step(s, false, Class::Syn, false, false), Step::Ignore);
+        assert_eq!(
+            step(s, false, Class::Syn, true, Last::default()),
+            Step::Reopen
+        );
+        assert_eq!(
+            step(s, false, Class::Syn, false, Last::default()),
+            Step::Ignore
+        );
     }
 
     #[test]
@@ -232,15 +261,15 @@ mod tests {
         assert_eq!(open(Class::Rst), None);
         assert_eq!(open(Class::Ack), Some(ESTABLISHED));
         assert_eq!(
-            step(SYN_SENT, false, Class::Ack, false, false),
+            step(SYN_SENT, false, Class::Ack, false, Last::default()),
             Step::Invalid
         );
         assert_eq!(
-            step(ESTABLISHED, true, Class::Syn, false, false),
+            step(ESTABLISHED, true, Class::Syn, false, Last::default()),
             Step::Invalid
         );
         assert_eq!(
-            step(ESTABLISHED, false, Class::Rst, false, false),
+            step(ESTABLISHED, false, Class::Rst, false, Last::default()),
             Step::To(CLOSE)
         );
         assert!(!valid_flags(0));
@@ -248,5 +277,44 @@ mod tests {
         assert!(!valid_flags(flag::FIN));
         assert!(valid_flags(flag::FIN | flag::ACK | flag::PSH));
         assert!(valid_flags(flag::SYN | flag::ECE | flag::CWR));
+    }
+
+    #[test]
+    fn the_last_segment_reopens_resynchronises_and_skips() {
+        let none = Last::default();
+        let rst_here = Last {
+            rst_here: true,
+            ..none
+        };
+        assert_eq!(
+            step(CLOSE, false, Class::Syn, false, rst_here),
+            Step::Reopen
+        );
+        // A SYN-ACK answering an ignored SYN; without one, ignored.
+        let syn_there = Last {
+            syn_there: true,
+            ..none
+        };
+        assert_eq!(
+            step(ESTABLISHED, true, Class::SynAck, false, syn_there),
+            Step::To(SYN_RECV)
+        );
+        assert_eq!(
+            step(ESTABLISHED, true, Class::SynAck, false, none),
+            Step::Ignore
+        );
+        // The challenge ACK in LAST_ACK, then an ordinary one.
+        let challenge = Last {
+            challenge: true,
+            ..syn_there
+        };
+        assert_eq!(
+            step(LAST_ACK, true, Class::Ack, true, challenge),
+            Step::Skip
+        );
+        assert_eq!(
+            step(LAST_ACK, true, Class::Ack, true, syn_there),
+            Step::To(TIME_WAIT)
+        );
     }
 }

@@ -126,20 +126,12 @@ impl Reference {
                 return (state::INVALID, None);
             }
             let class = tcp::class(f);
-            let last_rst = conn.last == Some((dir, tcp::Class::Rst));
-            let their_syn = matches!(conn.last, Some((d, tcp::Class::Syn)) if d != dir);
-            let mut step = tcp::step(conn.tcp, dir == 1, class, conn.closing, last_rst);
-            if step == tcp::Step::Ignore && class == tcp::Class::SynAck && their_syn {
-                step = tcp::Step::To(tcp::SYN_RECV);
-            }
-            if step == tcp::Step::To(tcp::TIME_WAIT)
-                && conn.tcp == tcp::LAST_ACK
-                && class == tcp::Class::Ack
-                && their_syn
-                && conn.challenge
-            {
-                step = tcp::Step::Skip;
-            }
+            let last = tcp::Last {
+                rst_here: conn.last == Some((dir, tcp::Class::Rst)),
+                syn_there: matches!(conn.last, Some((d, tcp::Class::Syn)) if d != dir),
+                challenge: conn.challenge,
+            };
+            let step = tcp::step(conn.tcp, dir == 1, class, conn.closing, last);
             let k = &mut self.conns[c];
             if matches!(step, tcp::Step::Ignore | tcp::Step::To(_)) {
                 k.last = Some((dir, class));
