@@ -243,10 +243,12 @@ impl Source {
         if !counted.is_empty() {
             let sums: Vec<(String, [u64; 2])> = counted
                 .iter()
-                .map(|n| {
-                    let c = self.element_counters(n).unwrap_or_default();
+                // A set whose workers did not answer has no sample (a
+                // zero would read as a counter reset).
+                .filter_map(|n| {
+                    let c = self.element_counters(n).ok()?;
                     let t = c.values().fold([0, 0], |a, v| [a[0] + v[0], a[1] + v[1]]);
-                    (format!("set=\"{}\"", escape(n)), t)
+                    Some((format!("set=\"{}\"", escape(n)), t))
                 })
                 .collect();
             for (k, name, help) in [

@@ -11,7 +11,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 impl Control {
-    fn set_index(&self, set: &str) -> Result<usize, String> {
+    pub(super) fn set_index(&self, set: &str) -> Result<usize, String> {
         self.cfg
             .sets
             .iter()

@@ -583,10 +583,8 @@ fn element_request(
         Some("reset") => {
             // nft's `reset set` (one set) and `reset counters` (all).
             let name = v["set"].as_str();
-            if let Some(n) = name {
-                if let Err(e) = control.list(n) {
-                    return json!({ "result": "error", "error": e });
-                }
+            if let Some(Err(e)) = name.map(|n| control.set_index(n)) {
+                return json!({ "result": "error", "error": e });
             }
             match stats.reset_element_counters(name) {
                 Ok(()) => json!({ "result": "ok", "set": name }),

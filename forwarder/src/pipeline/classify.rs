@@ -63,7 +63,7 @@ impl Pipeline {
                 let fate = decision(set, id);
                 if set.counter {
                     if let Some(Some(t)) = self.tally.sets.get_mut(si) {
-                        t.add(id, burst.frame_len(i) as u64);
+                        t.add(id, 1, burst.frame_len(i) as u64);
                     }
                     self.counted |= 1 << i;
                 }

@@ -47,22 +47,26 @@ impl SetTally {
         }
     }
 
-    /// Counts a packet of `bytes` for element `id`.
+    /// Element `id`'s packets and bytes.
     #[inline(always)]
-    pub(super) fn add(&mut self, id: u32, bytes: u64) {
-        let c = if id & DELTA_ID != 0 {
+    fn slot(&mut self, id: u32) -> Option<&mut [u64; 2]> {
+        if id & DELTA_ID != 0 {
             self.added.get_mut((id & !DELTA_ID) as usize)
         } else {
             self.base.get_mut(id as usize)
-        };
-        if let Some(c) = c {
-            c[0] += 1;
+        }
+    }
+
+    /// Counts `packets` packets of `bytes` bytes for element `id`.
+    #[inline(always)]
+    pub(super) fn add(&mut self, id: u32, packets: u64, bytes: u64) {
+        if let Some(c) = self.slot(id) {
+            c[0] += packets;
             c[1] += bytes;
         }
     }
 
-    /// Each counted element's key and counts (those that counted
-    /// something).
+    /// Each element's id and counts (those that counted something).
     fn each(&self) -> impl Iterator<Item = (u32, [u64; 2])> + '_ {
         let base = self.base.iter().enumerate().map(|(i, c)| (i as u32, *c));
         let added = (self.added.iter().enumerate()).map(|(i, c)| (i as u32 | DELTA_ID, *c));
@@ -102,15 +106,7 @@ impl Tally {
                             continue;
                         };
                         if let Some(new) = set.snap.id_of(&e.key, sc) {
-                            let slot = if new & DELTA_ID != 0 {
-                                fresh.added.get_mut((new & !DELTA_ID) as usize)
-                            } else {
-                                fresh.base.get_mut(new as usize)
-                            };
-                            if let Some(s) = slot {
-                                s[0] += c[0];
-                                s[1] += c[1];
-                            }
+                            fresh.add(new, c[0], c[1]);
                         }
                     }
                     fresh
