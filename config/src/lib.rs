@@ -60,7 +60,7 @@ pub use loader::Loader;
 pub use paths::{control_socket, default_socket, runtime_dir, socket_for};
 pub use types::{
     Action, Config, Conntrack, ControlConfig, CtTimeouts, EcmpGroup, ElementLines, FlowCache,
-    Forwarder, IcmpSettings, KernelRoutes, NeighbourSettings, NextHopConfig, PortConfig,
+    Forwarder, Hook, IcmpSettings, KernelRoutes, NeighbourSettings, NextHopConfig, PortConfig,
     RouteCache, RouteConfig, RouterSettings, SetConfig, Source, Via, VrfConfig, DEFAULT_BURST,
     DEFAULT_VRF, MAX_SETS, ROUTE_PROTOCOLS,
 };

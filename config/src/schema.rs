@@ -110,6 +110,8 @@ pub(crate) struct Set {
     /// nft's `counter` on the set: each element counts its packets.
     #[serde(default)]
     pub counter: bool,
+    /// `prerouting` (the default) or `forward`.
+    pub hook: Option<Spanned<String>>,
 }
 
 #[derive(Deserialize)]

@@ -114,7 +114,8 @@ pub const ROUTE_PROTOCOLS: &[(&str, u8)] = &[
 /// The packet fields a set's `match` may name, for messages.
 pub const SOURCES: &str = "ip saddr|daddr, ip6 saddr|daddr, tcp|udp|sctp|th sport|dport, \
                            meta l4proto (ip protocol, ip6 nexthdr), icmp type, icmpv6 type, ct state, \
-                           ether saddr|daddr, meta mark, meta iifname, ip dscp, ip6 dscp";
+                           ether saddr|daddr, meta mark, meta iifname, meta oifname (hook forward), \
+                           ip dscp, ip6 dscp";
 
 /// Which packet field feeds a set's field, in nft's words.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -147,6 +148,10 @@ pub enum Source {
     /// `meta iifname` (also `iifname`): the name of the port (or VLAN
     /// sub-interface) the packet came in on.
     Iifname,
+    /// `meta oifname` (also `oifname`): the name of the port (or VLAN
+    /// sub-interface) the packet leaves by: known once it is routed, so
+    /// only in a set of `hook = "forward"`.
+    Oifname,
     /// `ip dscp` (false) or `ip6 dscp` (true): the DSCP of a packet of
     /// that family.
     Dscp(bool),
@@ -182,14 +187,7 @@ impl Source {
             ["meta", "iifname"] | ["iifname"] => Source::Iifname,
             ["ip", "dscp"] => Source::Dscp(false),
             ["ip6", "dscp"] => Source::Dscp(true),
-            ["meta", "oifname"] | ["oifname"] => {
-                return Err(
-                    "`meta oifname` is known only once the packet is routed, and the \
-                            sets run before the route decision (nft's prerouting): not \
-                            supported yet"
-                        .into(),
-                )
-            }
+            ["meta", "oifname"] | ["oifname"] => Source::Oifname,
             _ => {
                 return Err(format!(
                     "unknown packet field `{}` (known: {SOURCES})",
@@ -222,6 +220,7 @@ impl Source {
             Source::EtherDaddr => "ether daddr",
             Source::Mark => "meta mark",
             Source::Iifname => "meta iifname",
+            Source::Oifname => "meta oifname",
             Source::Dscp(false) => "ip dscp",
             Source::Dscp(true) => "ip6 dscp",
         }
@@ -239,7 +238,7 @@ impl Source {
             Source::CtState => FieldType::CtState,
             Source::EtherSaddr | Source::EtherDaddr => FieldType::EtherAddr,
             Source::Mark => FieldType::Mark,
-            Source::Iifname => FieldType::Ifname,
+            Source::Iifname | Source::Oifname => FieldType::Ifname,
             Source::Dscp(_) => FieldType::Dscp,
         }
     }
@@ -284,6 +283,32 @@ pub struct SetConfig {
     /// `counter = true` (nft's `counter` in a set): each element counts
     /// the packets and bytes it matches.
     pub counter: bool,
+    /// Where in a packet's way the set is looked up (`hook`).
+    pub hook: Hook,
+}
+
+/// Where a set is looked up, in nft's hook names.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Hook {
+    /// Before the route decision (the default): every packet that comes
+    /// in, the router's own included. `meta oifname` is not known yet.
+    #[default]
+    Prerouting,
+    /// After it, for the packets the forwarder forwards (not those for
+    /// the router itself, nor those without a route): `meta oifname` is
+    /// known. An `accept` of the prerouting sets ends only their hook, as
+    /// in nft: the forward sets still see the packet.
+    Forward,
+}
+
+impl Hook {
+    /// Its name in a configuration (`prerouting`, `forward`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Hook::Prerouting => "prerouting",
+            Hook::Forward => "forward",
+        }
+    }
 }
 
 /// The lines the elements of a [`SetConfig`] come from, in its order: a

@@ -75,7 +75,7 @@ fn errors_name_line_column_and_value() {
         ),
         (
             set("type = \"ipv4_addr\"\nmatch = \"ip dadr\"\naction = \"drop\""),
-            "f.toml:13:9: unknown packet field `ip dadr` (known: ip saddr|daddr, ip6 saddr|daddr, tcp|udp|sctp|th sport|dport, meta l4proto (ip protocol, ip6 nexthdr), icmp type, icmpv6 type, ct state, ether saddr|daddr, meta mark, meta iifname, ip dscp, ip6 dscp)",
+            "f.toml:13:9: unknown packet field `ip dadr` (known: ip saddr|daddr, ip6 saddr|daddr, tcp|udp|sctp|th sport|dport, meta l4proto (ip protocol, ip6 nexthdr), icmp type, icmpv6 type, ct state, ether saddr|daddr, meta mark, meta iifname, meta oifname (hook forward), ip dscp, ip6 dscp)",
         ),
         (
             set("type = \"ipv4_addr\"\nmatch = \"ip6 daddr\"\naction = \"drop\""),

@@ -28,6 +28,8 @@ pub struct RuleSet {
     pub need: Need,
     /// Its elements count their packets and bytes (`counter = true`).
     pub counter: bool,
+    /// Before the route decision or after it (`hook`).
+    pub hook: config::Hook,
 }
 
 /// Everything a burst is judged by. Immutable once published.
@@ -38,8 +40,13 @@ pub struct Tables {
     /// [`matcher::NEVER`] when none expires: before it, a worker
     /// checks no match's deadline.
     pub next_expiry: u64,
-    /// Rule sets, in evaluation order.
+    /// Rule sets, in evaluation order: those of the prerouting hook,
+    /// then from `forward_from` on those of the forward hook (a checked
+    /// configuration writes them in that order).
     pub sets: Vec<RuleSet>,
+    /// The first set of the forward hook (`sets.len()` when none): the
+    /// sets before it run before the route decision, the rest after it.
+    pub forward_from: usize,
     /// Routes, next hops, ECMP groups.
     pub fib: Arc<FibSnapshot>,
     /// Names of the ports, by index.
@@ -66,7 +73,8 @@ pub struct Tables {
     /// decisions.
     pub reads_beyond_flow: bool,
     /// Each port's name as an `ifname` field holds it (by index, VLAN
-    /// sub-interfaces after the ports), for `meta iifname`.
+    /// sub-interfaces after the ports), for `meta iifname` and `meta
+    /// oifname`.
     pub ifnames: Arc<[u128]>,
     /// What each of the FIB's next hops is, in its order.
     pub hop_kinds: Arc<[HopKind]>,
@@ -237,6 +245,7 @@ impl Tables {
             generation: 0,
             next_expiry: matcher::NEVER,
             sets: Vec::new(),
+            forward_from: 0,
             fib: Fib::new().publish(),
             port_names: Vec::new(),
             route_cache: RouteCacheConfig::default(),

@@ -5,13 +5,22 @@
 //! dropped, must be the same.
 //!
 //! The policy is the one of `conntrack_netns.rs` and of nft's usual
-//! forward chain:
+//! forward chain, with one rule on the port a packet leaves by:
 //!
 //! ```text
+//! oifname "wan" tcp dport 5201 drop
 //! udp dport 9 accept                       # the probe (below)
 //! ct state vmap { established : accept, related : accept, invalid : drop }
 //! iifname "wan" ct state new drop
 //! ```
+//!
+//! The forwarder runs the last three in sets before the route decision
+//! and the first in a set of the forward hook (`hook = "forward"`),
+//! after them; an `accept` before routing does not spare a packet the
+//! forward sets, so the packets either drops are those the chain drops.
+//! A quarter of the sequences' wan ports are 5201: connections to it, and
+//! the lan's answers to connections from it, meet that rule; its drop of
+//! a connection's first packet leaves the connection unconfirmed in both.
 //!
 //! The frames: hand-written exchanges, then random sequences built from
 //! the same steps (TCP handshakes, data, FIN and RST in every order,
@@ -58,6 +67,7 @@ use oracle::*;
 const NFT: &str = r#"table inet oracle {
     chain forward {
         type filter hook forward priority 0; policy accept;
+        oifname "r1" tcp dport 5201 drop
         udp dport 9 accept
         ct state vmap { established : accept, related : accept, invalid : drop }
         iifname "r1" ct state new drop
@@ -120,6 +130,16 @@ type = "ifname . ct_state"
 match = "meta iifname . ct state"
 action = "drop"
 elements = ["r1 . new"]
+
+# nft: oifname "r1" tcp dport 5201 drop (first in the chain: the
+# forward hook, after the sets above)
+[[set]]
+name = "no_iperf_out"
+type = "ifname . inet_service"
+match = "meta oifname . tcp dport"
+action = "drop"
+hook = "forward"
+elements = ["r1 . 5201"]
 
 [conntrack]
 enabled = true

@@ -155,6 +155,30 @@ fn a_reload_says_what_it_changes_before_applying_it() {
     );
     assert_eq!(diff(&cfg)["changes"], false);
 
+    // A set moved to the forward hook: said, its elements unchanged.
+    std::fs::write(
+        &cfg,
+        BASE.replace("action = \"drop\"", "action = \"drop\"\nhook = \"forward\""),
+    )
+    .unwrap();
+    let d = diff(&cfg);
+    let moved = d["sets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["change"] == "hook")
+        .cloned();
+    assert_eq!(
+        moved.map(|m| m["hook"].clone()),
+        Some(serde_json::json!(["prerouting", "forward"])),
+        "{d}"
+    );
+    assert!(
+        forwarder::control::diff::render(&d)
+            .contains("set deny: runs at hook forward (was prerouting)"),
+        "{d}"
+    );
+
     // What only a restart takes is said, and the check still passes.
     std::fs::write(&cfg, BASE.replace("cores = [0]", "cores = [0, 1]")).unwrap();
     let d = diff(&cfg);

@@ -27,11 +27,31 @@ pub(super) fn sets(
             format!("set `{}`: at most {MAX_SETS} rule sets", s.name.get_ref()),
         )]);
     }
-    let mut sets = Vec::new();
+    let mut sets: Vec<SetConfig> = Vec::new();
     let mut errs = Vec::new();
+    // The sets run in the order written, the prerouting ones before the
+    // route decision and the forward ones after it: a prerouting set
+    // after a forward one would read as running later than it does.
+    let mut forward_set: Option<&str> = None;
     for s in raw {
         match validate_set(loc, s, dir, files) {
-            Ok(s) => sets.push(s),
+            Ok(c) => {
+                match (c.hook, forward_set) {
+                    (Hook::Forward, None) => forward_set = Some(s.name.get_ref()),
+                    (Hook::Prerouting, Some(f)) => errs.push(loc.of(
+                        s.hook.as_ref().unwrap_or(&s.name),
+                        format!(
+                            "set `{}` (hook prerouting) comes after set `{f}` (hook \
+                             forward): the sets run in the order written, the \
+                             prerouting ones before the route decision, so they come \
+                             first",
+                            c.name
+                        ),
+                    )),
+                    _ => {}
+                }
+                sets.push(c)
+            }
             Err(e) => errs.push(e),
         }
     }
@@ -137,6 +157,26 @@ pub(super) fn validate_set(
             ));
         }
     }
+    let hook = match s.hook.as_ref().map(|h| (h, h.get_ref().as_str())) {
+        None | Some((_, "prerouting")) => Hook::Prerouting,
+        Some((_, "forward")) => Hook::Forward,
+        Some((h, other)) => {
+            return Err(loc.of(
+                h,
+                format!("unknown hook `{other}` (prerouting, the default, or forward)"),
+            ))
+        }
+    };
+    if hook == Hook::Prerouting && sources.contains(&Source::Oifname) {
+        return Err(loc.of(
+            &s.match_,
+            format!(
+                "`{}`: `meta oifname` is known only once the packet is routed; a set \
+                 that reads it runs after the route decision: `hook = \"forward\"`",
+                s.match_.get_ref()
+            ),
+        ));
+    }
     let is_verdict_map = decl.data() == Some(DataType::Verdict);
     let action = match (&s.action, is_verdict_map) {
         (None, true) => Action::Verdict,
@@ -206,6 +246,7 @@ pub(super) fn validate_set(
             file: file_lines,
         },
         counter: s.counter,
+        hook,
     })
 }
 

@@ -56,6 +56,7 @@ pub fn rule_set(s: &SetConfig, snap: Arc<matcher::Snapshot>) -> RuleSet {
         key_len: s.decl.key_len(),
         need: Need::of(&s.sources),
         counter: s.counter,
+        hook: s.hook,
     }
 }
 
@@ -271,6 +272,12 @@ pub fn assemble(
             .map(|s| s.snap.next_expiry())
             .min()
             .unwrap_or(matcher::NEVER),
+        // In a snapshot built otherwise than from a checked configuration,
+        // a prerouting set after a forward one runs with the forward ones.
+        forward_from: sets
+            .iter()
+            .position(|s| s.hook == config::Hook::Forward)
+            .unwrap_or(sets.len()),
         sets,
         fib,
         port_names: cfg.ports.iter().map(|p| p.name.clone()).collect(),

@@ -85,6 +85,13 @@ impl Control {
                 }));
                 continue;
             }
+            if o.hook != s.hook {
+                // Its elements stay; where the packets meet it moves.
+                sets.push(json!({
+                    "set": s.name, "change": "hook",
+                    "hook": [o.hook.name(), s.hook.name()],
+                }));
+            }
             let (gone, came) = config::diff_elements(&o.elements, &s.elements);
             if gone.is_empty() && came.is_empty() {
                 continue;
@@ -343,6 +350,14 @@ pub fn render(d: &Value) -> String {
             }
             "removed" => {
                 let _ = writeln!(s, "set {name}: removed ({} elements)", set["elements"]);
+            }
+            "hook" => {
+                let _ = writeln!(
+                    s,
+                    "set {name}: runs at hook {} (was {})",
+                    set["hook"][1].as_str().unwrap_or(""),
+                    set["hook"][0].as_str().unwrap_or("")
+                );
             }
             "rebuilt" => {
                 let _ = writeln!(

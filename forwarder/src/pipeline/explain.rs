@@ -38,6 +38,9 @@ pub enum SetStage {
     Matched(u32),
     /// Element `id` matched, but its deadline had passed: as no match.
     Expired(u32),
+    /// Not looked up: a set of the forward hook, and the packet is not
+    /// forwarded (no route, or for the router itself).
+    NotForwarded,
 }
 
 /// What the flow cache did with a packet.
@@ -225,7 +228,15 @@ impl Pipeline {
             // (a packet it applies to that it did not look up was decided
             // by an earlier set).
             let (mut decided, mut dropped) = (false, false);
+            let mut routed = false;
+            let forwarded = self.forwarding >> (i % 64) & 1 != 0;
             for (si, set) in tables.sets.iter().enumerate().take(config::MAX_SETS) {
+                if si == tables.forward_from {
+                    // The forward hook: a packet the prerouting sets did
+                    // not drop was routed, and their `accept` ended only
+                    // their hook.
+                    (decided, routed) = (dropped, !dropped);
+                }
                 let f = &self.keys[si].1;
                 let at = f.which[..f.m as usize]
                     .iter()
@@ -250,6 +261,7 @@ impl Pipeline {
                     (None, Err(_)) => SetStage::NotLooked,
                     (None, _) if cached => SetStage::NotLooked,
                     (None, _) if decided => SetStage::Decided,
+                    (None, _) if routed && !forwarded => SetStage::NotForwarded,
                     (None, Ok(p)) if !set.need.applies(p) => SetStage::NotApplicable,
                     // Not reached otherwise: a packet still going that
                     // has the fields is looked up.
@@ -259,7 +271,8 @@ impl Pipeline {
             // Routed: parsed, not decided by the cache, not dropped by a
             // set; its target is the route stage's, its hop the same
             // function's answer (the flow's hash picks the ECMP member).
-            if s.parsed.is_ok() && !cached && !dropped && self.mode == super::Mode::Full {
+            if s.parsed.is_ok() && !cached && (!dropped || routed) && self.mode == super::Mode::Full
+            {
                 s.target = Some(self.targets[i]);
                 s.hop = Some(self.next_hop(tables, i));
             }

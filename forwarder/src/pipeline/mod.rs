@@ -88,7 +88,9 @@ enum Fate {
     Accepted,
     /// Dropped, and why.
     Dropped(DropReason),
-    /// Decided by the flow cache: see the burst's `decisions`.
+    /// Decided by the flow cache: see the burst's `decisions`. (Also,
+    /// for the time the forward sets run, a packet still going that is
+    /// not forwarded: see `forward_hook`.)
     Cached,
 }
 
@@ -121,6 +123,12 @@ pub struct Pipeline {
     /// Per packet of the burst, its port's name (`meta iifname`; filled
     /// only when a set reads it).
     iif: [u128; MAX_BURST],
+    /// Per packet of the burst, the name of the port it leaves by (`meta
+    /// oifname`), and the packets that reached the forward hook, a bit
+    /// each (both filled only where a set of that hook is: see
+    /// `forward_hook`).
+    oif: [u128; MAX_BURST],
+    forwarding: u64,
     /// Per packet, what it is to connection tracking and its hash (the
     /// stage's passes: see `track`).
     ct_seen: [crate::conntrack::key::Seen; MAX_BURST],
@@ -277,6 +285,8 @@ impl Pipeline {
             tracked: [crate::conntrack::Tracked::default(); MAX_BURST],
             ct_state: [0; MAX_BURST],
             iif: [0; MAX_BURST],
+            oif: [0; MAX_BURST],
+            forwarding: 0,
             ct_seen: [crate::conntrack::key::Seen::Invalid; MAX_BURST],
             ct_hash: [0; MAX_BURST],
             flow_locs: [Loc::default(); MAX_BURST],
@@ -536,6 +546,7 @@ impl Pipeline {
                 // One clock read a burst, and only while some element can
                 // expire.
                 self.expired_at = 0;
+                self.forwarding = 0;
                 if tables.next_expiry != matcher::NEVER {
                     let now = crate::clock::now_ms();
                     if now >= tables.next_expiry {
@@ -565,8 +576,12 @@ impl Pipeline {
                             }
                         }
                     }
-                    self.classify(tables, burst, n);
-                    self.route(tables, burst, n);
+                    self.classify(tables, burst, n, (0, tables.forward_from));
+                    self.lookup_routes(tables, n);
+                    if tables.forward_from < tables.sets.len() {
+                        self.forward_hook(tables, burst, n);
+                    }
+                    self.send_routed(tables, burst, n);
                 } else {
                     self.send_decided(burst, n);
                 }

@@ -1,6 +1,7 @@
 //! The route stage: one batched FIB lookup per family through the
 //! per-core route hint and dst cache, then the ECMP member by flow hash.
 
+use super::prepared::LOCAL;
 use super::{Fate, Pipeline};
 use crate::port::{Burst, MAX_BURST};
 use crate::reason::DropReason;
@@ -144,10 +145,70 @@ impl Pipeline {
             .ok_or(DropReason::UnknownNextHop)
     }
 
+    /// The forward hook: the packets routed to a next hop that forwards
+    /// them (not to the router itself, nor without a route) get the name
+    /// of the port they leave by, and the forward sets look them up.
+    /// An `accept` of the prerouting sets ended only their hook: such a
+    /// packet goes through the forward sets as well, as in nft. Each set
+    /// still runs once a packet: the prerouting ones before this, the
+    /// forward ones here. The next hop is found again by `route` (its
+    /// cost falls only on configurations with forward sets).
+    #[inline(never)]
+    pub(super) fn forward_hook(&mut self, tables: &Tables, burst: &Burst, n: usize) {
+        let mut forwarding = 0u64;
+        let mut held = 0u64;
+        for i in 0..n.min(MAX_BURST) {
+            if !matches!(self.fate[i], Fate::Go | Fate::Accepted) {
+                continue;
+            }
+            let link = match self.next_hop(tables, i) {
+                Ok(h) if self.kinds.get(h as usize).is_some_and(|&k| k != LOCAL) => {
+                    self.links.get(h as usize)
+                }
+                _ => None,
+            };
+            match link {
+                Some(link) => {
+                    self.oif[i] = tables.ifnames.get(link.port as usize).copied().unwrap_or(0);
+                    self.fate[i] = Fate::Go;
+                    forwarding |= 1 << i;
+                }
+                None => {
+                    // Held out of the forward sets' lookups (which take
+                    // only packets still going) under a fate they skip,
+                    // restored below: a fate of its own made the route
+                    // stage's match on every packet dearer (callgrind:
+                    // 1.5 % more instructions a packet).
+                    if self.fate[i] == Fate::Go {
+                        self.fate[i] = Fate::Cached;
+                        held |= 1 << i;
+                    }
+                }
+            }
+        }
+        self.forwarding = forwarding;
+        if forwarding != 0 {
+            self.classify(tables, burst, n, (tables.forward_from, tables.sets.len()));
+        }
+        while held != 0 {
+            let i = held.trailing_zeros() as usize;
+            held &= held - 1;
+            self.fate[i % MAX_BURST] = Fate::Go;
+        }
+    }
+
     /// Routes the burst's packets that the flow cache did not decide,
     /// rewrites them (those it decided too) and lists them by egress port.
     pub(super) fn route(&mut self, tables: &Tables, burst: &mut Burst, n: usize) {
         self.lookup_routes(tables, n);
+        self.send_routed(tables, burst, n);
+    }
+
+    /// [`Pipeline::route`] past the lookup: each packet's next hop, sent
+    /// there (or dropped). The forward sets run between the two
+    /// (`process`); a test for them in here made the loop dearer for
+    /// everyone (callgrind: 0.3 % more instructions a packet).
+    pub(super) fn send_routed(&mut self, tables: &Tables, burst: &mut Burst, n: usize) {
         for i in 0..n {
             let hop = match self.fate[i] {
                 Fate::Cached => self.decisions[i].hop(),

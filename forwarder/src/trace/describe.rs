@@ -276,93 +276,10 @@ pub fn describe(
             json!({ "result": flow, "why": why }),
         ));
     }
-    // Each set.
-    for (si, (set, st)) in t.sets.iter().zip(s.sets()).enumerate() {
-        let decl = set.snap.decl();
-        let words: Vec<&str> = set.sources.iter().map(|x| x.words()).collect();
-        let words = words.join(" . ");
-        let key = parsed.and_then(|p| {
-            let v: Option<Vec<u128>> = set
-                .sources
-                .iter()
-                .map(|x| match x {
-                    // Not in the frame: what connection tracking found.
-                    Source::CtState => (s.ct != 0).then_some(s.ct as u128),
-                    Source::Iifname => t.ifnames.get(s.port as usize).copied(),
-                    _ => source_value(*x, &p, frame),
-                })
-                .collect();
-            v.map(|v| decl.format_key(&decl.key_from_values(&v)))
-        });
-        let mut f = json!({ "set": set.name, "match": words, "type": decl.to_string() });
-        if let Some(k) = &key {
-            f["key"] = json!(k);
-        }
-        let summary = match *st {
-            SetStage::NotLooked => {
-                f["result"] = json!("not looked up");
-                "not looked up".to_string()
-            }
-            SetStage::Decided => {
-                f["result"] = json!("skipped");
-                "skipped: an earlier set decided".to_string()
-            }
-            SetStage::NotApplicable => {
-                let missing = parsed
-                    .and_then(|p| {
-                        set.sources
-                            .iter()
-                            .find(|x| source_value(**x, &p, frame).is_none())
-                    })
-                    .map(|x| x.words())
-                    .unwrap_or("?");
-                f["result"] = json!("not applicable");
-                f["missing"] = json!(missing);
-                format!("not applicable: the packet has no `{missing}`")
-            }
-            SetStage::NoMatch => {
-                f["result"] = json!("no match");
-                format!("no match for {}", key.as_deref().unwrap_or("?"))
-            }
-            SetStage::Matched(id) | SetStage::Expired(id) => {
-                let e = set.snap.element(id);
-                let text = e.map(|e| decl.format_element(e)).unwrap_or_default();
-                let origin = e.map_or(json!({ "from": "unknown" }), |e| cx.origins.element(si, e));
-                f["element"] = json!(text);
-                f["origin"] = origin.clone();
-                if matches!(st, SetStage::Expired(_)) {
-                    f["result"] = json!("expired");
-                    f["decision"] =
-                        json!(format!("`{text}` matched past its deadline: as no match"));
-                    format!(
-                        "`{text}` ({}) matched past its deadline: as no match",
-                        origin_text(&origin)
-                    )
-                } else {
-                    let verdict = match set.action {
-                        Action::Drop => "drop".to_string(),
-                        Action::Reject => "reject".to_string(),
-                        Action::Accept => "accept".to_string(),
-                        Action::Verdict => match e.and_then(|e| e.data.as_ref()) {
-                            Some(Data::Verdict(v @ (Verdict::Accept | Verdict::Drop))) => {
-                                v.to_string()
-                            }
-                            Some(d) => format!("{d}: on to the next set (no chains here)"),
-                            None => "continue".to_string(),
-                        },
-                    };
-                    f["result"] = json!("match");
-                    f["verdict"] = json!(verdict);
-                    f["decision"] = json!(format!("match `{text}`: {verdict}"));
-                    format!("match `{text}` ({}): {verdict}", origin_text(&origin))
-                }
-            }
-        };
-        if f.get("decision").is_none() {
-            f["decision"] = json!(summary);
-        }
-        out.push(stage("set", format!("{}: {summary}", set.name), f));
-    }
+    // The sets of the prerouting hook, the route, those of the forward
+    // hook.
+    let forward_from = t.forward_from.min(t.sets.len());
+    set_stages(t, cx, s, parsed, 0..forward_from, &mut out);
     // The route and the ECMP member.
     let hash = parsed.map(|p| {
         FlowKey {
@@ -510,6 +427,7 @@ pub fn describe(
         )),
         _ => {}
     }
+    set_stages(t, cx, s, parsed, forward_from..t.sets.len(), &mut out);
     // The rewrite and the egress port.
     if let (Some(sent), Some(p), Fated::Forwarded(port)) = (s.sent(), parsed, s.fate) {
         // The IP header as far from the Ethernet header's end as it
@@ -583,6 +501,116 @@ pub fn describe(
 }
 
 /// Why a drop the router would have answered is silent.
+/// The stages of sets `range` (those of one hook), in order.
+fn set_stages(
+    t: &Tables,
+    cx: &Context,
+    s: &Stages,
+    parsed: Option<Parsed>,
+    range: std::ops::Range<usize>,
+    out: &mut Vec<Value>,
+) {
+    let frame = s.frame();
+    // The port the packet leaves by, for `meta oifname`.
+    let oif = match s.hop {
+        Some(Ok(h)) => t.fib.targets().hops().get(h as usize).map(|n| n.port),
+        _ => None,
+    }
+    .and_then(|p| t.ifnames.get(p as usize).copied());
+    let sets = t.sets.iter().zip(s.sets()).enumerate();
+    for (si, (set, st)) in sets.skip(range.start).take(range.len()) {
+        let decl = set.snap.decl();
+        let words: Vec<&str> = set.sources.iter().map(|x| x.words()).collect();
+        let words = words.join(" . ");
+        let key = parsed.and_then(|p| {
+            let v: Option<Vec<u128>> = set
+                .sources
+                .iter()
+                .map(|x| match x {
+                    // Not in the frame: what connection tracking found.
+                    Source::CtState => (s.ct != 0).then_some(s.ct as u128),
+                    Source::Iifname => t.ifnames.get(s.port as usize).copied(),
+                    Source::Oifname => oif,
+                    _ => source_value(*x, &p, frame),
+                })
+                .collect();
+            v.map(|v| decl.format_key(&decl.key_from_values(&v)))
+        });
+        let mut f = json!({ "set": set.name, "match": words, "type": decl.to_string() });
+        if let Some(k) = &key {
+            f["key"] = json!(k);
+        }
+        let summary = match *st {
+            SetStage::NotLooked => {
+                f["result"] = json!("not looked up");
+                "not looked up".to_string()
+            }
+            SetStage::Decided => {
+                f["result"] = json!("skipped");
+                "skipped: an earlier set decided".to_string()
+            }
+            SetStage::NotForwarded => {
+                f["result"] = json!("not forwarded");
+                "not looked up: a forward set, and the packet is not forwarded".to_string()
+            }
+            SetStage::NotApplicable => {
+                let missing = parsed
+                    .and_then(|p| {
+                        set.sources
+                            .iter()
+                            .find(|x| source_value(**x, &p, frame).is_none())
+                    })
+                    .map(|x| x.words())
+                    .unwrap_or("?");
+                f["result"] = json!("not applicable");
+                f["missing"] = json!(missing);
+                format!("not applicable: the packet has no `{missing}`")
+            }
+            SetStage::NoMatch => {
+                f["result"] = json!("no match");
+                format!("no match for {}", key.as_deref().unwrap_or("?"))
+            }
+            SetStage::Matched(id) | SetStage::Expired(id) => {
+                let e = set.snap.element(id);
+                let text = e.map(|e| decl.format_element(e)).unwrap_or_default();
+                let origin = e.map_or(json!({ "from": "unknown" }), |e| cx.origins.element(si, e));
+                f["element"] = json!(text);
+                f["origin"] = origin.clone();
+                if matches!(st, SetStage::Expired(_)) {
+                    f["result"] = json!("expired");
+                    f["decision"] =
+                        json!(format!("`{text}` matched past its deadline: as no match"));
+                    format!(
+                        "`{text}` ({}) matched past its deadline: as no match",
+                        origin_text(&origin)
+                    )
+                } else {
+                    let verdict = match set.action {
+                        Action::Drop => "drop".to_string(),
+                        Action::Reject => "reject".to_string(),
+                        Action::Accept => "accept".to_string(),
+                        Action::Verdict => match e.and_then(|e| e.data.as_ref()) {
+                            Some(Data::Verdict(v @ (Verdict::Accept | Verdict::Drop))) => {
+                                v.to_string()
+                            }
+                            Some(d) => format!("{d}: on to the next set (no chains here)"),
+                            None => "continue".to_string(),
+                        },
+                    };
+                    f["result"] = json!("match");
+                    f["verdict"] = json!(verdict);
+                    f["decision"] = json!(format!("match `{text}`: {verdict}"));
+                    format!("match `{text}` ({}): {verdict}", origin_text(&origin))
+                }
+            }
+        };
+        if f.get("decision").is_none() {
+            f["decision"] = json!(summary);
+        }
+        out.push(stage("set", format!("{}: {summary}", set.name), f));
+    }
+}
+
 fn drop_note(t: &Tables, d: DropReason) -> &'static str {
     match d {
         DropReason::TtlExpired | DropReason::NoRoute | DropReason::Reject if !t.routing => {
