@@ -66,11 +66,13 @@ pub struct Tables {
     /// (Ethernet addresses): then its entries keep no decision.
     pub reads_macs: bool,
     /// Whether some set reads `meta iifname` (each packet's port's name
-    /// is then written for the sets).
+    /// is then written for the sets, and the decisions the flow cache and
+    /// connections keep are bound to the port they were taken for: see
+    /// [`crate::decision::Decision::bound`]).
     pub reads_iifname: bool,
-    /// Whether some set reads what a flow is not told apart by (the
-    /// port, the DSCP): then neither the flow cache nor connections keep
-    /// decisions.
+    /// Whether some set reads what a flow is not told apart by and a
+    /// decision is not bound to (the DSCP): then neither the flow cache
+    /// nor connections keep decisions.
     pub reads_beyond_flow: bool,
     /// Each port's name as an `ifname` field holds it (by index, VLAN
     /// sub-interfaces after the ports), for `meta iifname` and `meta

@@ -2,7 +2,9 @@
 //! wildcard `"wan*"`) a packet came in on decides, as in nft's `iifname
 //! "wan" ct state new drop`, and so does its DSCP; the same flow arriving
 //! on two ports, or with two markings, is judged each time, with the flow
-//! cache configured (it stands aside where a set reads either).
+//! cache configured: where a set reads the port, the decisions it keeps
+//! are bound to the port they were taken for (the same flow on another
+//! port is classified again); where one reads the DSCP, it stands aside.
 
 use forwarder::control::build;
 use forwarder::pipeline::{Pipeline, Snapshot};
@@ -115,19 +117,39 @@ const WAN_HOST: u32 = 0xc633_6402;
 
 #[test]
 fn the_port_a_packet_came_in_on_decides() {
-    let snap = snapshot(STATELESS);
-    let mut pipe = Pipeline::new(&snap, 3);
-    for round in 0..3 {
-        // The same segments, on each port, again and again (a flow cache
-        // would have answered the repeats with the first port's verdict).
-        for (port, telnet, ssh) in [(0, false, true), (1, true, false), (2, true, false)] {
-            let t = through(&mut pipe, &snap, port, LAN_HOST, WAN_HOST, 23);
-            let s = through(&mut pipe, &snap, port, LAN_HOST, WAN_HOST, 22);
-            assert_eq!((t, s), (telnet, ssh), "port {port}, round {round}");
-            assert!(through(&mut pipe, &snap, port, LAN_HOST, WAN_HOST, 80));
+    // With the flow cache, then with connection tracking (whose entries
+    // keep the decisions instead).
+    for sets in [
+        STATELESS.to_string(),
+        format!("{STATELESS}\n[conntrack]\nenabled = true\n"),
+    ] {
+        let tracking = sets.contains("[conntrack]");
+        let snap = snapshot(&sets);
+        let mut pipe = Pipeline::new(&snap, 3);
+        for round in 0..3 {
+            // The same segments, on each port, twice, again and again: the
+            // repeat on the same port is the cache's (or the connection's)
+            // to answer, the first on the next port is not (a decision not
+            // bound to its port would have answered it with the last
+            // port's verdict).
+            for (port, telnet, ssh) in [(0, false, true), (1, true, false), (2, true, false)] {
+                for again in 0..2 {
+                    let t = through(&mut pipe, &snap, port, LAN_HOST, WAN_HOST, 23);
+                    let s = through(&mut pipe, &snap, port, LAN_HOST, WAN_HOST, 22);
+                    assert_eq!(
+                        (t, s),
+                        (telnet, ssh),
+                        "port {port}, round {round}/{again}, conntrack {tracking}"
+                    );
+                    assert!(through(&mut pipe, &snap, port, LAN_HOST, WAN_HOST, 80));
+                }
+            }
+        }
+        if !tracking {
+            // Each repeat hit: 3 flows, 3 ports, 3 rounds.
+            assert_eq!(pipe.flow_cache_stats().hits, 27);
         }
     }
-    assert_eq!(pipe.flow_cache_stats().hits, 0, "the cache stands aside");
 }
 
 #[test]

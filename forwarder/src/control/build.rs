@@ -295,11 +295,10 @@ pub fn assemble(
             .sets
             .iter()
             .any(|s| s.sources.contains(&Source::Iifname)),
-        reads_beyond_flow: cfg.sets.iter().any(|s| {
-            s.sources
-                .iter()
-                .any(|x| matches!(x, Source::Iifname | Source::Dscp(_)))
-        }),
+        reads_beyond_flow: cfg
+            .sets
+            .iter()
+            .any(|s| s.sources.iter().any(|x| matches!(x, Source::Dscp(_)))),
         ifnames: cfg
             .ports
             .iter()

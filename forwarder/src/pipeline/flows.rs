@@ -43,7 +43,16 @@ impl Pipeline {
             // The flow again, from the parse (a copy kept per packet would
             // be seven stores for as many loads as this).
             let id = FlowId::of(&self.parsed[i], burst.frame(i));
-            match flows.probe_in_burst(self.flow_locs[i], &id) {
+            let found = flows.probe_in_burst(self.flow_locs[i], &id);
+            // A decision bound to another port is none for this packet
+            // (its flow is classified again, its decision stored anew).
+            let found = if self.bind_port {
+                let at = (self.tagged, &self.ingress[..], self.rx_port);
+                found.and_then(|d| d.for_port(super::port_tag(true, at, i)))
+            } else {
+                found
+            };
+            match found {
                 Some(d) => {
                     hits += 1;
                     self.fate[i] = Fate::Cached;
@@ -96,11 +105,20 @@ impl Pipeline {
         let m = self.match_bits[i];
         // A packet a counted element matched keeps no decision: its
         // flow's next packets are classified, and counted.
-        let keep = self.counted >> i & 1 == 0;
-        let d = match hop {
+        let mut keep = self.counted >> i & 1 == 0;
+        let mut d = match hop {
             Ok(h) => Decision::forward(m, h),
             Err(d) => Decision::drop(m, d),
         };
+        if self.bind_port {
+            // Bound to the packet's port; a port or hop past what the
+            // bits hold keeps none.
+            let tag = self.port_tag(i);
+            match d.bound(tag).filter(|_| tag < 0x800) {
+                Some(b) => d = b,
+                None => keep = false,
+            }
+        }
         if let Some(ct) = self.conntrack.as_mut() {
             if !ct.commit(&self.tracked[i], &self.ct_seen[i], d, keep) {
                 return Err(DropReason::ConntrackFull);

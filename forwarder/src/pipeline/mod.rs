@@ -175,6 +175,10 @@ pub struct Pipeline {
     /// for it to catch up, and the count of frames handed over then.
     deferred: u32,
     punted_seen: u64,
+    /// Whether the decisions the flow cache and connections keep are
+    /// bound to the port their packet came in on (a set reads `meta
+    /// iifname`: see [`crate::decision::Decision::bound`]).
+    bind_port: bool,
     /// The port the burst being processed came in on.
     pub rx_port: u16,
     /// The frames of the burst that came tagged, a bit each, and for
@@ -199,6 +203,21 @@ pub struct Pipeline {
     mode: Mode,
     /// The worker's index, which picks its [`Slot`] in each snapshot.
     worker: usize,
+}
+
+/// [`Pipeline::port_tag`] from the fields it reads (callers that hold
+/// another field borrowed, the flow cache, pass them).
+#[inline(always)]
+fn port_tag(bind: bool, (tagged, ingress, rx): (u64, &[(u16, u8)], u16), i: usize) -> u32 {
+    if !bind {
+        return 0;
+    }
+    let port = if tagged & 1 << (i % 64) != 0 {
+        ingress.get(i).map_or(rx, |x| x.0)
+    } else {
+        rx
+    };
+    crate::decision::Decision::port_tag(port).unwrap_or(u32::MAX)
 }
 
 impl Pipeline {
@@ -261,6 +280,19 @@ impl Pipeline {
         }
     }
 
+    /// The tag that binds packet `i`'s decision to its port, when
+    /// decisions are bound (see [`Pipeline::bind_port`]): 0 when they are
+    /// not, `u32::MAX` (no decision matches it, none is stored) for a port
+    /// past what a tag holds.
+    #[inline(always)]
+    pub(super) fn port_tag(&self, i: usize) -> u32 {
+        port_tag(
+            self.bind_port,
+            (self.tagged, &self.ingress, self.rx_port),
+            i,
+        )
+    }
+
     /// A pipeline sized for `tables`, with `ports` egress ports.
     pub fn new(tables: &Snapshot, ports: usize) -> Pipeline {
         Pipeline::with_mode(tables, ports, Mode::Full)
@@ -310,6 +342,7 @@ impl Pipeline {
             by_turn: false,
             deferred: 0,
             punted_seen: 0,
+            bind_port: false,
             rx_port: 0,
             tagged: 0,
             ingress: [(0, 0); MAX_BURST],
@@ -388,6 +421,7 @@ impl Pipeline {
             // same whatever port it comes in on, whatever its marking.
             c.entries = 0;
         }
+        self.bind_port = tables.reads_iifname;
         self.tally.adopt(tables, &mut self.scratch);
         self.adopt_conntrack(tables);
         if self.conntrack.is_some() {

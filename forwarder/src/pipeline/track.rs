@@ -88,8 +88,11 @@ impl Pipeline {
             self.tracked[i] = t;
             self.ct_state[i] = t.state;
             match d {
-                Some(d) => self.take_decision(i, d),
-                None => {
+                Some(d) if !self.bind_port => self.take_decision(i, d),
+                // A decision bound to another port is none for this
+                // packet (out of line: see `bound_decision`).
+                Some(d) if self.bound_decision(i, d) => {}
+                _ => {
                     self.pending[i] = true;
                     left += 1;
                 }
@@ -97,6 +100,22 @@ impl Pipeline {
         }
         self.conntrack = Some(ct);
         left
+    }
+
+    /// Packet `i` takes decision `d` if it is bound to the packet's port;
+    /// false if not. Out of line: inlined, the test made every packet's
+    /// tracking dearer where nothing is bound (callgrind: 3 % more
+    /// instructions a packet, against 1.3 % so; the stage made generic
+    /// over binding, inlined or not, cost 5-6 %).
+    #[inline(never)]
+    fn bound_decision(&mut self, i: usize, d: crate::decision::Decision) -> bool {
+        match d.for_port(self.port_tag(i)) {
+            Some(d) => {
+                self.take_decision(i, d);
+                true
+            }
+            None => false,
+        }
     }
 
     /// Hands packet `i` to worker `to`, which tracks its connection.
