@@ -286,13 +286,13 @@ pub(crate) fn testpmd_mpps(
 }
 
 /// 2 MiB pages reserved and hugetlbfs mounted for the run, put back after.
-struct HugePages {
+pub(crate) struct HugePages {
     before: String,
     mounted: Option<PathBuf>,
 }
 
 impl HugePages {
-    fn reserve(pages: usize) -> Result<HugePages, String> {
+    pub(crate) fn reserve(pages: usize) -> Result<HugePages, String> {
         let knob = "/proc/sys/vm/nr_hugepages";
         let before = std::fs::read_to_string(knob).map_err(|e| format!("{knob}: {e}"))?;
         std::fs::write(knob, pages.to_string())
@@ -324,7 +324,7 @@ impl HugePages {
                     .map(|v| v.trim().to_string())
             })
             .unwrap_or_default();
-        eprintln!("bench dpdk: {free} huge pages of 2 MiB free");
+        eprintln!("bench: {free} huge pages of 2 MiB free");
         Ok(h)
     }
 }
@@ -349,18 +349,24 @@ pub(crate) struct PcapRun {
     pub pcaps: [PathBuf; 2],
 }
 
+/// The forwarder's binary beside this one (built with DPDK).
+pub(crate) fn forwarder_bin() -> Result<PathBuf, String> {
+    let bin = std::env::current_exe()
+        .map_err(|e| e.to_string())?
+        .with_file_name("forwarder");
+    if !bin.exists() {
+        return Err(format!(
+            "no {}: cargo build --release -p forwarder --features dpdk",
+            bin.display()
+        ));
+    }
+    Ok(bin)
+}
+
 impl PcapRun {
     /// The setup of the benchmark `name`.
     pub fn new(name: &str) -> Result<PcapRun, String> {
-        let bin = std::env::current_exe()
-            .map_err(|e| e.to_string())?
-            .with_file_name("forwarder");
-        if !bin.exists() {
-            return Err(format!(
-                "no {}: cargo build --release -p forwarder --features dpdk",
-                bin.display()
-            ));
-        }
+        let bin = forwarder_bin()?;
         let dir = std::env::temp_dir().join(format!("bench-{name}-{}", std::process::id()));
         std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
         let _cleanup = RemoveOnDrop(dir.clone());

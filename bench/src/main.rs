@@ -14,6 +14,9 @@
 //!   and without huge pages;
 //! - `bench l3fwd`: the forwarder beside DPDK's l3fwd (LPM and ACL), built
 //!   from Debian's `dpdk-doc` sources, on the same pcap devices;
+//! - `bench ovs`: the forwarder with connection tracking beside Open
+//!   vSwitch's userspace datapath with its conntrack, on the same pcap
+//!   devices;
 //! - `bench reload`: file change to serving, by set size and kind of
 //!   change; the workers' longest gap between bursts in a reload storm.
 
@@ -30,6 +33,7 @@ mod hash;
 mod l3fwd;
 mod load;
 mod matcher;
+mod ovs;
 mod reload;
 mod route;
 mod stats;
@@ -147,6 +151,25 @@ enum Cmd {
         #[arg(long)]
         routes: Option<usize>,
     },
+    /// The forwarder with connection tracking beside Open vSwitch's
+    /// userspace datapath with its conntrack (Debian's
+    /// openvswitch-switch-dpdk), established traffic on the same pcap
+    /// devices, alternating rounds (needs root and `cargo build --release
+    /// -p forwarder --features dpdk`).
+    Ovs {
+        /// Print JSON Lines instead of a Markdown table.
+        #[arg(long)]
+        json: bool,
+        /// Shorter runs, 2 rounds.
+        #[arg(long)]
+        quick: bool,
+        /// Rounds of every variant, alternating (default 5).
+        #[arg(long)]
+        rounds: Option<usize>,
+        /// Connections, each a datagram from the lan and its answer.
+        #[arg(long, default_value_t = 4096)]
+        flows: usize,
+    },
     /// Reloads: file change to serving; gaps between bursts meanwhile.
     Reload {
         /// Print JSON Lines instead of Markdown tables.
@@ -206,6 +229,17 @@ fn main() {
             quick,
             rounds,
             routes,
+        }),
+        Cmd::Ovs {
+            json,
+            quick,
+            rounds,
+            flows,
+        } => ovs::run(ovs::Options {
+            json,
+            quick,
+            rounds,
+            flows,
         }),
         Cmd::Reload { json, quick } => {
             reload::run(json, quick);
