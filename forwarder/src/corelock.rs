@@ -25,7 +25,16 @@ pub struct CoreLocks {
 pub fn claim(dir: &Path, cores: &[usize], config: &Path) -> (CoreLocks, Vec<String>) {
     let mut held = Vec::new();
     let mut warnings = Vec::new();
-    if let Err(e) = std::fs::create_dir_all(dir) {
+    // Private, as the control side makes it (it may come first: 0700,
+    // the mode the control socket's directory is checked for).
+    let made = {
+        use std::os::unix::fs::DirBuilderExt;
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir)
+    };
+    if let Err(e) = made {
         warnings.push(format!(
             "{}: {e}: cannot tell whether another forwarder polls cores {cores:?}",
             dir.display()
