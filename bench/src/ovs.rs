@@ -316,18 +316,45 @@ impl Drop for Ovs {
             ("ovs-vswitchd-dpdk", "ovs-vswitchd.pid"),
             ("ovsdb-server", "ovsdb-server.pid"),
         ] {
+            let pid = std::fs::read_to_string(self.dir.join(pidfile)).unwrap_or_default();
+            let pid = pid.trim().to_string();
             if let Some(ctl) = self.ctl(daemon, pidfile) {
                 let _ = self.run("ovs-appctl", &["-t", &ctl, "exit"]);
             }
-            // What did not exit is killed.
-            if let Ok(pid) = std::fs::read_to_string(self.dir.join(pidfile)) {
+            if pid.is_empty() {
+                continue;
+            }
+            // Waited for (a second), killed if still there, waited for
+            // again: its huge pages must be free before the reservation
+            // is given back (pages still held then stay behind as
+            // surplus).
+            if !wait_gone(&pid) {
                 let _ = Command::new("kill")
-                    .args(["-KILL", pid.trim()])
+                    .args(["-KILL", &pid])
                     .stderr(Stdio::null())
                     .status();
+                wait_gone(&pid);
             }
         }
     }
+}
+
+/// Whether process `pid` is gone (or a zombie) within a second.
+fn wait_gone(pid: &str) -> bool {
+    let t0 = Instant::now();
+    while t0.elapsed() < Duration::from_secs(1) {
+        match std::fs::read_to_string(format!("/proc/{pid}/status")) {
+            Ok(s)
+                if !s
+                    .lines()
+                    .any(|l| l.starts_with("State:") && l.contains('Z')) =>
+            {
+                std::thread::sleep(Duration::from_millis(20))
+            }
+            _ => return true,
+        }
+    }
+    false
 }
 
 /// One OVS run: the median of its per-second Mpps (frames sent by both
