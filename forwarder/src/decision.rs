@@ -40,27 +40,31 @@ impl Decision {
     /// writes them: where a set reads `meta iifname`, a flow's decision
     /// holds for the packets of that port only. Hops and reasons take
     /// the bits below.
-    pub const PORT_BITS: u32 = 0x7ff << 20;
+    pub const PORT_BITS: u32 = (Decision::PORT_TAGS - 1) << Decision::PORT_SHIFT;
+    /// Where the port's tag starts in [`Decision::outcome`].
+    const PORT_SHIFT: u32 = 20;
+    /// How many tags the bits hold (0, unbound, among them).
+    const PORT_TAGS: u32 = 1 << 11;
     /// The first hop index that cannot be stored beside a port.
-    pub const HOP_LIMIT: u32 = 1 << 20;
+    pub const HOP_LIMIT: u32 = 1 << Decision::PORT_SHIFT;
 
     /// The port tag of port `port` (its index plus one: 0 is unbound),
     /// or `None` for a port past what the bits hold.
     #[inline(always)]
     pub fn port_tag(port: u16) -> Option<u32> {
         let t = port as u32 + 1;
-        (t < 0x800).then_some(t)
+        (t < Decision::PORT_TAGS).then_some(t)
     }
 
     /// The decision bound to the port of tag `tag` (see
     /// [`Decision::port_tag`]), or `None` when its hop is past
-    /// [`Decision::HOP_LIMIT`].
+    /// [`Decision::HOP_LIMIT`] or the tag past what the bits hold.
     #[inline]
     pub fn bound(self, tag: u32) -> Option<Decision> {
         let plain = self.outcome & !Decision::DROP;
-        (plain < Decision::HOP_LIMIT).then_some(Decision {
+        (plain < Decision::HOP_LIMIT && tag < Decision::PORT_TAGS).then_some(Decision {
             matches: self.matches,
-            outcome: self.outcome | tag << 20,
+            outcome: self.outcome | tag << Decision::PORT_SHIFT,
         })
     }
 
@@ -69,7 +73,7 @@ impl Decision {
     /// was taken for another port.
     #[inline(always)]
     pub fn for_port(self, tag: u32) -> Option<Decision> {
-        ((self.outcome & Decision::PORT_BITS) >> 20 == tag).then_some(Decision {
+        ((self.outcome & Decision::PORT_BITS) >> Decision::PORT_SHIFT == tag).then_some(Decision {
             matches: self.matches,
             outcome: self.outcome & !Decision::PORT_BITS,
         })
@@ -115,5 +119,6 @@ mod tests {
         }
         assert_eq!(Decision::port_tag(2047), None);
         assert_eq!(Decision::forward(0, Decision::HOP_LIMIT).bound(1), None);
+        assert_eq!(Decision::forward(0, 1).bound(u32::MAX), None);
     }
 }

@@ -113,8 +113,7 @@ impl Pipeline {
         if self.bind_port {
             // Bound to the packet's port; a port or hop past what the
             // bits hold keeps none.
-            let tag = self.port_tag(i);
-            match d.bound(tag).filter(|_| tag < 0x800) {
+            match d.bound(self.port_tag(i)) {
                 Some(b) => d = b,
                 None => keep = false,
             }
