@@ -21,7 +21,7 @@
 //!
 //! **Entries expire lazily and by a sweep**: a lookup that finds an
 //! expired entry frees it, an insert frees the expired entries of the
-//! buckets it looks at, and every turn the worker sweeps a few buckets.
+//! buckets it looks at, and every turn the worker sweeps a few slots.
 //! Only the owning worker frees.
 //!
 //! **One lookup for conntrack and the flow cache**: with conntrack on, the
@@ -248,11 +248,11 @@ impl Tracker {
         stats.by_proto[proto_index(e.key.proto())] -= 1;
     }
 
-    /// Frees the expired entries of a few buckets (once a turn).
-    pub fn sweep(&mut self, buckets: usize) {
+    /// Frees the expired entries among a few slots (once a turn).
+    pub fn sweep(&mut self, slots: usize) {
         let now = ticks();
         let st = &mut self.stats;
-        self.table.sweep(&mut self.cursor, buckets, now, |e| {
+        self.table.sweep(&mut self.cursor, slots, now, |e| {
             st.expired += 1;
             Tracker::gone(st, e);
         });
@@ -355,7 +355,7 @@ impl Tracker {
         let s = self.table.find(h, key)?;
         if self.table.entry(s).expired(self.now) {
             let e = *self.table.entry(s);
-            self.table.free(s);
+            self.table.free_hashed(h, s);
             self.stats.expired += 1;
             Tracker::gone(&mut self.stats, &e);
             return None;
@@ -566,13 +566,13 @@ impl Tracker {
         t
     }
 
-    /// The packet tracked as `t` (seen as `seen`) was decided `d` (its next hop or why it
+    /// The packet tracked as `t` (seen as `seen`, its hash `h`) was decided `d` (its next hop or why it
     /// is dropped, and the sets' matches): the connection it opened stays
     /// if it is forwarded, goes if not; the decision is stored where it
     /// can be, unless `keep` is false (a counted element matched: its
     /// flow's packets must each go through the sets). False: it opened a connection that found no room, and is
     /// to be dropped (as Linux drops it).
-    pub fn commit(&mut self, t: &Tracked, seen: &Seen, d: Decision, keep: bool) -> bool {
+    pub fn commit(&mut self, t: &Tracked, seen: &Seen, h: u64, d: Decision, keep: bool) -> bool {
         let forwarded = d.hop().is_ok();
         if t.open && t.slot == NO_SLOT {
             return !forwarded;
@@ -593,7 +593,7 @@ impl Tracker {
             if !forwarded {
                 // Not confirmed: as if never entered.
                 let e = *self.table.entry(s);
-                self.table.free(s);
+                self.table.free_hashed(h, s);
                 Tracker::gone(&mut self.stats, &e);
                 return true;
             }

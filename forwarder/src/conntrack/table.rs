@@ -1,9 +1,21 @@
-//! The connections of one worker: a fixed table allocated once, of
-//! 8-way buckets with two choices, tags apart from the entries (a lookup
-//! reads its bucket's 16 bytes of tags, then only the entries whose tag
-//! matches), one cache line an entry. Nothing here allocates after
-//! [`Table::new`], and nothing frees memory: an entry goes by its tag
-//! being cleared, in the table of the one worker that owns it.
+//! The connections of one worker: a fixed table allocated once. Buckets
+//! of 8 ways with two choices hold, per way, a 16-bit tag and the index
+//! of its entry; the entries (one cache line each) sit in an array of
+//! their own, `max` long, handed out lowest first from a stack of free
+//! ones. A lookup reads its bucket's line (the first bucket, where an
+//! entry goes unless it is full), then only the entries whose tag
+//! matches.
+//!
+//! Why the indirection: with entries in the buckets' slots, a table for a
+//! million connections was 128 MiB of slots, and a few thousand live
+//! connections as many random lines across all of it, each a page walk
+//! on a guest whose host maps 4 KiB pages. Handed out lowest first, live
+//! entries stay packed at the start of a 64 MiB array, beside 16 MiB of
+//! buckets (BENCHMARKS.md, `full+conntrack`).
+//!
+//! Nothing here allocates after [`Table::new`], and nothing frees memory:
+//! an entry goes by its tag being cleared and its slot going back on the
+//! stack, in the table of the one worker that owns it.
 
 use super::key::Key;
 use crate::decision::Decision;
@@ -97,12 +109,51 @@ pub enum Room {
     EarlyDrop(Key),
 }
 
+/// A bucket: its ways' tags (0: free) and entries, one cache line.
+#[derive(Clone, Copy, Default)]
+#[repr(C, align(64))]
+struct Bucket {
+    /// Its ways' tags, 16 bits each, way 0 in the low bits of the first
+    /// word (compared four at a time: [`crate::swar`]).
+    tags: [u64; 2],
+    /// Its ways' entries, where the tag is not 0.
+    at: [u32; WAYS],
+}
+
+const _: () = assert!(std::mem::size_of::<Bucket>() == 64);
+
+impl Bucket {
+    /// The ways whose tag is `tag`, a bit each.
+    #[inline(always)]
+    fn tagged(&self, tag: u16) -> u32 {
+        crate::swar::lanes8_equal(self.tags, tag)
+    }
+
+    /// The tag of way `w` (0: free).
+    #[inline(always)]
+    fn tag(&self, w: usize) -> u16 {
+        (self.tags[w / 4] >> (16 * (w % 4))) as u16
+    }
+
+    /// Sets the tag of way `w`.
+    #[inline(always)]
+    fn set_tag(&mut self, w: usize, tag: u16) {
+        let at = 16 * (w % 4);
+        let t = &mut self.tags[w / 4];
+        *t = *t & !(0xffff << at) | (tag as u64) << at;
+    }
+}
+
 /// The table.
 pub struct Table {
-    /// Per bucket its ways' tags, 16 bits each, way 0 in the low bits of
-    /// the first word (compared four at a time: [`crate::swar`]).
-    tags: Vec<[u64; 2]>,
+    buckets: Vec<Bucket>,
+    /// The entries, indexed by slot (what [`Tracked`](super::Tracked)
+    /// and the per-connection counters name).
     entries: Vec<Entry>,
+    /// The free slots, the lowest on top.
+    free: Vec<u32>,
+    /// A bit per slot in use.
+    used: Vec<u64>,
     mask: usize,
     seed: u64,
     /// Entries in use.
@@ -112,13 +163,17 @@ pub struct Table {
 }
 
 impl Table {
-    /// A table for `max` entries (about twice as many slots, so that two
-    /// choices of 8 ways almost never find both buckets full below it).
+    /// A table for `max` entries (buckets for about twice as many, so
+    /// that two choices of 8 ways almost never find both full below it).
     pub fn new(max: usize, seed: u64) -> Table {
-        let buckets = (max.max(1) * 2).div_ceil(WAYS).next_power_of_two();
+        // Slots are `u32`s: 4 billion connections would be 256 GiB.
+        let max = max.clamp(1, u32::MAX as usize);
+        let buckets = (max * 2).div_ceil(WAYS).next_power_of_two();
         Table {
-            tags: vec![[0; 2]; buckets],
-            entries: vec![Entry::default(); buckets * WAYS],
+            buckets: vec![Bucket::default(); buckets],
+            entries: vec![Entry::default(); max],
+            free: (0..max as u32).rev().collect(),
+            used: vec![0; max.div_ceil(64)],
             mask: buckets - 1,
             seed: seed | 1,
             count: 0,
@@ -128,11 +183,13 @@ impl Table {
 
     /// Bytes the table holds.
     pub fn bytes(&self) -> usize {
-        self.tags.len() * std::mem::size_of::<[u64; 2]>()
+        self.buckets.len() * std::mem::size_of::<Bucket>()
             + self.entries.len() * std::mem::size_of::<Entry>()
+            + self.free.capacity() * 4
+            + self.used.len() * 8
     }
 
-    /// Slots in the table.
+    /// Slots in the table (one an entry).
     pub fn slots(&self) -> usize {
         self.entries.len()
     }
@@ -159,50 +216,28 @@ impl Table {
         (h >> 48) as u16 | 1
     }
 
-    /// Brings the tags of the key's two buckets towards the cache.
+    /// Brings the key's first bucket towards the cache (where its entry
+    /// is, unless that bucket was full when it went in).
     #[inline(always)]
     pub fn prefetch(&self, h: u64) {
-        for b in self.buckets(h) {
-            routecache::pages::prefetch_ptr(self.tags.as_ptr().wrapping_add(b));
-        }
+        let b = self.buckets(h)[0];
+        routecache::pages::prefetch_ptr(self.buckets.as_ptr().wrapping_add(b));
     }
 
-    /// The ways of bucket `b` whose tag is `tag`, a bit each.
-    #[inline(always)]
-    fn tagged(&self, b: usize, tag: u16) -> u32 {
-        let t = &self.tags[b];
-        crate::swar::lanes_equal(t[0], tag) | crate::swar::lanes_equal(t[1], tag) << 4
-    }
-
-    /// The tag of slot `s` (0: free).
-    #[inline(always)]
-    fn tag_at(&self, s: usize) -> u16 {
-        (self.tags[s / WAYS][s % WAYS / 4] >> (16 * (s % 4))) as u16
-    }
-
-    /// Sets the tag of slot `s`.
-    #[inline(always)]
-    fn set_tag(&mut self, s: usize, tag: u16) {
-        let w = &mut self.tags[s / WAYS][s % WAYS / 4];
-        let at = 16 * (s % 4);
-        *w = *w & !(0xffff << at) | (tag as u64) << at;
-    }
-
-    /// Brings towards the cache the entry of the first slot whose tag is
-    /// the key's (hash `h`), in either bucket (an entry goes to the
-    /// emptier one: half are in the second): with [`Table::prefetch`] a
-    /// pass earlier, a burst's lookups wait for their misses together,
-    /// not one after another.
+    /// Brings towards the cache the entry of the first way of the key's
+    /// first bucket whose tag is the key's (hash `h`), or else its second
+    /// bucket: with [`Table::prefetch`] a pass earlier, a burst's lookups
+    /// wait for their misses together, not one after another.
     #[inline(always)]
     pub fn prefetch_entry(&self, h: u64) {
-        let tag = Table::tag(h);
-        for b in self.buckets(h) {
-            let m = self.tagged(b, tag);
-            if m != 0 {
-                let s = b * WAYS + m.trailing_zeros() as usize;
-                routecache::pages::prefetch_ptr(self.entries.as_ptr().wrapping_add(s));
-                return;
-            }
+        let [b0, b1] = self.buckets(h);
+        let b = &self.buckets[b0];
+        let m = b.tagged(Table::tag(h));
+        if m != 0 {
+            let s = b.at[m.trailing_zeros() as usize] as usize;
+            routecache::pages::prefetch_ptr(self.entries.as_ptr().wrapping_add(s));
+        } else {
+            routecache::pages::prefetch_ptr(self.buckets.as_ptr().wrapping_add(b1));
         }
     }
 
@@ -211,9 +246,10 @@ impl Table {
     pub fn find(&self, h: u64, k: &Key) -> Option<usize> {
         let tag = Table::tag(h);
         for b in self.buckets(h) {
-            let mut m = self.tagged(b, tag);
+            let b = &self.buckets[b];
+            let mut m = b.tagged(tag);
             while m != 0 {
-                let s = b * WAYS + m.trailing_zeros() as usize;
+                let s = b.at[m.trailing_zeros() as usize] as usize;
                 m &= m - 1;
                 if self.entries[s].key.same(k) {
                     return Some(s);
@@ -237,23 +273,54 @@ impl Table {
 
     /// Whether slot `s` holds an entry.
     pub fn used(&self, s: usize) -> bool {
-        self.tag_at(s) != 0
+        self.used
+            .get(s / 64)
+            .is_some_and(|w| w >> (s % 64) & 1 != 0)
     }
 
-    /// Frees slot `s`.
+    /// Frees slot `s`: its way is found again from its key's hash.
     pub fn free(&mut self, s: usize) {
-        if self.tag_at(s) != 0 {
-            self.set_tag(s, 0);
-            self.count -= 1;
+        if self.used(s) {
+            self.free_hashed(self.hash(&self.entries[s].key), s);
         }
     }
 
+    /// Frees slot `s`, its key's hash `h` known (a lookup's).
+    pub fn free_hashed(&mut self, h: u64, s: usize) {
+        if !self.used(s) {
+            return;
+        }
+        let tag = Table::tag(h);
+        for b in self.buckets(h) {
+            let mut m = self.buckets[b].tagged(tag);
+            while m != 0 {
+                let w = m.trailing_zeros() as usize;
+                m &= m - 1;
+                if self.buckets[b].at[w] as usize == s {
+                    self.release(b, w);
+                    return;
+                }
+            }
+        }
+        debug_assert!(false, "slot {s} in use but in no bucket");
+    }
+
+    /// Frees the entry of bucket `b`'s way `w` (in use).
+    fn release(&mut self, b: usize, w: usize) {
+        let s = self.buckets[b].at[w];
+        self.buckets[b].set_tag(w, 0);
+        self.used[s as usize / 64] &= !(1 << (s % 64));
+        self.free.push(s);
+        self.count -= 1;
+    }
+
     /// Takes a slot for `k` (hash `h`, not in the table): a free one
-    /// while fewer than `max` are used, else an unassured entry's, the
-    /// one nearest its end (the old entry's key is returned with it).
-    /// `expire` is told of every entry found expired on the way (and
-    /// freed). None: no room (both buckets hold only assured entries, or
-    /// are full).
+    /// while fewer than `max` are used, in the first bucket unless it is
+    /// full (so that a lookup almost always reads one bucket), else an
+    /// unassured entry's, the one nearest its end (the old entry's key
+    /// is returned with it). `expire` is told of every entry found
+    /// expired on the way (and freed). None: no room (both buckets hold
+    /// only assured entries, or are full).
     pub fn insert(
         &mut self,
         h: u64,
@@ -261,30 +328,19 @@ impl Table {
         now: u32,
         mut expire: impl FnMut(&Entry),
     ) -> Option<(usize, Room)> {
-        let bs = self.buckets(h);
-        // A free slot in the emptier bucket (two choices balance the
-        // buckets' loads only if the new entry goes where there is more
-        // room).
-        let mut free = None;
-        let mut most = 0;
-        let mut victim: Option<(usize, u32)> = None;
-        for b in bs {
-            let mut first = None;
-            let mut n = 0;
+        let mut way = None;
+        let mut victim: Option<(usize, usize, u32)> = None;
+        for b in self.buckets(h) {
             for w in 0..WAYS {
-                let s = b * WAYS + w;
-                if self.tag_at(s) == 0 {
-                    first = first.or(Some(s));
-                    n += 1;
+                if self.buckets[b].tag(w) == 0 {
+                    way = way.or(Some((b, w)));
                     continue;
                 }
-                let e = &self.entries[s];
+                let e = &self.entries[self.buckets[b].at[w] as usize];
                 if e.expired(now) {
                     expire(e);
-                    self.tags[b][w] = 0;
-                    self.count -= 1;
-                    first = first.or(Some(s));
-                    n += 1;
+                    self.release(b, w);
+                    way = way.or(Some((b, w)));
                     continue;
                 }
                 // Neither assured nor still undecided: in Linux an
@@ -293,35 +349,72 @@ impl Table {
                 // this very burst's connection without a trace.
                 if e.flags & flag::ASSURED == 0 && e.state & UNCONFIRMED == 0 {
                     let left = e.deadline.wrapping_sub(now);
-                    if victim.is_none_or(|(_, l)| left < l) {
-                        victim = Some((s, left));
+                    if victim.is_none_or(|(_, _, l)| left < l) {
+                        victim = Some((b, w, left));
                     }
                 }
             }
-            if n > most {
-                (free, most) = (first, n);
+            if way.is_some() && self.count < self.max {
+                break;
             }
         }
-        let (s, room) = match (free, victim) {
-            (Some(s), _) if self.count < self.max => (s, Room::Free),
-            (_, Some((s, _))) => {
-                let old = self.entries[s].key;
-                self.count -= 1;
-                (s, Room::EarlyDrop(old))
+        if way.is_none() && self.count < self.max {
+            // Both full below `max` (the first bucket takes every entry it
+            // can, so it fills sooner than an even split would): an entry
+            // of either moves to its other bucket, as cuckoo hashing
+            // does, before any is dropped.
+            way = self.buckets(h).into_iter().find_map(|b| self.displace(b));
+        }
+        let (b, w, s, room) = match (way, victim) {
+            (Some((b, w)), _) if self.count < self.max => {
+                let s = self.free.pop()?;
+                self.used[s as usize / 64] |= 1 << (s % 64);
+                self.count += 1;
+                (b, w, s, Room::Free)
+            }
+            // The victim's slot and way are the new entry's.
+            (_, Some((b, w, _))) => {
+                let s = self.buckets[b].at[w];
+                (b, w, s, Room::EarlyDrop(self.entries[s as usize].key))
             }
             _ => return None,
         };
-        self.set_tag(s, Table::tag(h));
-        self.count += 1;
-        self.entries[s] = Entry {
+        let bucket = &mut self.buckets[b];
+        bucket.set_tag(w, Table::tag(h));
+        bucket.at[w] = s;
+        self.entries[s as usize] = Entry {
             key: *k,
             ..Entry::default()
         };
-        Some((s, room))
+        Some((s as usize, room))
     }
 
-    /// Frees the expired entries of `n` buckets from `*cursor` on (which
-    /// moves on), telling `expire` of each.
+    /// Moves an entry of full bucket `b` to its other bucket, if that one
+    /// has a free way; returns the way freed in `b`.
+    fn displace(&mut self, b: usize) -> Option<(usize, usize)> {
+        for w in 0..WAYS {
+            let s = self.buckets[b].at[w];
+            let h = self.hash(&self.entries[s as usize].key);
+            let alt = match self.buckets(h) {
+                [x, y] if x == b => y,
+                [x, _] => x,
+            };
+            if alt == b {
+                continue;
+            }
+            if let Some(w2) = (0..WAYS).find(|&w2| self.buckets[alt].tag(w2) == 0) {
+                let to = &mut self.buckets[alt];
+                to.set_tag(w2, Table::tag(h));
+                to.at[w2] = s;
+                self.buckets[b].set_tag(w, 0);
+                return Some((b, w));
+            }
+        }
+        None
+    }
+
+    /// Frees the expired entries among `n` slots from `*cursor` on (which
+    /// moves on, round the table), telling `expire` of each.
     pub fn sweep(
         &mut self,
         cursor: &mut usize,
@@ -329,16 +422,15 @@ impl Table {
         now: u32,
         mut expire: impl FnMut(&Entry),
     ) {
-        for _ in 0..n {
-            let b = *cursor & self.mask;
-            *cursor = cursor.wrapping_add(1);
-            for w in 0..WAYS {
-                let s = b * WAYS + w;
-                if self.tag_at(s) != 0 && self.entries[s].expired(now) {
-                    expire(&self.entries[s]);
-                    self.set_tag(s, 0);
-                    self.count -= 1;
-                }
+        for _ in 0..n.min(self.entries.len()) {
+            if *cursor >= self.entries.len() {
+                *cursor = 0;
+            }
+            let s = *cursor;
+            *cursor += 1;
+            if self.used(s) && self.entries[s].expired(now) {
+                expire(&self.entries[s]);
+                self.free(s);
             }
         }
     }
@@ -350,9 +442,10 @@ impl Table {
 
     /// Frees every entry.
     pub fn clear(&mut self) {
-        for t in &mut self.tags {
-            *t = [0; 2];
-        }
+        self.buckets.fill(Bucket::default());
+        self.used.fill(0);
+        self.free.clear();
+        self.free.extend((0..self.entries.len() as u32).rev());
         self.count = 0;
     }
 

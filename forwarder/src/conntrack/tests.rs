@@ -146,6 +146,62 @@ fn the_table_agrees_with_a_map() {
     }
 }
 
+/// The table against a map as time goes by: entries expire, and an
+/// insert frees the expired entries of its buckets in any way (a way past
+/// the fourth once cleared the wrong word of tags, or panicked), with
+/// sweeps between.
+#[test]
+fn expired_entries_make_room() {
+    let mut rng = Rng(7);
+    for max in [1usize, 7, 64, 1000] {
+        let mut t = Table::new(max, rng.next_u64());
+        // Key -> (slot, deadline).
+        let mut map: HashMap<Key, (usize, u32)> = HashMap::new();
+        let key = |n: u64| Key::new(L3::V6, 0, 6, 0, (n as u128, 9), (7, 2), false).0;
+        let mut cursor = 0;
+        for now in 0..20_000u32 {
+            let k = key(rng.below(3 * max as u64 + 3));
+            let h = t.hash(&k);
+            assert_eq!(t.find(h, &k), map.get(&k).map(|e| e.0), "max {max}");
+            if map.get(&k).is_some_and(|e| e.1 <= now) {
+                t.free(map.remove(&k).unwrap().0);
+            }
+            if !map.contains_key(&k) {
+                let mut gone = Vec::new();
+                let got = t.insert(h, &k, now, |e| gone.push((e.key, e.deadline)));
+                for (g, d) in gone {
+                    assert!(d <= now, "max {max}: not expired");
+                    assert!(map.remove(&g).is_some(), "max {max}: not in the table");
+                }
+                match got {
+                    Some((s, room)) => {
+                        if let Room::EarlyDrop(old) = room {
+                            assert_eq!(map.remove(&old).map(|e| e.0), Some(s));
+                        }
+                        assert!(map.values().all(|e| e.0 != s), "max {max}: slot {s} twice");
+                        let deadline = now + 1 + rng.below(4 * max as u64) as u32;
+                        t.entry_mut(s).deadline = deadline;
+                        map.insert(k, (s, deadline));
+                    }
+                    None => assert!(t.count >= max, "max {max}"),
+                }
+            }
+            if now % 16 == 0 {
+                let mut gone = Vec::new();
+                t.sweep(&mut cursor, 8, now, |e| gone.push(e.key));
+                for g in gone {
+                    assert!(map.remove(&g).is_some_and(|e| e.1 <= now), "max {max}");
+                }
+            }
+            assert_eq!(t.count, map.len(), "max {max}");
+            assert!(t.count <= max);
+            for (k, (s, _)) in &map {
+                assert!(t.used(*s) && t.entry(*s).key == *k, "max {max}");
+            }
+        }
+    }
+}
+
 #[test]
 fn stats_round_trip() {
     let s = CtStats {
@@ -160,8 +216,9 @@ fn stats_round_trip() {
     assert_eq!(CtStats::from_values(s.values()), s);
 }
 
-/// A million connections fit in 256 MiB (the table is twice their
-/// slots, one cache line each, without per-connection counters).
+/// A million connections fit in 256 MiB (a cache line an entry, buckets
+/// of eight ways for twice as many, without per-connection counters:
+/// about 84 MiB).
 #[test]
 fn a_million_connections_fit() {
     let c = config::Conntrack {

@@ -119,7 +119,7 @@ impl Pipeline {
             }
         }
         if let Some(ct) = self.conntrack.as_mut() {
-            if !ct.commit(&self.tracked[i], &self.ct_seen[i], d, keep) {
+            if !ct.commit(&self.tracked[i], &self.ct_seen[i], self.ct_hash[i], d, keep) {
                 return Err(DropReason::ConntrackFull);
             }
         } else if let (Some(f), true) = (self.flows.as_mut(), keep) {

@@ -9,8 +9,9 @@ use crate::port::Burst;
 use crate::reason::DropReason;
 use crate::tables::Tables;
 
-/// Buckets swept for expired connections a turn.
-const SWEEP_BUCKETS: usize = 8;
+/// Slots swept for expired connections a turn (one word of the used
+/// bitmap: a table mostly free costs a load).
+const SWEEP_SLOTS: usize = 64;
 
 impl Pipeline {
     /// Takes up a snapshot's `[conntrack]`: the same settings keep the
@@ -136,7 +137,7 @@ impl Pipeline {
     /// Once a turn: a few buckets swept for expired connections.
     pub fn conntrack_turn(&mut self) {
         if let Some(ct) = self.conntrack.as_mut() {
-            ct.sweep(SWEEP_BUCKETS);
+            ct.sweep(SWEEP_SLOTS);
         }
     }
 
