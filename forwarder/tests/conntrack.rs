@@ -599,6 +599,75 @@ fn entries_expire() {
     assert_eq!((st.entries, st.expired), (0, 1), "{st:?}");
 }
 
+/// A flow the sets drop as new has no connection (none counted or
+/// listed), but its next packets take the decision its first one got
+/// without being classified again; a reload judges it anew; an answer
+/// the other way opens the connection in its place, and a packet that
+/// could not open one is invalid.
+#[test]
+fn refused_flows_keep_their_decision_not_a_connection() {
+    use forwarder::pipeline::{FlowStage, Stages};
+    let snap = snapshot("", 1);
+    let mut pipe = Pipeline::new(&snap, 2);
+    let send = |pipe: &mut Pipeline, snap: &Snapshot, p: Pkt| -> (bool, FlowStage) {
+        let mut b = Burst::new();
+        b.push(&frame(&p));
+        let mut st = [Stages::default()];
+        pipe.rx_port = p.from.wan as u16;
+        pipe.explain(snap, &mut b, &mut st);
+        (pipe.out[p.to.wan as usize].len() == 1, st[0].flow)
+    };
+    let pkt = |from, to, what| Pkt {
+        v6: false,
+        from,
+        to,
+        what,
+    };
+    let new_in = pkt(wan(1), lan(1), What::Udp(5000, 53));
+    // Dropped as new: the first classified, the next ones not.
+    assert_eq!(send(&mut pipe, &snap, new_in), (false, FlowStage::Miss));
+    for _ in 0..3 {
+        assert_eq!(send(&mut pipe, &snap, new_in), (false, FlowStage::Hit));
+    }
+    let st = pipe.conntrack_stats().unwrap();
+    assert_eq!(
+        (st.entries, st.created, st.by_proto),
+        (0, 0, [0; 4]),
+        "{st:?}"
+    );
+    assert!(pipe.conntrack().unwrap().list(0).is_empty());
+    // A TCP segment that cannot open a connection meets a refused one as
+    // it would meet none: invalid.
+    let syn = pkt(wan(2), lan(1), What::Tcp(6000, 22, SYN));
+    let rst = pkt(wan(2), lan(1), What::Tcp(6000, 22, RST));
+    assert!(!send(&mut pipe, &snap, syn).0);
+    let invalid = pipe.conntrack_stats().unwrap().invalid;
+    assert!(!send(&mut pipe, &snap, rst).0);
+    assert_eq!(pipe.conntrack_stats().unwrap().invalid, invalid + 1);
+    // The other way: the lan host's datagram opens the connection, and
+    // the wan host's answer is established.
+    let out = pkt(lan(1), wan(1), What::Udp(53, 5000));
+    assert_eq!(send(&mut pipe, &snap, out), (true, FlowStage::Miss));
+    assert!(send(&mut pipe, &snap, new_in).0);
+    let st = pipe.conntrack_stats().unwrap();
+    assert_eq!(
+        (st.entries, st.created, st.by_proto[1]),
+        (1, 1, 1),
+        "{st:?}"
+    );
+    // A reload that lets the wan's new flows in: the refused SYN's flow
+    // is judged again, and forwarded.
+    let text = CONFIG
+        .replace("EXTRA", "")
+        .replace("LANEST", "\"192.0.2.9 . 9 . new\"")
+        .replace("\"198.51.100.0/24 . new\"", "\"198.51.100.99 . new\"");
+    let cfg = config::parse("t.toml", &text, Path::new(".")).unwrap();
+    let open = build::snapshot(&cfg, 2).unwrap();
+    assert_eq!(send(&mut pipe, &open, syn), (true, FlowStage::Miss));
+    let st = pipe.conntrack_stats().unwrap();
+    assert_eq!((st.entries, st.created), (2, 2), "{st:?}");
+}
+
 /// `conntrack -L`'s lines.
 #[test]
 fn entries_list_as_conntrack_does() {

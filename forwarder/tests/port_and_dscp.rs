@@ -171,6 +171,21 @@ fn new_connections_from_the_wan_ports_are_dropped() {
     assert!(!through(&mut pipe, &snap, 1, WAN_HOST, LAN_HOST, 81));
     assert!(!through(&mut pipe, &snap, 2, WAN_HOST, LAN_HOST, 82));
     assert!(through(&mut pipe, &snap, 0, LAN_HOST, WAN_HOST, 83));
+    // A flow refused on the wan port keeps that port's decision (a drop);
+    // the same SYN on the lan port opens the connection, which the wan's
+    // answer then finds.
+    assert!(!through(&mut pipe, &snap, 1, LAN_HOST, WAN_HOST, 84));
+    assert!(!through(&mut pipe, &snap, 1, LAN_HOST, WAN_HOST, 84));
+    assert!(through(&mut pipe, &snap, 0, LAN_HOST, WAN_HOST, 84));
+    let mut b = Burst::new();
+    let mut f = ipv4(WAN_HOST, LAN_HOST, 64, L4::Tcp(84, 40000), 0);
+    f[47] = 0x12;
+    forwarder::wire::set_l4_checksum(&mut f);
+    b.push(&f);
+    pipe.rx_port = 1;
+    pipe.process(&snap, &mut b);
+    assert!(pipe.out.iter().any(|o| o.contains(&0)), "the answer");
+    assert_eq!(pipe.conntrack_stats().unwrap().entries, 3);
 }
 
 /// nft: `ip dscp . ip daddr { ef . 198.51.100.2 } drop`, `ip6 dscp

@@ -15,9 +15,10 @@
 //!
 //! **A new connection is entered only when its first packet is
 //! forwarded** (Linux confirms a connection as its packet leaves): a
-//! packet the sets drop leaves no entry. A packet of a known connection
-//! moves its state before the sets see it, as Linux's conntrack hook runs
-//! before filtering.
+//! packet the sets drop leaves no connection, only, for a while, a
+//! refused entry holding its decision (`refused.rs`). A packet of a
+//! known connection moves its state before the sets see it, as Linux's
+//! conntrack hook runs before filtering.
 //!
 //! **Entries expire lazily and by a sweep**: a lookup that finds an
 //! expired entry frees it, an insert frees the expired entries of the
@@ -34,6 +35,7 @@
 //! key).
 
 pub mod key;
+mod refused;
 pub mod table;
 pub mod tcp;
 #[cfg(test)]
@@ -42,7 +44,7 @@ mod view;
 
 use crate::decision::Decision;
 use key::{Key, Kind, Seen};
-use table::{flag, Entry, Room, Table, CHALLENGE, LAST_SYN, TCP_STATE, UNCONFIRMED};
+use table::{flag, Entry, Room, Table, CHALLENGE, LAST_SYN, REFUSED, TCP_STATE, UNCONFIRMED};
 pub use view::{CtStats, CtView};
 
 /// `ct state` bits, as nft numbers them.
@@ -133,6 +135,10 @@ pub struct Tracked {
     pub dir: u8,
     /// Whether its forwarding enters a new connection.
     pub open: bool,
+    /// Whether it met a refused connection's entry ([`table::REFUSED`])
+    /// and took no new slot: if its stored decision is not taken, it
+    /// must be [`Tracker::reopen`]ed before it is classified.
+    pub refused: bool,
 }
 
 const NO_SLOT: u32 = u32::MAX;
@@ -175,6 +181,9 @@ pub struct Tracker {
     /// Per slot, packets and bytes each way, when counted.
     counts: Vec<[u64; 4]>,
     stats: CtStats,
+    /// Entries held by refused connections ([`table::REFUSED`]): in the
+    /// table's count, not in the connections'.
+    refused: usize,
     /// The snapshot epoch decisions are stored in.
     epoch: u16,
     /// Whether decisions are stored at all (no set reads what the key
@@ -203,6 +212,7 @@ impl Tracker {
                 Vec::new()
             },
             stats: CtStats::default(),
+            refused: 0,
             epoch: 1,
             caching: true,
             now: ticks(),
@@ -224,7 +234,7 @@ impl Tracker {
     /// Its counters.
     pub fn stats(&self) -> CtStats {
         CtStats {
-            entries: self.table.count as u64,
+            entries: (self.table.count - self.refused) as u64,
             ..self.stats
         }
     }
@@ -248,19 +258,30 @@ impl Tracker {
         stats.by_proto[proto_index(e.key.proto())] -= 1;
     }
 
+    /// Entry `e` expired and was freed: a connection counted as expired,
+    /// or a refused one's entry.
+    fn expired(stats: &mut CtStats, refused: &mut usize, e: &Entry) {
+        if e.state & REFUSED != 0 {
+            *refused -= 1;
+        } else {
+            stats.expired += 1;
+            Tracker::gone(stats, e);
+        }
+    }
+
     /// Frees the expired entries among a few slots (once a turn).
     pub fn sweep(&mut self, slots: usize) {
         let now = ticks();
-        let st = &mut self.stats;
+        let (st, refused) = (&mut self.stats, &mut self.refused);
         self.table.sweep(&mut self.cursor, slots, now, |e| {
-            st.expired += 1;
-            Tracker::gone(st, e);
+            Tracker::expired(st, refused, e)
         });
     }
 
     /// Frees every entry.
     pub fn flush(&mut self) {
         self.table.clear();
+        self.refused = 0;
         self.stats.by_proto = [0; 4];
     }
 
@@ -319,6 +340,7 @@ impl Tracker {
             slot: NO_SLOT,
             dir: 0,
             open: false,
+            refused: false,
         };
         match *seen {
             Seen::Invalid => self.stats.invalid += 1,
@@ -327,7 +349,8 @@ impl Tracker {
                 match self.live(h, &key) {
                     // The error goes back to the quoted packet's sender.
                     Some(s)
-                        if p.dst == quoted_src && self.table.entry(s).state & UNCONFIRMED == 0 =>
+                        if p.dst == quoted_src
+                            && self.table.entry(s).state & (UNCONFIRMED | REFUSED) == 0 =>
                     {
                         t.state = state::RELATED
                     }
@@ -356,8 +379,7 @@ impl Tracker {
         if self.table.entry(s).expired(self.now) {
             let e = *self.table.entry(s);
             self.table.free_hashed(h, s);
-            self.stats.expired += 1;
-            Tracker::gone(&mut self.stats, &e);
+            Tracker::expired(&mut self.stats, &mut self.refused, &e);
             return None;
         }
         Some(s)
@@ -376,6 +398,9 @@ impl Tracker {
         let now = self.now;
         let to = self.timeouts;
         let e = self.table.entry_mut(s);
+        if e.state & REFUSED != 0 {
+            return self.refused_hit(s, rev, kind, len, cached);
+        }
         let dir = (rev != (e.flags & flag::ORIG_HI != 0)) as u8;
         if e.state & UNCONFIRMED != 0 && dir == 1 {
             // An answer to a packet of this very burst, not yet decided:
@@ -394,6 +419,7 @@ impl Tracker {
                     slot: NO_SLOT,
                     dir,
                     open: false,
+                    refused: false,
                 },
                 None,
             );
@@ -407,6 +433,7 @@ impl Tracker {
             slot: s as u32,
             dir,
             open: false,
+            refused: false,
         };
         let seen_reply = e.flags & flag::SEEN_REPLY != 0;
         let timeout = match kind {
@@ -526,25 +553,36 @@ impl Tracker {
     /// forwarded ([`Tracker::commit`]). No room (after dropping an
     /// unassured connection early): the packet is to be dropped.
     fn open(&mut self, h: u64, key: &Key, rev: bool, kind: Kind, len: usize) -> Tracked {
-        let mut t = Tracked {
-            state: state::NEW,
-            slot: NO_SLOT,
-            dir: 0,
-            open: true,
-        };
-        let st = &mut self.stats;
-        let Some((s, room)) = self.table.insert(h, key, self.now, |e| {
-            st.expired += 1;
-            Tracker::gone(st, e);
-        }) else {
+        let (st, refused) = (&mut self.stats, &mut self.refused);
+        let Some((s, room)) = self
+            .table
+            .insert(h, key, self.now, |e| Tracker::expired(st, refused, e))
+        else {
             self.stats.insert_failed += 1;
-            return t;
+            return Tracked {
+                state: state::NEW,
+                slot: NO_SLOT,
+                dir: 0,
+                open: true,
+                refused: false,
+            };
         };
-        if let Room::EarlyDrop(old) = room {
-            self.stats.early_drop += 1;
-            self.stats.by_proto[proto_index(old.proto())] -= 1;
+        match room {
+            Room::Free => {}
+            Room::EarlyDrop(old) => {
+                self.stats.early_drop += 1;
+                self.stats.by_proto[proto_index(old.proto())] -= 1;
+            }
+            Room::Refused => self.refused -= 1,
         }
         self.stats.by_proto[proto_index(key.proto())] += 1;
+        self.init(s, rev, kind, len)
+    }
+
+    /// Slot `s` (its key in place, counted by protocol) made a new
+    /// connection, opened by a packet of `kind` from the key's higher end
+    /// when `rev`, not confirmed yet.
+    fn init(&mut self, s: usize, rev: bool, kind: Kind, len: usize) -> Tracked {
         let to = &self.timeouts;
         let (state, timeout) = match kind {
             Kind::Tcp(flags) => {
@@ -562,8 +600,13 @@ impl Tracker {
         if self.acct {
             self.counts[s] = [1, len as u64, 0, 0];
         }
-        t.slot = s as u32;
-        t
+        Tracked {
+            state: state::NEW,
+            slot: s as u32,
+            dir: 0,
+            open: true,
+            refused: false,
+        }
     }
 
     /// The packet tracked as `t` (seen as `seen`, its hash `h`) was decided `d` (its next hop or why it
@@ -591,10 +634,15 @@ impl Tracker {
         }
         if t.open {
             if !forwarded {
-                // Not confirmed: as if never entered.
+                // Not confirmed: as if never entered; its entry kept as
+                // refused, with the decision, where one can be stored.
                 let e = *self.table.entry(s);
-                self.table.free_hashed(h, s);
                 Tracker::gone(&mut self.stats, &e);
+                if self.caching && keep {
+                    self.refuse(s, d);
+                } else {
+                    self.table.free_hashed(h, s);
+                }
                 return true;
             }
             self.stats.created += 1;
@@ -629,7 +677,7 @@ impl Tracker {
         let mut out = Vec::new();
         for s in self.table.used_slots() {
             let e = self.table.entry(s);
-            if e.expired(now) {
+            if e.expired(now) || e.state & REFUSED != 0 {
                 continue;
             }
             out.push(self.view(e, s, now, worker));

@@ -72,6 +72,14 @@ pub const LAST_SYN: u8 = 0x40;
 /// `IP_CT_EXP_CHALLENGE_ACK`).
 pub const CHALLENGE: u8 = 0x20;
 
+/// The bit of [`Entry::state`] that marks a refused connection's entry:
+/// its opening packet was dropped, so there is no connection (Linux keeps
+/// nothing), but the entry stays a while with that packet's decision
+/// (`decision[0]`, a drop), so that the flow's next packets that would
+/// open it again take the decision as a flow cache hit does, without
+/// being classified and routed again (see `refused.rs`).
+pub const REFUSED: u8 = 0x10;
+
 /// An entry's flags.
 pub mod flag {
     /// The original direction is from the key's higher end.
@@ -107,6 +115,8 @@ pub enum Room {
     Free,
     /// An unassured connection's slot (Linux's early drop).
     EarlyDrop(Key),
+    /// A refused connection's entry ([`REFUSED`]): no connection lost.
+    Refused,
 }
 
 /// A bucket: its ways' tags (0: free) and entries, one cache line.
@@ -348,7 +358,12 @@ impl Table {
                 // dropped, and dropping it here would lose a packet of
                 // this very burst's connection without a trace.
                 if e.flags & flag::ASSURED == 0 && e.state & UNCONFIRMED == 0 {
-                    let left = e.deadline.wrapping_sub(now);
+                    // A refused connection's entry before any connection.
+                    let left = if e.state & REFUSED != 0 {
+                        0
+                    } else {
+                        e.deadline.wrapping_sub(now)
+                    };
                     if victim.is_none_or(|(_, _, l)| left < l) {
                         victim = Some((b, w, left));
                     }
@@ -375,7 +390,13 @@ impl Table {
             // The victim's slot and way are the new entry's.
             (_, Some((b, w, _))) => {
                 let s = self.buckets[b].at[w];
-                (b, w, s, Room::EarlyDrop(self.entries[s as usize].key))
+                let e = &self.entries[s as usize];
+                let room = if e.state & REFUSED != 0 {
+                    Room::Refused
+                } else {
+                    Room::EarlyDrop(e.key)
+                };
+                (b, w, s, room)
             }
             _ => return None,
         };

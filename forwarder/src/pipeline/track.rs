@@ -94,6 +94,11 @@ impl Pipeline {
                 // packet (out of line: see `bound_decision`).
                 Some(d) if self.bound_decision(i, d) => {}
                 _ => {
+                    if t.refused {
+                        // A refused flow's decision bound to another
+                        // port: the packet opens the connection anew.
+                        self.tracked[i] = ct.reopen(&t, &self.ct_seen[i], len);
+                    }
                     self.pending[i] = true;
                     left += 1;
                 }
