@@ -396,7 +396,7 @@ impl Tracker {
         cached: bool,
     ) -> (Tracked, Option<Decision>) {
         let now = self.now;
-        let to = self.timeouts;
+        let to = &self.timeouts;
         let e = self.table.entry_mut(s);
         if e.state & REFUSED != 0 {
             return self.refused_hit(s, rev, kind, len, cached);
