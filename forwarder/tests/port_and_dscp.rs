@@ -152,20 +152,26 @@ fn the_port_a_packet_came_in_on_decides() {
     }
 }
 
+/// Whether the wan host's SYN-ACK from port `sport`, on the wan port, is
+/// forwarded.
+fn answered(pipe: &mut Pipeline, snap: &Snapshot, sport: u16) -> bool {
+    let mut b = Burst::new();
+    let mut f = ipv4(WAN_HOST, LAN_HOST, 64, L4::Tcp(sport, 40000), 0);
+    f[47] = 0x12;
+    forwarder::wire::set_l4_checksum(&mut f);
+    b.push(&f);
+    pipe.rx_port = 1;
+    pipe.process(snap, &mut b);
+    pipe.out.iter().any(|o| o.contains(&0))
+}
+
 #[test]
 fn new_connections_from_the_wan_ports_are_dropped() {
     let snap = snapshot(STATEFUL);
     let mut pipe = Pipeline::new(&snap, 3);
     // The lan opens; the wan's SYN-ACK answers it (established).
     assert!(through(&mut pipe, &snap, 0, LAN_HOST, WAN_HOST, 80));
-    let mut b = Burst::new();
-    let mut f = ipv4(WAN_HOST, LAN_HOST, 64, L4::Tcp(80, 40000), 0);
-    f[47] = 0x12;
-    forwarder::wire::set_l4_checksum(&mut f);
-    b.push(&f);
-    pipe.rx_port = 1;
-    pipe.process(&snap, &mut b);
-    assert!(pipe.out.iter().any(|o| o.contains(&0)), "the answer");
+    assert!(answered(&mut pipe, &snap, 80), "the answer");
     // New from wan and from wan2 (the wildcard): dropped; from the lan,
     // new: forwarded.
     assert!(!through(&mut pipe, &snap, 1, WAN_HOST, LAN_HOST, 81));
@@ -177,14 +183,7 @@ fn new_connections_from_the_wan_ports_are_dropped() {
     assert!(!through(&mut pipe, &snap, 1, LAN_HOST, WAN_HOST, 84));
     assert!(!through(&mut pipe, &snap, 1, LAN_HOST, WAN_HOST, 84));
     assert!(through(&mut pipe, &snap, 0, LAN_HOST, WAN_HOST, 84));
-    let mut b = Burst::new();
-    let mut f = ipv4(WAN_HOST, LAN_HOST, 64, L4::Tcp(84, 40000), 0);
-    f[47] = 0x12;
-    forwarder::wire::set_l4_checksum(&mut f);
-    b.push(&f);
-    pipe.rx_port = 1;
-    pipe.process(&snap, &mut b);
-    assert!(pipe.out.iter().any(|o| o.contains(&0)), "the answer");
+    assert!(answered(&mut pipe, &snap, 84), "the answer");
     assert_eq!(pipe.conntrack_stats().unwrap().entries, 3);
 }
 
