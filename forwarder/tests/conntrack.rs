@@ -298,6 +298,13 @@ impl Run {
                 states[i]
             );
         }
+        // The counters hold with refused entries about: connections by
+        // protocol add up to the entries, which are those listed (nothing
+        // expires during a run).
+        let ct = self.pipe.conntrack().unwrap();
+        let st = ct.stats();
+        assert_eq!(st.entries, st.by_proto.iter().sum::<u64>(), "{st:?}");
+        assert_eq!(st.entries, ct.list(0).len() as u64, "{st:?}");
         self.frames += pkts.len() as u64;
         self.history
             .extend(pkts.iter().copied().zip(states.iter().copied()));

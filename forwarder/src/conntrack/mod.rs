@@ -234,7 +234,7 @@ impl Tracker {
     /// Its counters.
     pub fn stats(&self) -> CtStats {
         CtStats {
-            entries: (self.table.count - self.refused) as u64,
+            entries: self.table.count.saturating_sub(self.refused) as u64,
             ..self.stats
         }
     }
