@@ -60,7 +60,7 @@ pub struct Published {
     pub ports: Vec<Atomics<{ PortStats::N }>>,
     /// Connection tracking's counters ([`crate::conntrack::CtStats::NAMES`]; zero when
     /// off).
-    pub conntrack: Atomics<10>,
+    pub conntrack: Atomics<11>,
     /// Requests to its connection table (list, flush) and its element
     /// counters (read, reset).
     pub mailbox: Mailbox,
@@ -181,7 +181,7 @@ pub struct Reading {
     /// The flow cache's counters, by [`FlowCacheStats::NAMES`].
     pub flow_cache: [u64; 4],
     /// Connection tracking's, by [`crate::conntrack::CtStats::NAMES`].
-    pub conntrack: [u64; 10],
+    pub conntrack: [u64; 11],
     /// Per port, by [`PortStats::NAMES`].
     pub ports: Vec<[u64; PortStats::N]>,
 }

@@ -638,8 +638,8 @@ fn refused_flows_keep_their_decision_not_a_connection() {
     }
     let st = pipe.conntrack_stats().unwrap();
     assert_eq!(
-        (st.entries, st.created, st.by_proto),
-        (0, 0, [0; 4]),
+        (st.entries, st.created, st.by_proto, st.refused),
+        (0, 0, [0; 4], 1),
         "{st:?}"
     );
     assert!(pipe.conntrack().unwrap().list(0).is_empty());

@@ -1,7 +1,9 @@
 //! Element counters through the running forwarder: `forwarder element
 //! list` prints each element's `counter packets N bytes M` as nft does
 //! (summed over the workers), `forwarder element reset` zeroes them, and
-//! a set without `counter = true` shows none. Synthetic ports: no root.
+//! a set without `counter = true` shows none; with connection tracking
+//! on, its counters are among Prometheus's families. Synthetic ports: no
+//! root.
 
 mod common;
 
@@ -40,6 +42,8 @@ port = "p0"
 mac = "02:00:00:00:00:99"
 [control]
 prometheus = "127.0.0.1:PROM"
+[conntrack]
+enabled = true
 "#
         .replace("PROM", &prom.to_string()),
     )
@@ -114,6 +118,14 @@ fn element_counters_listed_and_reset() {
         !body.contains("element_packets_total{set=\"plain\"}"),
         "{body}"
     );
+    // Connection tracking's families, checked by promtool with the rest.
+    for family in [
+        "forwarder_conntrack_entries{core=\"0\",proto=\"udp\"}",
+        "forwarder_conntrack_refused{core=\"0\"}",
+        "forwarder_conntrack_events_total{core=\"0\",event=\"created\"}",
+    ] {
+        assert!(body.contains(family), "{family}: {body}");
+    }
     let exposition = body.split_once("\r\n\r\n").map_or("", |(_, b)| b);
     if let Some(said) = promtool_problems(exposition) {
         assert!(said.trim().is_empty(), "promtool check metrics: {said}");

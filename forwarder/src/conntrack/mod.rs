@@ -235,6 +235,7 @@ impl Tracker {
     pub fn stats(&self) -> CtStats {
         CtStats {
             entries: self.table.count.saturating_sub(self.refused) as u64,
+            refused: self.refused as u64,
             ..self.stats
         }
     }

@@ -212,6 +212,7 @@ fn stats_round_trip() {
         insert_failed: 5,
         invalid: 6,
         by_proto: [7, 8, 9, 10],
+        refused: 11,
     };
     assert_eq!(CtStats::from_values(s.values()), s);
 }

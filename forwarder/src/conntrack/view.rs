@@ -18,11 +18,14 @@ pub struct CtStats {
     pub invalid: u64,
     /// Entries now by protocol ([`PROTOS`]).
     pub by_proto: [u64; 4],
+    /// Entries now held by refused flows (dropped as new, their decision
+    /// kept a while: not connections, not in `entries`).
+    pub refused: u64,
 }
 
 impl CtStats {
     /// The names of [`CtStats::values`], as statistics print them.
-    pub const NAMES: [&'static str; 10] = [
+    pub const NAMES: [&'static str; 11] = [
         "entries",
         "created",
         "expired",
@@ -33,10 +36,11 @@ impl CtStats {
         "entries_udp",
         "entries_icmp",
         "entries_other",
+        "refused",
     ];
 
     /// The counters in [`CtStats::NAMES`]'s order.
-    pub fn values(&self) -> [u64; 10] {
+    pub fn values(&self) -> [u64; 11] {
         let p = self.by_proto;
         [
             self.entries,
@@ -49,11 +53,12 @@ impl CtStats {
             p[1],
             p[2],
             p[3],
+            self.refused,
         ]
     }
 
     /// Counters from [`CtStats::values`].
-    pub fn from_values(v: [u64; 10]) -> CtStats {
+    pub fn from_values(v: [u64; 11]) -> CtStats {
         CtStats {
             entries: v[0],
             created: v[1],
@@ -62,6 +67,7 @@ impl CtStats {
             insert_failed: v[4],
             invalid: v[5],
             by_proto: [v[6], v[7], v[8], v[9]],
+            refused: v[10],
         }
     }
 }

@@ -213,6 +213,17 @@ impl Source {
                 "Tracked connections, per core and protocol.",
                 entries,
             );
+            let refused = reads
+                .iter()
+                .map(|r| (format!("core=\"{}\"", r.core), r.counters.conntrack[10]))
+                .collect();
+            family(
+                &mut o,
+                "conntrack_refused",
+                "gauge",
+                "Entries held by refused flows (dropped as new, their decision kept 2 s; not connections), per core.",
+                refused,
+            );
             let events = reads
                 .iter()
                 .flat_map(|r| {

@@ -157,7 +157,7 @@ impl Source {
         let mut total_drops = [0; DropReason::COUNT];
         let mut cache = [0; 4];
         let mut flow_cache = [0; 4];
-        let mut conntrack = [0; 10];
+        let mut conntrack = [0; 11];
         let ports = self.port_totals(&reads);
         let mut sets: Vec<(String, SetMatches)> = Vec::new();
         let mut cores = Vec::new();
