@@ -202,6 +202,49 @@ fn expired_entries_make_room() {
     }
 }
 
+/// A full table makes room from a refused flow's entry before it drops
+/// any connection early, and says which it took. Up to 4 entries the
+/// table is one bucket: every key's choices hold every entry.
+#[test]
+fn refused_entries_go_first() {
+    use super::table::REFUSED;
+    let mut rng = Rng(3);
+    let key = |n: u64| Key::new(L3::V4, 0, 17, 0, (n as u128, 1), (0, 2), false).0;
+    for round in 0..200 {
+        let max = 1 + round % 4;
+        let mut t = Table::new(max, rng.next_u64());
+        let mut refused = 0;
+        let mut n = 0;
+        // Full: unassured connections, some refused entries.
+        while t.count < max {
+            let k = key(n);
+            n += 1;
+            let (s, room) = t.insert(t.hash(&k), &k, 0, |_| {}).unwrap();
+            assert_eq!(room, Room::Free);
+            let e = t.entry_mut(s);
+            e.deadline = 1000;
+            if rng.below(3) == 0 {
+                e.state = REFUSED;
+                refused += 1;
+            }
+        }
+        for _ in 0..2 * max {
+            let k = key(n);
+            n += 1;
+            let got = t.insert(t.hash(&k), &k, 1, |_| panic!("nothing expires"));
+            let (s, room) = got.expect("an unassured entry to take");
+            if refused > 0 {
+                assert_eq!(room, Room::Refused, "max {max}, {refused} refused");
+                refused -= 1;
+            } else {
+                assert!(matches!(room, Room::EarlyDrop(_)), "max {max}");
+            }
+            t.entry_mut(s).deadline = 1000;
+            assert_eq!(t.count, max);
+        }
+    }
+}
+
 #[test]
 fn stats_round_trip() {
     let s = CtStats {
