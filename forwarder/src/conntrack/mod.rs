@@ -143,6 +143,31 @@ pub struct Tracked {
 
 const NO_SLOT: u32 = u32::MAX;
 
+impl Tracked {
+    /// A packet of no connection, `state`, in direction `dir`.
+    const fn unattached(state: u8, dir: u8) -> Tracked {
+        Tracked {
+            state,
+            slot: NO_SLOT,
+            dir,
+            open: false,
+            refused: false,
+        }
+    }
+
+    /// A packet that opens a connection in `slot` ([`NO_SLOT`]: it found
+    /// no room).
+    const fn opening(slot: u32) -> Tracked {
+        Tracked {
+            state: state::NEW,
+            slot,
+            dir: 0,
+            open: true,
+            refused: false,
+        }
+    }
+}
+
 /// Timeouts in ticks.
 #[derive(Clone, Copy, Debug)]
 struct Timeouts {
@@ -336,13 +361,7 @@ impl Tracker {
         len: usize,
         cached: bool,
     ) -> (Tracked, Option<Decision>) {
-        let mut t = Tracked {
-            state: state::INVALID,
-            slot: NO_SLOT,
-            dir: 0,
-            open: false,
-            refused: false,
-        };
+        let mut t = Tracked::unattached(state::INVALID, 0);
         match *seen {
             Seen::Invalid => self.stats.invalid += 1,
             Seen::Untracked => t.state = state::UNTRACKED,
@@ -414,16 +433,7 @@ impl Tracker {
                 self.stats.invalid += 1;
                 state::INVALID
             };
-            return (
-                Tracked {
-                    state,
-                    slot: NO_SLOT,
-                    dir,
-                    open: false,
-                    refused: false,
-                },
-                None,
-            );
+            return (Tracked::unattached(state, dir), None);
         }
         let mut t = Tracked {
             state: if dir == 1 || e.flags & flag::SEEN_REPLY != 0 {
@@ -560,13 +570,7 @@ impl Tracker {
             .insert(h, key, self.now, |e| Tracker::expired(st, refused, e))
         else {
             self.stats.insert_failed += 1;
-            return Tracked {
-                state: state::NEW,
-                slot: NO_SLOT,
-                dir: 0,
-                open: true,
-                refused: false,
-            };
+            return Tracked::opening(NO_SLOT);
         };
         match room {
             Room::Free => {}
@@ -601,13 +605,7 @@ impl Tracker {
         if self.acct {
             self.counts[s] = [1, len as u64, 0, 0];
         }
-        Tracked {
-            state: state::NEW,
-            slot: s as u32,
-            dir: 0,
-            open: true,
-            refused: false,
-        }
+        Tracked::opening(s as u32)
     }
 
     /// The packet tracked as `t` (seen as `seen`, its hash `h`) was decided `d` (its next hop or why it

@@ -55,27 +55,16 @@ impl Tracker {
         if !opens(kind) {
             // No connection, and this packet cannot open one.
             self.stats.invalid += 1;
-            return (
-                Tracked {
-                    state: state::INVALID,
-                    slot: super::NO_SLOT,
-                    dir,
-                    open: false,
-                    refused: false,
-                },
-                None,
-            );
+            return (Tracked::unattached(state::INVALID, dir), None);
         }
         if dir == 0 && cached && e.flags & flag::DECIDED0 != 0 && e.epoch == epoch {
             e.deadline = now.wrapping_add(REFUSED_TICKS);
             let d = e.decision[0];
             return (
                 Tracked {
-                    state: state::NEW,
                     slot: s as u32,
-                    dir: 0,
-                    open: false,
                     refused: true,
+                    ..Tracked::unattached(state::NEW, 0)
                 },
                 Some(d),
             );

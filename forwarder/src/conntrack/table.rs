@@ -6,10 +6,10 @@
 //! entry goes unless it is full), then only the entries whose tag
 //! matches.
 //!
-//! Why the indirection: with entries in the buckets' slots, a table for a
-//! million connections was 128 MiB of slots, and a few thousand live
-//! connections as many random lines across all of it, each a page walk
-//! on a guest whose host maps 4 KiB pages. Handed out lowest first, live
+//! Why the indirection: entries in the buckets' own slots would make a
+//! table for a million connections 128 MiB of slots, and a few thousand
+//! live connections as many random lines across all of it, each a page
+//! walk where the host maps 4 KiB pages. Handed out lowest first, live
 //! entries stay packed at the start of a 64 MiB array, beside 16 MiB of
 //! buckets (BENCHMARKS.md, `full+conntrack`).
 //!

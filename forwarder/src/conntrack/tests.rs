@@ -147,9 +147,9 @@ fn the_table_agrees_with_a_map() {
 }
 
 /// The table against a map as time goes by: entries expire, and an
-/// insert frees the expired entries of its buckets in any way (a way past
-/// the fourth once cleared the wrong word of tags, or panicked), with
-/// sweeps between.
+/// insert frees the expired entries of its buckets in any of their ways
+/// (each way's tag alone, ways 4-7 in the second word), with sweeps
+/// between.
 #[test]
 fn expired_entries_make_room() {
     let mut rng = Rng(7);

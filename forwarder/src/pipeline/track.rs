@@ -43,8 +43,9 @@ impl Pipeline {
         let Some(mut ct) = self.conntrack.take() else {
             return n;
         };
-        // Said so, the per-packet arrays' bounds checks go (callgrind:
-        // 4 % of a tracked packet's instructions).
+        // Bounded by the per-packet arrays' length, the loops below need
+        // no index checks (callgrind: 4 % of a tracked packet's
+        // instructions).
         let n = n.min(crate::port::MAX_BURST);
         ct.set_now(crate::conntrack::ticks());
         let cached = self.expired_at == 0 && ct.caching;
@@ -142,7 +143,7 @@ impl Pipeline {
         });
     }
 
-    /// Once a turn: a few buckets swept for expired connections.
+    /// Once a turn: a few slots swept for expired connections.
     pub fn conntrack_turn(&mut self) {
         if let Some(ct) = self.conntrack.as_mut() {
             ct.sweep(SWEEP_SLOTS);
