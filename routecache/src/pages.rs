@@ -4,8 +4,10 @@
 //! A route lookup is one or a few loads at random places in tens of
 //! megabytes: with 4 KiB pages nearly every load also misses the TLB and
 //! walks the page table. Each page here is one 2 MiB-aligned allocation
-//! of 2 MiB, advised `MADV_HUGEPAGE`, so a single TLB entry covers it.
-//! Where huge pages are off or exhausted it is ordinary memory.
+//! of 2 MiB, advised `MADV_HUGEPAGE`, so a single TLB entry covers it;
+//! [`Huge`] is the same for any table of a huge page or more (the
+//! connection table's buckets and entries). Where huge pages are off or
+//! exhausted it is ordinary memory.
 #![allow(unsafe_code)]
 
 use std::alloc::{alloc, dealloc, handle_alloc_error, Layout};
@@ -17,38 +19,112 @@ pub const HUGE: usize = 2 << 20;
 /// `u32` entries in a page.
 pub const ENTRIES: usize = HUGE / 4;
 
-/// 2 MiB of `u32`s, zeroed when made, huge-page backed where possible.
-pub struct Page {
-    ptr: NonNull<u32>,
+/// Types for which a value of all zero bytes is a valid one (what
+/// [`Huge::new`] hands out before the caller writes anything).
+///
+/// # Safety
+/// Implement only for `Copy` types whose every field is valid as zero
+/// bytes: integers, arrays and `repr(C)` structs of them, no references,
+/// no enums without a zero variant.
+pub unsafe trait Zeroable: Copy {}
+
+// SAFETY: zero is a valid integer.
+unsafe impl Zeroable for u32 {}
+// SAFETY: zero is a valid integer.
+unsafe impl Zeroable for u64 {}
+
+/// A fixed-length, zeroed slice of `T`, huge-page backed where it is at
+/// least a huge page long: a table read at random places (DIR-24-8's
+/// pages, a connection table's buckets) then costs a TLB entry per
+/// 2 MiB, not per 4 KiB.
+pub struct Huge<T: Zeroable> {
+    ptr: NonNull<T>,
+    len: usize,
 }
 
-// SAFETY: a `Page` owns its allocation outright (like a `Box<[u32]>`);
-// nothing else holds the pointer, so moving or sharing it between threads
-// is as safe as for a boxed slice.
-unsafe impl Send for Page {}
-// SAFETY: as above; `&Page` only gives `&[u32]`.
-unsafe impl Sync for Page {}
+/// 2 MiB of `u32`s: a DIR-24-8 page. Its own type, not `Huge<u32>`,
+/// so that its length is a constant: a lookup's index masked to it needs
+/// no bounds check.
+#[derive(Clone, Debug)]
+pub struct Page(Huge<u32>);
 
-fn layout() -> Layout {
-    Layout::from_size_align(HUGE, HUGE).expect("2 MiB is a valid layout")
+// SAFETY: a `Huge` owns its allocation outright (like a `Box<[T]>`);
+// nothing else holds the pointer, so moving it between threads is as
+// safe as moving a boxed slice of `T`.
+unsafe impl<T: Zeroable + Send> Send for Huge<T> {}
+// SAFETY: as above; `&Huge<T>` only gives `&[T]`.
+unsafe impl<T: Zeroable + Sync> Sync for Huge<T> {}
+
+/// The allocation for `len` values of `T`: whole huge pages, 2 MiB
+/// aligned, from one huge page up; the type's own alignment (at least a
+/// cache line's) below that. `None` for no bytes at all.
+fn layout_for<T>(len: usize) -> Option<Layout> {
+    let bytes = len
+        .checked_mul(std::mem::size_of::<T>())
+        .expect("a table's size fits in memory");
+    if bytes == 0 {
+        return None;
+    }
+    let align = std::mem::align_of::<T>().max(64);
+    Some(
+        if bytes >= HUGE {
+            Layout::from_size_align(bytes.next_multiple_of(HUGE), HUGE)
+        } else {
+            Layout::from_size_align(bytes, align)
+        }
+        .expect("a table's size fits in memory"),
+    )
 }
 
-impl Page {
-    /// A zeroed page.
-    pub fn zeroed() -> Page {
-        let layout = layout();
+impl<T: Zeroable> Huge<T> {
+    /// `len` zeroed values.
+    pub fn new(len: usize) -> Huge<T> {
+        let Some(layout) = layout_for::<T>(len) else {
+            return Huge {
+                ptr: NonNull::dangling(),
+                len,
+            };
+        };
         // SAFETY: the layout has a non-zero size.
         let raw = unsafe { alloc(layout) };
-        let Some(ptr) = NonNull::new(raw.cast::<u32>()) else {
+        let Some(ptr) = NonNull::new(raw.cast::<T>()) else {
             handle_alloc_error(layout)
         };
         // Advise before the first write: the allocator's own zeroing of an
         // over-aligned block would fault it in as small pages first.
-        advise_huge(raw, HUGE);
-        // SAFETY: `raw` is valid for `HUGE` bytes of writes (just
-        // allocated with that size); zero bytes are valid `u32`s.
-        unsafe { std::ptr::write_bytes(raw, 0, HUGE) };
-        Page { ptr }
+        if layout.align() == HUGE {
+            advise_huge(raw, layout.size());
+        }
+        // SAFETY: `raw` is valid for `layout.size()` bytes of writes (just
+        // allocated with that size), and zero bytes are valid `T`s
+        // (`Zeroable`).
+        unsafe { std::ptr::write_bytes(raw, 0, layout.size()) };
+        Huge { ptr, len }
+    }
+}
+
+impl Page {
+    /// A zeroed DIR-24-8 page.
+    pub fn zeroed() -> Page {
+        Page(Huge::new(ENTRIES))
+    }
+}
+
+impl Deref for Page {
+    type Target = [u32];
+    #[inline(always)]
+    fn deref(&self) -> &[u32] {
+        // SAFETY: the page owns `ENTRIES` initialised values (`zeroed`).
+        unsafe { std::slice::from_raw_parts(self.0.ptr.as_ptr(), ENTRIES) }
+    }
+}
+
+impl DerefMut for Page {
+    #[inline(always)]
+    fn deref_mut(&mut self) -> &mut [u32] {
+        // SAFETY: as in `deref`, and `&mut self` makes this the only
+        // reference.
+        unsafe { std::slice::from_raw_parts_mut(self.0.ptr.as_ptr(), ENTRIES) }
     }
 }
 
@@ -90,44 +166,47 @@ fn advise_huge(p: *mut u8, len: usize) {
 #[cfg(not(target_os = "linux"))]
 fn advise_huge(_: *mut u8, _: usize) {}
 
-impl Deref for Page {
-    type Target = [u32];
+impl<T: Zeroable> Deref for Huge<T> {
+    type Target = [T];
     #[inline(always)]
-    fn deref(&self) -> &[u32] {
-        // SAFETY: `ptr` points to `ENTRIES` initialised (zeroed, then
-        // written) `u32`s that this page owns for its whole life.
-        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), ENTRIES) }
+    fn deref(&self) -> &[T] {
+        // SAFETY: `ptr` points to `len` initialised (zeroed, then written)
+        // values that this slice owns for its whole life (or is dangling
+        // and well aligned where they take no bytes).
+        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
     }
 }
 
-impl DerefMut for Page {
+impl<T: Zeroable> DerefMut for Huge<T> {
     #[inline(always)]
-    fn deref_mut(&mut self) -> &mut [u32] {
+    fn deref_mut(&mut self) -> &mut [T] {
         // SAFETY: as in `deref`, and `&mut self` makes this the only
         // reference.
-        unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), ENTRIES) }
+        unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.len) }
     }
 }
 
-impl Clone for Page {
-    fn clone(&self) -> Page {
-        let mut p = Page::zeroed();
+impl<T: Zeroable> Clone for Huge<T> {
+    fn clone(&self) -> Huge<T> {
+        let mut p = Huge::new(self.len);
         p.copy_from_slice(self);
         p
     }
 }
 
-impl Drop for Page {
+impl<T: Zeroable> Drop for Huge<T> {
     fn drop(&mut self) {
-        // SAFETY: allocated in `zeroed` with this very layout, and freed
-        // once, here.
-        unsafe { dealloc(self.ptr.as_ptr().cast(), layout()) }
+        if let Some(layout) = layout_for::<T>(self.len) {
+            // SAFETY: allocated in `new` with this very layout (the same
+            // length gives the same one), and freed once, here.
+            unsafe { dealloc(self.ptr.as_ptr().cast(), layout) }
+        }
     }
 }
 
-impl std::fmt::Debug for Page {
+impl<T: Zeroable> std::fmt::Debug for Huge<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "Page({} entries)", ENTRIES)
+        write!(f, "Huge({} x {} bytes)", self.len, std::mem::size_of::<T>())
     }
 }
 
@@ -145,5 +224,26 @@ mod tests {
         let q = p.clone();
         assert_eq!((q[7], q[ENTRIES - 1]), (9, 3));
         assert_ne!(p.as_ptr(), q.as_ptr());
+    }
+
+    #[test]
+    fn slices_of_any_length_are_zeroed_and_aligned_to_their_size() {
+        for len in [0, 1, 7, HUGE / 8 - 1, HUGE / 8, HUGE / 8 + 1, 3 * HUGE / 8] {
+            let mut s: Huge<u64> = Huge::new(len);
+            assert_eq!(s.len(), len);
+            assert!(s.iter().all(|&x| x == 0));
+            // No bytes, no allocation: a dangling, aligned pointer.
+            let align = match len * 8 {
+                0 => 8,
+                b if b >= HUGE => HUGE,
+                _ => 64,
+            };
+            assert_eq!(s.as_ptr() as usize % align, 0, "{len}");
+            if let Some(last) = s.last_mut() {
+                *last = 5;
+            }
+            let t = s.clone();
+            assert_eq!(t.last(), s.last());
+        }
     }
 }
