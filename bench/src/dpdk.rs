@@ -188,12 +188,15 @@ pub(crate) fn forwarder_run(
 /// gave no rates at all).
 const TESTPMD_START_S: u64 = 5;
 
-/// Median per-second Mpps (TX, both ports) of testpmd in `mode`.
+/// Median per-second Mpps (TX, both ports) of testpmd in `mode`, with
+/// `mbufs` in its pool (`infinite_rx` holds every frame of both pcaps in
+/// it, beside the rings).
 pub(crate) fn testpmd_mpps(
     eal: &[String],
     pcap: [&Path; 2],
     mode: &str,
     secs: u64,
+    mbufs: usize,
 ) -> Result<f64, String> {
     let mut c = Command::new("dpdk-testpmd")
         .args(eal)
@@ -209,7 +212,7 @@ pub(crate) fn testpmd_mpps(
             "--",
             &format!("--forward-mode={mode}"),
             "--nb-cores=1",
-            "--total-num-mbufs=32768",
+            &format!("--total-num-mbufs={mbufs}"),
             "--stats-period=1",
             "--no-lsc-interrupt",
         ])
@@ -417,7 +420,7 @@ pub fn run(json: bool, quick: bool, mbufs: usize, rounds: Option<usize>) -> Resu
         for _ in 0..rounds {
             for &(v, program, mode, _) in VARIANTS {
                 let mpps = if program == "testpmd" {
-                    testpmd_mpps(&eal, pcap, mode, secs)?
+                    testpmd_mpps(&eal, pcap, mode, secs, 32_768)?
                 } else {
                     forwarder_mpps(bin, &fcfg, mode, secs)?
                 };

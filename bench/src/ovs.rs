@@ -92,8 +92,8 @@ driver = "dpdk"
 mac = "02:00:00:00:00:01"
 [port.options]
 device = "net_pcap0"
-eal = ["-m", "1024", "--no-pci", {v0}, {v1}]
-mbufs = 16384
+eal = ["-m", "{mem}", "--no-pci", {v0}, {v1}]
+mbufs = {mbufs}
 
 [[port]]
 name = "wan"
@@ -101,7 +101,7 @@ driver = "dpdk"
 mac = "02:00:00:00:00:02"
 [port.options]
 device = "net_pcap1"
-mbufs = 16384
+mbufs = {mbufs}
 
 [[next_hop]]
 name = "lan"
@@ -134,6 +134,8 @@ max = {max}
         v0 = vdev(0),
         v1 = vdev(1),
         max = (flows * 2).max(65_536),
+        mbufs = port_mbufs(flows),
+        mem = eal_mib(flows),
     );
     let out = dir.join("ovs-bench.toml");
     std::fs::write(&out, text).map_err(|e| e.to_string())?;
@@ -393,7 +395,32 @@ fn ovs_run(dir: &Path, pcap: [&Path; 2], secs: u64) -> Result<(f64, f64, f64), S
     Ok((median(&mut rates), share, cycles))
 }
 
+/// The most flows a run takes: OVS's DPDK pool, shared by its ports, is
+/// 262,144 mbufs (`ovs_mp_1500_0_262144`), and `infinite_rx` holds every
+/// frame of both pcaps in it (a frame a flow each) beside its rings; past
+/// this OVS's ports do not start and it forwards nothing.
+const MAX_FLOWS: usize = 120_000;
+
+/// Mbufs of a forwarder port's pool: its pcap's frames, which
+/// `infinite_rx` keeps, and the rings'.
+fn port_mbufs(flows: usize) -> usize {
+    flows + 16_384
+}
+
+/// MiB of huge pages for a DPDK process holding both pools of
+/// [`port_mbufs`] (about 2.5 KiB an mbuf) and its own needs.
+fn eal_mib(flows: usize) -> usize {
+    (2 * port_mbufs(flows) * 5 / 2 / 1024 + 256).max(1024)
+}
+
 pub fn run(o: Options) -> Result<(), String> {
+    if o.flows == 0 || o.flows > MAX_FLOWS {
+        return Err(format!(
+            "--flows {}: 1 to {MAX_FLOWS} (OVS's pool of 262,144 mbufs holds both pcaps' \
+             frames)",
+            o.flows
+        ));
+    }
     let secs = if o.quick { 3 } else { 5 };
     let rounds = o.rounds.unwrap_or(if o.quick { 2 } else { 5 }).max(1);
     let bin = crate::dpdk::forwarder_bin()?;
@@ -412,7 +439,7 @@ pub fn run(o: Options) -> Result<(), String> {
     let pcap = [pcaps[0].as_path(), pcaps[1].as_path()];
     let cfg = forwarder_config(&dir, pcap, o.flows)?;
     let _pages = HugePages::reserve(1536)?;
-    let eal: Vec<String> = ["-m", "1024", "--no-pci"].map(String::from).to_vec();
+    let eal: Vec<String> = vec!["-m".into(), eal_mib(o.flows).to_string(), "--no-pci".into()];
     // Per round: OVS (Mpps, share, cycles), ours (Mpps, share), testpmd io.
     let mut ovs = Vec::new();
     let mut ours = Vec::new();
@@ -421,7 +448,13 @@ pub fn run(o: Options) -> Result<(), String> {
         eprintln!("bench ovs: round {} of {rounds}", r + 1);
         ovs.push(ovs_run(&dir.join("ovs"), pcap, secs)?);
         ours.push(forwarder_run(&bin, &cfg, "full", secs)?);
-        io.push(testpmd_mpps(&eal, pcap, "io", secs)?);
+        io.push(testpmd_mpps(
+            &eal,
+            pcap,
+            "io",
+            secs,
+            2 * port_mbufs(o.flows),
+        )?);
     }
     let col = |v: &[f64]| median(&mut v.to_vec());
     let best = |v: &[f64]| v.iter().cloned().fold(f64::NAN, f64::max);

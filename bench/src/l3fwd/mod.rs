@@ -381,7 +381,7 @@ pub fn run(o: Options) -> Result<(), String> {
                     l3fwd_run(&l3fwd, pcap, lookup, [&files[k][0], &files[k][1]], secs)?
                 }
                 Program::Testpmd(mode) => Run {
-                    mpps: testpmd_mpps(&eal, pcap, mode, secs as u64)?,
+                    mpps: testpmd_mpps(&eal, pcap, mode, secs as u64, 32_768)?,
                     // testpmd io sends every frame it receives.
                     share: 1.0,
                     start_s: None,
