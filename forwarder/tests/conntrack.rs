@@ -616,12 +616,23 @@ fn refused_flows_keep_their_decision_not_a_connection() {
     use forwarder::pipeline::{FlowStage, Stages};
     let snap = snapshot("", 1);
     let mut pipe = Pipeline::new(&snap, 2);
+    // Forwarded, and the trace's word on the entry: a miss, a
+    // connection's decision taken, or a refused flow's (here every `new`
+    // packet that takes a decision takes a refused one: no connection
+    // sees a second packet before its answer).
     let send = |pipe: &mut Pipeline, snap: &Snapshot, p: Pkt| -> (bool, FlowStage) {
         let mut b = Burst::new();
         b.push(&frame(&p));
         let mut st = [Stages::default()];
         pipe.rx_port = p.from.wan as u16;
         pipe.explain(snap, &mut b, &mut st);
+        assert_eq!(
+            st[0].ct_refused,
+            st[0].flow == FlowStage::Hit && st[0].ct == state::NEW,
+            "{:?} {}",
+            st[0].flow,
+            st[0].ct
+        );
         (pipe.out[p.to.wan as usize].len() == 1, st[0].flow)
     };
     let pkt = |from, to, what| Pkt {
@@ -656,6 +667,8 @@ fn refused_flows_keep_their_decision_not_a_connection() {
     let out = pkt(lan(1), wan(1), What::Udp(53, 5000));
     assert_eq!(send(&mut pipe, &snap, out), (true, FlowStage::Miss));
     assert!(send(&mut pipe, &snap, new_in).0);
+    // Its next answer takes the connection's decision, not a refused one.
+    assert_eq!(send(&mut pipe, &snap, new_in), (true, FlowStage::Hit));
     let st = pipe.conntrack_stats().unwrap();
     assert_eq!(
         (st.entries, st.created, st.by_proto[1]),

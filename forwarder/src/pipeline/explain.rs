@@ -112,6 +112,10 @@ pub struct Stages {
     /// Its `ct state` (nft's bit: `crate::conntrack::state`); 0 with
     /// connection tracking off.
     pub ct: u8,
+    /// With `flow` a hit under connection tracking: the entry was a
+    /// refused flow's (its opening packet dropped, no connection), whose
+    /// drop the packet took.
+    pub ct_refused: bool,
     /// Each rule set, in order (the first [`Stages::nsets`]).
     pub sets: [SetStage; config::MAX_SETS],
     /// How many sets the snapshot has.
@@ -146,6 +150,7 @@ impl Default for Stages {
             parsed: Err(DropReason::Truncated),
             flow: FlowStage::NotLooked,
             ct: 0,
+            ct_refused: false,
             sets: [SetStage::NotLooked; config::MAX_SETS],
             nsets: 0,
             target: None,
@@ -224,6 +229,7 @@ impl Pipeline {
                 _ => FlowStage::Hit,
             };
             let cached = s.flow == FlowStage::Hit;
+            s.ct_refused = cached && self.conntrack.is_some() && self.tracked[i].refused;
             // Each set: the element it found, or why it looked nothing up
             // (a packet it applies to that it did not look up was decided
             // by an earlier set).

@@ -261,6 +261,7 @@ pub fn describe(
         // connection's entry decided it (the flow cache is off).
         let name = matcher::FieldType::CtState.format_value(s.ct as u128);
         let (result, why) = match s.flow {
+            FlowStage::Hit if s.ct_refused => ("refused", "the flow was dropped as new a moment ago (no connection): the entry that keeps that drop for 2 s decided, no set or route looked up"),
             FlowStage::Hit => ("hit", "its connection's stored decision was taken: no set or route looked up"),
             _ => ("miss", "the sets and routes decide; the decision is kept in its connection (if it has one)"),
         };
