@@ -28,6 +28,10 @@ use routecache::pages::{Huge, Zeroable};
 /// Ways per bucket.
 pub const WAYS: usize = 8;
 
+/// No slot (what [`Table::prefetch_entry`] gives when no way's tag is the
+/// key's): never in use, since a table holds fewer.
+pub const NO_SLOT: u32 = u32::MAX;
+
 /// One connection: its key, when it expires, the state the protocol
 /// keeps, and per direction the decision the sets and routes took for
 /// its packets (with the snapshot epoch it was taken under).
@@ -252,17 +256,20 @@ impl Table {
     /// Brings towards the cache the entry of the first way of the key's
     /// first bucket whose tag is the key's (hash `h`), or else its second
     /// bucket: with [`Table::prefetch`] a pass earlier, a burst's lookups
-    /// wait for their misses together, not one after another.
+    /// wait for their misses together, not one after another. Returns
+    /// that entry's slot ([`NO_SLOT`] if none), for [`Table::find_from`].
     #[inline(always)]
-    pub fn prefetch_entry(&self, h: u64) {
+    pub fn prefetch_entry(&self, h: u64) -> u32 {
         let [b0, b1] = self.buckets(h);
         let b = &self.buckets[b0];
         let m = b.tagged(Table::tag(h));
         if m != 0 {
-            let s = b.at[m.trailing_zeros() as usize] as usize;
-            routecache::pages::prefetch_ptr(self.entries.as_ptr().wrapping_add(s));
+            let s = b.at[m.trailing_zeros() as usize];
+            routecache::pages::prefetch_ptr(self.entries.as_ptr().wrapping_add(s as usize));
+            s
         } else {
             routecache::pages::prefetch_ptr(self.buckets.as_ptr().wrapping_add(b1));
+            NO_SLOT
         }
     }
 
@@ -282,6 +289,20 @@ impl Table {
             }
         }
         None
+    }
+
+    /// [`Table::find`], trying first the slot [`Table::prefetch_entry`]
+    /// gave a pass earlier: almost always the key's, which then costs no
+    /// second reading of the bucket's tags. The slot may have been freed
+    /// since (by a packet before in the same burst), hence the test that
+    /// it is in use: a freed entry keeps its key.
+    #[inline(always)]
+    pub fn find_from(&self, h: u64, k: &Key, hint: u32) -> Option<usize> {
+        let s = hint as usize;
+        if self.used(s) && self.entries[s].key.same(k) {
+            return Some(s);
+        }
+        self.find(h, k)
     }
 
     /// The entry in slot `s`.

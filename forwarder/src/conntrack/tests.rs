@@ -1,5 +1,5 @@
 use super::key::{seen, Key, Kind, Seen};
-use super::table::{flag, Room, Table};
+use super::table::{flag, Room, Table, NO_SLOT};
 use super::*;
 use crate::wire::build::{ipv4, ipv6, L4};
 use crate::wire::{parse, L3};
@@ -99,21 +99,29 @@ fn packets_are_seen_as_linux_sees_them() {
     assert_eq!(seen(&p, cut), Seen::Invalid);
 }
 
-/// The table against a map: random inserts, finds and frees, with the
-/// count and the early drops of unassured entries.
+/// The table against a map: random inserts, finds (also from a slot
+/// hint, right or stale) and frees, with the count and the early drops
+/// of unassured entries.
 #[test]
 fn the_table_agrees_with_a_map() {
     let mut rng = Rng(99);
     for max in [1usize, 7, 64, 1000] {
         let mut t = Table::new(max, rng.next_u64());
         let mut map: HashMap<Key, usize> = HashMap::new();
+        let mut held: HashMap<Key, u32> = HashMap::new();
         let key = |n: u64| Key::new(L3::V4, 0, 17, 0, (n as u128, 1), (0, 2), false).0;
         for _ in 0..20_000 {
             let n = rng.below(3 * max as u64 + 3);
             let k = key(n);
             let h = t.hash(&k);
-            assert_eq!(t.find(h, &k), map.get(&k).copied(), "max {max}");
-            match (rng.below(3), map.get(&k).copied()) {
+            let want = map.get(&k).copied();
+            assert_eq!(t.find(h, &k), want, "max {max}");
+            // From the prefetch's slot, and from one the key held before
+            // (freed since, or another key's now): the same answer.
+            assert_eq!(t.find_from(h, &k, t.prefetch_entry(h)), want);
+            let old = held.get(&k).copied().unwrap_or(NO_SLOT);
+            assert_eq!(t.find_from(h, &k, old), want, "max {max}");
+            match (rng.below(3), want) {
                 (0, Some(s)) => {
                     t.free(s);
                     map.remove(&k);
@@ -130,6 +138,7 @@ fn the_table_agrees_with_a_map() {
                             e.flags |= flag::ASSURED;
                         }
                         map.insert(k, s);
+                        held.insert(k, s as u32);
                     }
                     None => assert!(map.len() >= max || t.count >= max, "max {max}"),
                 },

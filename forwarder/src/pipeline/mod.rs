@@ -133,6 +133,9 @@ pub struct Pipeline {
     /// stage's passes: see `track`).
     ct_seen: [crate::conntrack::key::Seen; MAX_BURST],
     ct_hash: [u64; MAX_BURST],
+    /// The slot each packet's connection likely holds (from the prefetch
+    /// pass).
+    ct_hint: [u32; MAX_BURST],
     /// Per packet of the burst: its flow and bucket, whether its decision
     /// is to be stored (a flow cache miss), the matches the sets found.
     flow_locs: [Loc; MAX_BURST],
@@ -321,6 +324,7 @@ impl Pipeline {
             forwarding: 0,
             ct_seen: [crate::conntrack::key::Seen::Invalid; MAX_BURST],
             ct_hash: [0; MAX_BURST],
+            ct_hint: [0; MAX_BURST],
             flow_locs: [Loc::default(); MAX_BURST],
             pending: [false; MAX_BURST],
             match_bits: [0; MAX_BURST],

@@ -74,7 +74,7 @@ impl Pipeline {
         }
         for i in 0..n {
             if self.fate[i] == Fate::Go {
-                ct.prefetch_entry(self.ct_hash[i]);
+                self.ct_hint[i] = ct.prefetch_entry(self.ct_hash[i]);
             }
         }
         let mut left = 0;
@@ -86,6 +86,7 @@ impl Pipeline {
             let (t, d) = ct.track_seen(
                 &self.ct_seen[i],
                 self.ct_hash[i],
+                self.ct_hint[i],
                 &self.parsed[i],
                 len,
                 cached,
