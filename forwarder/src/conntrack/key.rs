@@ -103,9 +103,11 @@ pub enum Seen {
     /// A packet of connection `key`, sent by its higher end when `rev`.
     Packet { key: Key, rev: bool, kind: Kind },
     /// An ICMP error quoting a packet of connection `key`; it is related
-    /// only if it goes back to the quoted packet's source, `quoted_src`
-    /// (Linux's check that the error's destination is the connection's).
-    Error { key: Key, quoted_src: u128 },
+    /// only if it goes back to the quoted packet's source (`to_source`:
+    /// Linux's check that the error's destination is the connection's).
+    /// A flag, not the address: a `Seen` is kept a packet a burst, and
+    /// the address made every one 64 bytes, not 48.
+    Error { key: Key, to_source: bool },
     /// Fits no connection and can start none (`ct state invalid`).
     #[default]
     Invalid,
@@ -113,6 +115,8 @@ pub enum Seen {
     /// messages (Linux leaves them untracked too).
     Untracked,
 }
+
+const _: () = assert!(std::mem::size_of::<Seen>() == 48);
 
 /// The kind of a packet of a connection.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -270,6 +274,6 @@ fn quoted(p: &Parsed, frame: &[u8], v6: bool) -> Option<Seen> {
     };
     Some(Seen::Error {
         key,
-        quoted_src: src,
+        to_source: p.dst == src,
     })
 }

@@ -323,7 +323,7 @@ impl Tracker {
     ) -> (Tracked, Option<Decision>) {
         let seen = key::seen(p, frame);
         let h = self.hash(&seen);
-        self.track_seen(&seen, h, table::NO_SLOT, p, frame.len(), cached)
+        self.track_seen(&seen, h, table::NO_SLOT, frame.len(), cached)
     }
 
     /// The table's hash of the connection a packet seen as `seen` belongs
@@ -359,7 +359,6 @@ impl Tracker {
         seen: &Seen,
         h: u64,
         hint: u32,
-        p: &crate::wire::Parsed,
         len: usize,
         cached: bool,
     ) -> (Tracked, Option<Decision>) {
@@ -369,11 +368,11 @@ impl Tracker {
         match seen {
             Seen::Invalid => self.stats.invalid += 1,
             Seen::Untracked => t.state = state::UNTRACKED,
-            Seen::Error { key, quoted_src } => {
+            Seen::Error { key, to_source } => {
                 match self.live(h, key, hint) {
                     // The error goes back to the quoted packet's sender.
                     Some(s)
-                        if p.dst == *quoted_src
+                        if *to_source
                             && self.table.entry(s).state & (UNCONFIRMED | REFUSED) == 0 =>
                     {
                         t.state = state::RELATED

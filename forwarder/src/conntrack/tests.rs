@@ -89,7 +89,7 @@ fn packets_are_seen_as_linux_sees_them() {
         seen(&p, &err),
         Seen::Error {
             key: want,
-            quoted_src: 0xc000_0201
+            to_source: true
         }
     );
     // Cut inside the quote: invalid.

@@ -87,7 +87,6 @@ impl Pipeline {
                 &self.ct_seen[i],
                 self.ct_hash[i],
                 self.ct_hint[i],
-                &self.parsed[i],
                 len,
                 cached,
             );
