@@ -37,7 +37,8 @@
 //! | `clock`, `log`, `reason`, `neigh`, `kernel`, `corelock` | nothing of the crate |
 //! | [`wire`] | `reason` |
 //! | [`port`] | `wire`, `neigh` (the synthetic port's resolved gateways) |
-//! | [`punt`] | `port` (a frame's size), `neigh`, `reason` |
+//! | [`handoff`] | `port` (a frame's size, a burst's) |
+//! | [`punt`] | `port` (a frame's size), `neigh`, `reason`, `handoff` |
 //! | [`tables`] | `wire` (what a set needs of a packet), `vlan` |
 //! | [`vlan`] | `wire` (a frame's tags) |
 //! | [`pipeline`] | `tables`, `vlan`, `wire`, `port`, `punt`, `neigh`, `reason`, `clock` |
@@ -59,6 +60,7 @@ pub mod control;
 pub mod corelock;
 pub mod decision;
 pub mod filter;
+pub mod handoff;
 pub mod kernel;
 pub mod log;
 pub mod neigh;

@@ -132,10 +132,6 @@ pub const INJECT_QUEUE: usize = 512;
 /// path takes them up.
 const ASKED_QUEUE: usize = 1024;
 
-/// Frames waiting for the worker that tracks their connection, per
-/// worker, and the buffers for them all (with several workers only).
-pub const HANDOFF_QUEUE: usize = 1024;
-
 /// The slow path's counters (the `stats` JSON's `router` object and the
 /// Prometheus `forwarder_router_NAME_total` families).
 #[derive(Default)]
@@ -308,11 +304,9 @@ pub struct RouterShared {
     /// next frame it serves: the answer may come (as a control frame,
     /// served first) before the frame that met the miss.
     asked: ArrayQueue<(u16, u128)>,
-    /// Per worker, frames other workers handed it: those of connections
-    /// it tracks ([`crate::conntrack`]), and their free buffers (empty
-    /// with one worker).
-    pub handoff: Vec<ArrayQueue<Box<Buf>>>,
-    handoff_free: ArrayQueue<Box<Buf>>,
+    /// Frames workers hand each other: those of connections another
+    /// tracks ([`crate::conntrack`]), a burst's at a time.
+    pub handoff: crate::handoff::Handoff,
     /// The neighbours, for the workers.
     pub neigh: arc_swap::ArcSwap<NeighTable>,
     /// Counters.
@@ -354,21 +348,7 @@ impl RouterShared {
                 .map(|_| ArrayQueue::new(INJECT_QUEUE))
                 .collect(),
             asked: ArrayQueue::new(ASKED_QUEUE),
-            handoff: (0..workers.max(1))
-                .map(|_| ArrayQueue::new(HANDOFF_QUEUE))
-                .collect(),
-            handoff_free: {
-                let n = if workers > 1 {
-                    HANDOFF_QUEUE * workers
-                } else {
-                    1
-                };
-                let q = ArrayQueue::new(n);
-                for _ in 0..n {
-                    let _ = q.push(Buf::new());
-                }
-                q
-            },
+            handoff: crate::handoff::Handoff::new(workers),
             neigh: arc_swap::ArcSwap::from_pointee(NeighTable::default()),
             counters: Counters::default(),
             waiter: std::sync::OnceLock::new(),
@@ -404,32 +384,9 @@ impl RouterShared {
         h.store(h.load(Relaxed) + 1, Release);
     }
 
-    /// Hands `frame`, received on `port` by worker `from`, to worker `to`
-    /// (which tracks its connection). False: no room (dropped).
-    pub fn hand_off(&self, to: usize, frame: &[u8], port: u16, from: u16) -> bool {
-        let (Some(q), Some(mut b)) = (self.handoff.get(to), self.handoff_free.pop()) else {
-            return false;
-        };
-        let n = frame.len().min(BUF_CAP);
-        b.data[..n].copy_from_slice(&frame[..n]);
-        b.len = n as u16;
-        b.port = port;
-        b.worker = from;
-        if let Err(b) = q.push(b) {
-            let _ = self.handoff_free.push(b);
-            return false;
-        }
-        true
-    }
-
-    /// A handed frame's buffer, back to the pool.
-    pub fn handed(&self, b: Box<Buf>) {
-        let _ = self.handoff_free.push(b);
-    }
-
     /// How many workers share the handoff queues.
     pub fn workers(&self) -> usize {
-        self.handoff.len()
+        self.handoff.workers()
     }
 
     /// Whether nothing punted waits for the slow path.

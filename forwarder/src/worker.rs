@@ -376,26 +376,23 @@ impl Injected {
     }
 }
 
-/// The frames another worker handed this one, taken a burst at a time.
+/// The frames another worker handed this one, run a batch at a time.
 struct Handed {
     burst: Burst,
-    #[allow(clippy::vec_box)]
-    bufs: Vec<Box<crate::punt::Buf>>,
 }
 
 impl Handed {
     fn new() -> Handed {
         Handed {
             burst: Burst::new(),
-            bufs: Vec::with_capacity(port::MAX_BURST),
         }
     }
 }
 
-/// Runs a burst of the frames other workers handed worker `q` (packets of
-/// connections it tracks) through its pipeline, by the port each came in
-/// on, as if it had received them; nothing allocates (the buffers go back
-/// to their pool).
+/// Runs the batches of frames other workers handed worker `q` (packets
+/// of connections it tracks) through its pipeline, each by the port it
+/// came in on, as if it had received them: what waits, up to a queue's
+/// worth a turn. Nothing allocates (the batches go back to their pool).
 fn handed_in(
     r: &crate::punt::RouterShared,
     q: usize,
@@ -409,27 +406,21 @@ fn handed_in(
         &mut crate::tap::worker::WorkerTaps,
     ),
 ) {
-    let Some(queue) = r.handoff.get(q) else {
-        return;
-    };
-    while h.bufs.len() < port::MAX_BURST {
-        let Some(b) = queue.pop() else { break };
-        h.bufs.push(b);
-    }
-    for rx in 0..ports.len() as u16 {
-        h.burst.clear();
-        for b in h.bufs.iter().filter(|b| b.port == rx) {
-            h.burst.push(b.frame());
+    for _ in 0..crate::handoff::QUEUED {
+        let Some(b) = r.handoff.take(q) else { break };
+        for rx in 0..ports.len() as u16 {
+            h.burst.clear();
+            for (_, f) in b.frames().filter(|&(p, _)| p == rx) {
+                h.burst.push(f);
+            }
+            if h.burst.is_empty() {
+                continue;
+            }
+            pipe.rx_port = rx;
+            crate::tap::worker::run_burst(taps, armed, q, pipe, tables, &mut h.burst, rx, mine);
+            send_out(pipe, ports, &mut h.burst);
         }
-        if h.burst.is_empty() {
-            continue;
-        }
-        pipe.rx_port = rx;
-        crate::tap::worker::run_burst(taps, armed, q, pipe, tables, &mut h.burst, rx, mine);
-        send_out(pipe, ports, &mut h.burst);
-    }
-    for b in h.bufs.drain(..) {
-        r.handed(b);
+        r.handoff.done(b);
     }
 }
 
@@ -559,7 +550,7 @@ pub fn spawn_with(
                     }
                     // Frames of connections this worker tracks, handed
                     // over by the others.
-                    if router.handoff.get(q).is_some_and(|h| !h.is_empty()) {
+                    if router.handoff.waiting(q) {
                         let taps = (&shared.taps, armed, &mut mine);
                         handed_in(&router, q, &mut held, &mut pipe, &tables, &mut ports, taps);
                     }

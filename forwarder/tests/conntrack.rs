@@ -721,3 +721,60 @@ fn entries_list_as_conntrack_does() {
     ];
     assert_eq!(lines, want);
 }
+
+/// With two workers, the packets of connections the other worker tracks
+/// go to it a burst at a time: one batch holding their frames whole, in
+/// order, with the port each came in on. A batch that finds the other's
+/// queue full leaves its packets dropped as `handoff_full`, not handed.
+#[test]
+fn handed_frames_go_a_burst_at_a_time() {
+    use forwarder::handoff::QUEUED;
+    use forwarder::punt::RouterShared;
+    use forwarder::reason::DropReason::{HandedOff, HandoffFull};
+    let snap = snapshot("", 1);
+    let r = std::sync::Arc::new(RouterShared::new(2, 2));
+    let mut pipe = Pipeline::new(&snap, 2)
+        .with_router(r.clone(), &snap)
+        .for_worker(0);
+    let frames: Vec<Vec<u8>> = (1..=32u8)
+        .map(|n| {
+            let what = What::Udp(1000 + n as u16, 53);
+            frame(&Pkt {
+                v6: false,
+                from: lan(n),
+                to: wan(1),
+                what,
+            })
+        })
+        .collect();
+    let run = |pipe: &mut Pipeline, why| -> Vec<usize> {
+        let mut b = Burst::new();
+        for f in &frames {
+            b.push(f);
+        }
+        pipe.rx_port = 0;
+        pipe.process(&snap, &mut b);
+        (0..frames.len())
+            .filter(|&i| pipe.dropped_reason(i) == Some(why))
+            .collect()
+    };
+    let handed = run(&mut pipe, HandedOff);
+    assert!(
+        !handed.is_empty() && handed.len() < frames.len(),
+        "{handed:?}"
+    );
+    for _ in 1..QUEUED {
+        assert_eq!(run(&mut pipe, HandedOff), handed);
+    }
+    // The queue holds `QUEUED` batches: the next finds it full.
+    assert_eq!(run(&mut pipe, HandoffFull), handed);
+    for _ in 0..QUEUED {
+        let b = r.handoff.take(1).expect("a batch a burst");
+        let got: Vec<(u16, &[u8])> = b.frames().collect();
+        let want: Vec<(u16, &[u8])> = handed.iter().map(|&i| (0, &frames[i][..])).collect();
+        assert_eq!(got, want);
+        r.handoff.done(b);
+    }
+    assert!(r.handoff.take(1).is_none() && r.handoff.take(0).is_none());
+    assert_eq!(run(&mut pipe, HandedOff), handed);
+}

@@ -163,6 +163,9 @@ pub struct Pipeline {
     /// The router's slow path, when the worker has one; `punting` while
     /// the snapshot has router ports.
     router: Option<Arc<RouterShared>>,
+    /// Per worker, the frames this one hands it in the current burst
+    /// (connection tracking with several workers: `track.rs`).
+    handing: Vec<Option<Box<crate::handoff::Batch>>>,
     punting: bool,
     /// The packets of the burst handed to the slow path, a bit each (see
     /// [`Pipeline::explain`]).
@@ -339,6 +342,7 @@ impl Pipeline {
             askers: Vec::new(),
             asked: crate::neigh::Asked::default(),
             router: None,
+            handing: Vec::new(),
             punting: false,
             punted: std::cell::Cell::new(0),
             neigh: Arc::new(NeighTable::default()),
@@ -458,6 +462,7 @@ impl Pipeline {
     /// The pipeline with the router's slow path: frames for the router,
     /// unresolved or earning an ICMP answer go to it.
     pub fn with_router(mut self, r: Arc<RouterShared>, tables: &Tables) -> Pipeline {
+        self.handing = (0..r.workers()).map(|_| None).collect();
         self.router = Some(r);
         self.punting = tables.routing;
         self

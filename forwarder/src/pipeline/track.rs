@@ -72,6 +72,9 @@ impl Pipeline {
             ct.prefetch_tags(h);
             self.ct_hash[i] = h;
         }
+        if workers > 1 {
+            self.send_handed();
+        }
         for i in 0..n {
             if self.fate[i] == Fate::Go {
                 self.ct_hint[i] = ct.prefetch_entry(self.ct_hash[i]);
@@ -132,15 +135,38 @@ impl Pipeline {
     #[cold]
     #[inline(never)]
     fn hand_off(&mut self, burst: &Burst, i: usize, to: usize) {
-        let handed = self
-            .router
-            .as_ref()
-            .is_some_and(|r| r.hand_off(to, burst.frame(i), self.rx_port, self.worker as u16));
+        let mut handed = false;
+        if let (Some(r), Some(slot)) = (&self.router, self.handing.get_mut(to)) {
+            if slot.is_none() {
+                *slot = r.handoff.batch();
+            }
+            if let Some(b) = slot {
+                handed = b.push(burst.frame(i), self.rx_port, i);
+            }
+        }
         self.fate[i] = Fate::Dropped(if handed {
             DropReason::HandedOff
         } else {
             DropReason::HandoffFull
         });
+    }
+
+    /// Queues the batches [`Pipeline::hand_off`] filled in this burst,
+    /// one for each worker handed to; the packets of one that finds its
+    /// queue full are dropped as `handoff_full` after all.
+    fn send_handed(&mut self) {
+        let Some(r) = &self.router else { return };
+        for (to, slot) in self.handing.iter_mut().enumerate() {
+            let Some(b) = slot.take() else { continue };
+            if let Err(b) = r.handoff.send(to, b) {
+                for i in b.indexes() {
+                    if let Some(f) = self.fate.get_mut(i) {
+                        *f = Fate::Dropped(DropReason::HandoffFull);
+                    }
+                }
+                r.handoff.done(b);
+            }
+        }
     }
 
     /// Once a turn: a few slots swept for expired connections.
