@@ -35,7 +35,8 @@ fuzz_target!(|data: &[u8]| {
         } else {
             Decision::drop(0, DropReason::Rule)
         };
-        t.commit(&tr, &seen, d, true);
+        let h = t.hash(&seen);
+        t.commit(&tr, &seen, h, d, true);
         assert!(t.stats().entries <= c.max as u64);
     }
     for v in t.list(0) {
