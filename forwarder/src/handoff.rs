@@ -18,14 +18,17 @@ use crossbeam_queue::ArrayQueue;
 /// slot had before.
 pub const QUEUED: usize = 1024 / MAX_BURST;
 
-/// The frames of one burst handed to one worker.
+/// The frames of one burst handed to one worker. Its own buffers, not a
+/// [`crate::port::Burst`]: a burst may point into a port's memory (zero
+/// copy) and stays with its worker.
 pub struct Batch {
+    /// The port the burst came in on.
+    port: u16,
     /// Frames held.
     n: usize,
-    /// Each frame's length, port it came in on, and index in the burst it
-    /// was handed from (for its sender, should the batch find no room).
+    /// Each frame's length, and its index in the burst it was handed
+    /// from (for its sender, should the batch find no room).
     len: [u16; MAX_BURST],
-    port: [u16; MAX_BURST],
     index: [u8; MAX_BURST],
     data: Box<[[u8; FRAME_CAP]]>,
 }
@@ -33,25 +36,23 @@ pub struct Batch {
 impl Batch {
     fn new() -> Box<Batch> {
         Box::new(Batch {
+            port: 0,
             n: 0,
             len: [0; MAX_BURST],
-            port: [0; MAX_BURST],
             index: [0; MAX_BURST],
             data: vec![[0; FRAME_CAP]; MAX_BURST].into_boxed_slice(),
         })
     }
 
-    /// Adds `frame` (packet `index` of its burst, received on `port`);
-    /// false when the batch is full (never within one burst: a batch
-    /// holds a burst's worth).
-    pub fn push(&mut self, frame: &[u8], port: u16, index: usize) -> bool {
+    /// Adds `frame` (packet `index` of its burst); false when the batch
+    /// is full (never within one burst: a batch holds a burst's worth).
+    pub fn push(&mut self, frame: &[u8], index: usize) -> bool {
         let Some(d) = self.data.get_mut(self.n) else {
             return false;
         };
         let k = frame.len().min(FRAME_CAP);
         d[..k].copy_from_slice(&frame[..k]);
         self.len[self.n] = k as u16;
-        self.port[self.n] = port;
         self.index[self.n] = index.min(u8::MAX as usize) as u8;
         self.n += 1;
         true
@@ -67,9 +68,14 @@ impl Batch {
         self.n == 0
     }
 
-    /// Its frames: (port they came in on, bytes).
-    pub fn frames(&self) -> impl Iterator<Item = (u16, &[u8])> {
-        (0..self.n).map(|i| (self.port[i], &self.data[i][..self.len[i] as usize]))
+    /// The port its frames came in on.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// Its frames.
+    pub fn frames(&self) -> impl Iterator<Item = &[u8]> {
+        (0..self.n).map(|i| &self.data[i][..self.len[i] as usize])
     }
 
     /// The indexes its frames had in the sender's burst.
@@ -111,9 +117,12 @@ impl Handoff {
         self.queues.len()
     }
 
-    /// An empty batch from the pool, if one is left.
-    pub fn batch(&self) -> Option<Box<Batch>> {
-        self.free.pop()
+    /// An empty batch from the pool for frames received on `port`, if
+    /// one is left.
+    pub fn batch(&self, port: u16) -> Option<Box<Batch>> {
+        let mut b = self.free.pop()?;
+        b.port = port;
+        Some(b)
     }
 
     /// Queues `b` for worker `to`; gives it back if its queue is full.
@@ -156,13 +165,13 @@ mod tests {
             std::thread::spawn(move || {
                 let mut sent = 0u32;
                 while sent < 2000 {
-                    let Some(mut b) = h.batch() else {
+                    let Some(mut b) = h.batch((sent % 3) as u16) else {
                         std::thread::yield_now();
                         continue;
                     };
                     for i in 0..(sent % MAX_BURST as u32) as usize + 1 {
                         let f = [(sent % 251) as u8; 100];
-                        assert!(b.push(&f[..60 + i % 40], i as u16, i));
+                        assert!(b.push(&f[..60 + i % 40], i));
                     }
                     while let Err(back) = h.send(1, b) {
                         b = back;
@@ -179,8 +188,9 @@ mod tests {
                 continue;
             };
             assert_eq!(b.len(), (got % MAX_BURST as u32) as usize + 1);
-            for (i, ((port, f), ix)) in b.frames().zip(b.indexes()).enumerate() {
-                assert_eq!((port as usize, ix, f.len()), (i, i, 60 + i % 40));
+            assert_eq!(b.port(), (got % 3) as u16);
+            for (i, (f, ix)) in b.frames().zip(b.indexes()).enumerate() {
+                assert_eq!((ix, f.len()), (i, 60 + i % 40));
                 assert!(f.iter().all(|&x| x == (got % 251) as u8));
             }
             h.done(b);
@@ -195,15 +205,15 @@ mod tests {
     #[test]
     fn full_batches_and_one_worker() {
         let h = Handoff::new(2);
-        let mut b = h.batch().unwrap();
+        let mut b = h.batch(0).unwrap();
         for i in 0..MAX_BURST {
-            assert!(b.push(&[1; 64], 0, i));
+            assert!(b.push(&[1; 64], i));
         }
-        assert!(!b.push(&[1; 64], 0, 0));
+        assert!(!b.push(&[1; 64], 0));
         assert_eq!(b.len(), MAX_BURST);
         h.done(b);
         let one = Handoff::new(1);
-        assert!(one.batch().is_none());
+        assert!(one.batch(0).is_none());
         assert_eq!(one.workers(), 1);
     }
 }

@@ -376,27 +376,15 @@ impl Injected {
     }
 }
 
-/// The frames another worker handed this one, run a batch at a time.
-struct Handed {
-    burst: Burst,
-}
-
-impl Handed {
-    fn new() -> Handed {
-        Handed {
-            burst: Burst::new(),
-        }
-    }
-}
-
 /// Runs the batches of frames other workers handed worker `q` (packets
-/// of connections it tracks) through its pipeline, each by the port it
-/// came in on, as if it had received them: what waits, up to a queue's
-/// worth a turn. Nothing allocates (the batches go back to their pool).
+/// of connections it tracks) through its pipeline, each as a burst from
+/// the port it came in on, copied into `burst`: what waits, up to a
+/// queue's worth a turn. Nothing allocates (the batches go back to their
+/// pool).
 fn handed_in(
     r: &crate::punt::RouterShared,
     q: usize,
-    h: &mut Handed,
+    burst: &mut Burst,
     pipe: &mut Pipeline,
     tables: &crate::pipeline::Snapshot,
     ports: &mut [Box<dyn Port>],
@@ -408,19 +396,15 @@ fn handed_in(
 ) {
     for _ in 0..crate::handoff::QUEUED {
         let Some(b) = r.handoff.take(q) else { break };
-        for rx in 0..ports.len() as u16 {
-            h.burst.clear();
-            for (_, f) in b.frames().filter(|&(p, _)| p == rx) {
-                h.burst.push(f);
-            }
-            if h.burst.is_empty() {
-                continue;
-            }
-            pipe.rx_port = rx;
-            crate::tap::worker::run_burst(taps, armed, q, pipe, tables, &mut h.burst, rx, mine);
-            send_out(pipe, ports, &mut h.burst);
+        burst.clear();
+        for f in b.frames() {
+            burst.push(f);
         }
+        let rx = b.port();
         r.handoff.done(b);
+        pipe.rx_port = rx;
+        crate::tap::worker::run_burst(taps, armed, q, pipe, tables, burst, rx, mine);
+        send_out(pipe, ports, burst);
     }
 }
 
@@ -494,7 +478,7 @@ pub fn spawn_with(
                 let mut turns = 0u64;
                 let mut mine = crate::tap::worker::WorkerTaps::default();
                 let mut ct_served = 0;
-                let mut held = Handed::new();
+                let mut handed = Burst::new();
                 while !shared.stop.load(Relaxed) {
                     // One snapshot per turn: every burst is judged wholly
                     // by one generation; the guard is released before the
@@ -552,7 +536,7 @@ pub fn spawn_with(
                     // over by the others.
                     if router.handoff.waiting(q) {
                         let taps = (&shared.taps, armed, &mut mine);
-                        handed_in(&router, q, &mut held, &mut pipe, &tables, &mut ports, taps);
+                        handed_in(&router, q, &mut handed, &mut pipe, &tables, &mut ports, taps);
                     }
                     // Connection tracking's housekeeping: a few buckets
                     // swept, and the control side's requests served.

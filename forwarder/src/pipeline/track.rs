@@ -138,10 +138,10 @@ impl Pipeline {
         let mut handed = false;
         if let (Some(r), Some(slot)) = (&self.router, self.handing.get_mut(to)) {
             if slot.is_none() {
-                *slot = r.handoff.batch();
+                *slot = r.handoff.batch(self.rx_port);
             }
             if let Some(b) = slot {
-                handed = b.push(burst.frame(i), self.rx_port, i);
+                handed = b.push(burst.frame(i), i);
             }
         }
         self.fate[i] = Fate::Dropped(if handed {
