@@ -258,6 +258,12 @@ fn main() {
             classbench,
         } => (|| {
             let imp = imp.map(|s| ::matcher::Impl::parse(&s)).transpose()?;
+            // A lookup falls back to scalar code where the CPU lacks the
+            // instructions: measured under the asked name, the figures
+            // would be the scalar ones mislabelled.
+            if let Some(i) = imp.filter(|i| !i.supported()) {
+                return Err(format!("--impl {i}: this CPU cannot run it"));
+            }
             if let Some(dir) = classbench {
                 return classbench::run(classbench::Options {
                     dir,
