@@ -27,9 +27,9 @@
 //!   of the interval tree.
 //! - A *leaf* holds the elements of its region in rank order (priority,
 //!   then the order they were added), in groups of sixteen stored field
-//!   by field (sixteen lows, sixteen highs): checking a key against a
-//!   group is two vector compares per dimension, and the first lane left
-//!   set is the first match.
+//!   by field (sixteen lows, sixteen spans): checking a key against a
+//!   group is a subtraction and a compare per dimension, and the first
+//!   lane left set is the first match.
 //! - Where an element covers a node's whole region in every dimension, the
 //!   elements ranked after it can never be the first match there and are
 //!   dropped from that region (in sets whose dimensions are exact).
@@ -197,10 +197,15 @@ pub(crate) fn entry(dims: &[Dim], id: u32, rank: u64, key: &[crate::Range]) -> E
 /// Elements checked together, in groups of 4, 8 or 16 lanes (a leaf's
 /// width: the fewest that hold it, so a leaf of three elements reads 176
 /// bytes of a 5-tuple, not 704): per group, the lanes' ids, then per
-/// dimension their lows and their highs. Unused lanes have an empty range
-/// (low `MAX`, high 0) and match nothing. A group of `w` lanes starts at a
-/// multiple of `w` words of a 64-byte-aligned array, so no vector load
-/// of it straddles a cache line.
+/// dimension their lows and their spans (high minus low). A value `v` is
+/// in a lane's range when `v - low <= span`, wrapping: a subtraction and
+/// an unsigned minimum against the rows in memory, four AVX2 instructions
+/// for eight lanes where a low and a high took seven (AVX2 has no
+/// unsigned compare; `callgrind` on ClassBench's fw1: most of a lookup is
+/// these checks). No range is empty in that form, so a leaf's last group
+/// says how many of its lanes are used ([`Leaf::used`]). A group of `w`
+/// lanes starts at a multiple of `w` words of a 64-byte-aligned array, so
+/// no vector load of it straddles a cache line.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Groups {
     blocks: Vec<Block>,
@@ -208,15 +213,29 @@ pub(crate) struct Groups {
     len: usize,
 }
 
-/// Where a leaf's groups are: first word, group count, lanes a group;
-/// and the rank of its first element (`u64::MAX` when empty), below
-/// which nothing in it ranks.
+/// Where a leaf's groups are: first word, group count, lanes a group,
+/// lanes used in the last group; and the rank of its first element
+/// (`u64::MAX` when empty), below which nothing in it ranks.
 #[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct Leaf {
     start: u32,
     groups: u16,
-    width: u16,
+    width: u8,
+    last: u8,
     first: u64,
+}
+
+impl Leaf {
+    /// The mask of the used lanes of group `g`.
+    #[inline(always)]
+    pub(crate) fn used(&self, g: usize) -> u32 {
+        let lanes = if g + 1 == self.groups as usize {
+            self.last
+        } else {
+            self.width
+        };
+        (1u32 << lanes) - 1
+    }
 }
 
 impl Groups {
@@ -253,17 +272,20 @@ impl Groups {
                 *id = entry(i).id;
             }
             for (d, row) in rows.chunks_exact_mut(2 * width).enumerate() {
-                let (lo, hi) = row.split_at_mut(width);
-                lo.fill(u32::MAX);
-                for ((lo, hi), i) in lo.iter_mut().zip(hi.iter_mut()).zip(lanes.clone()) {
-                    (*lo, *hi) = entry(i).ranges[d];
+                let (lo, span) = row.split_at_mut(width);
+                lo.fill(0);
+                span.fill(0);
+                for ((lo, span), i) in lo.iter_mut().zip(span.iter_mut()).zip(lanes.clone()) {
+                    let (l, h) = entry(i).ranges[d];
+                    (*lo, *span) = (l, h - l);
                 }
             }
         }
         Leaf {
             start: start as u32,
             groups: groups as u16,
-            width: width as u16,
+            width: width as u8,
+            last: (n - (groups.max(1) - 1) * width) as u8,
             first: if n == 0 { u64::MAX } else { entry(0).rank },
         }
     }
@@ -275,18 +297,19 @@ impl Groups {
 
 /// The check of one group, scalar (the compiler vectorises its lane
 /// loop): the mask of the lanes whose ranges hold `vals` (one value per
-/// dimension), bit `l` for lane `l`. `r` holds the group's ranges, `w`
-/// lanes a row: the lows then the highs of each dimension.
+/// dimension), bit `l` for lane `l`, used or not ([`Leaf::used`]). `r`
+/// holds the group's ranges, `w` lanes a row: the lows then the spans of
+/// each dimension.
 #[inline(always)]
 pub(crate) fn mask_scalar(r: &[u32], w: usize, vals: &[u32]) -> u32 {
     let mut ok = [true; LANES];
     for (d, &v) in vals.iter().enumerate() {
-        let (lo, hi) = (
+        let (lo, span) = (
             &r[2 * d * w..(2 * d + 1) * w],
             &r[(2 * d + 1) * w..(2 * d + 2) * w],
         );
         for l in 0..w {
-            ok[l] &= (lo[l] <= v) & (v <= hi[l]);
+            ok[l] &= v.wrapping_sub(lo[l]) <= span[l];
         }
     }
     ok[..w]

@@ -56,18 +56,19 @@ mod x86 {
     }
 
     /// The mask of the lanes `$at..$at + 8` of a leaf group (rows of `$w`
-    /// words at `$p`: lows, highs per dimension) whose ranges hold every
-    /// value of `$vals`: four 256-bit compares per dimension.
+    /// words at `$p`: lows, spans per dimension) whose ranges hold every
+    /// value of `$vals`: `v - low <= span` is `min(v - low, span) == v -
+    /// low`, unsigned, four instructions per dimension.
     macro_rules! lanes8_avx2 {
         ($p:expr, $w:expr, $at:expr, $vals:expr) => {{
             let mut a = _mm256_set1_epi32(-1);
             for (d, &v) in $vals.iter().enumerate() {
                 let x = _mm256_set1_epi32(v as i32);
                 let l = _mm256_loadu_si256($p.add(2 * d * $w + $at).cast());
-                let h = _mm256_loadu_si256($p.add((2 * d + 1) * $w + $at).cast());
-                let ge = _mm256_cmpeq_epi32(_mm256_max_epu32(l, x), x);
-                let le = _mm256_cmpeq_epi32(_mm256_max_epu32(x, h), h);
-                a = _mm256_and_si256(a, _mm256_and_si256(ge, le));
+                let s = _mm256_loadu_si256($p.add((2 * d + 1) * $w + $at).cast());
+                let off = _mm256_sub_epi32(x, l);
+                let ok = _mm256_cmpeq_epi32(_mm256_min_epu32(off, s), off);
+                a = _mm256_and_si256(a, ok);
             }
             _mm256_movemask_ps(_mm256_castsi256_ps(a)) as u32
         }};
@@ -80,10 +81,10 @@ mod x86 {
             for (d, &v) in $vals.iter().enumerate() {
                 let x = _mm_set1_epi32(v as i32);
                 let l = _mm_loadu_si128($p.add(2 * d * 4).cast());
-                let h = _mm_loadu_si128($p.add((2 * d + 1) * 4).cast());
-                let ge = _mm_cmpeq_epi32(_mm_max_epu32(l, x), x);
-                let le = _mm_cmpeq_epi32(_mm_max_epu32(x, h), h);
-                a = _mm_and_si128(a, _mm_and_si128(ge, le));
+                let s = _mm_loadu_si128($p.add((2 * d + 1) * 4).cast());
+                let off = _mm_sub_epi32(x, l);
+                let ok = _mm_cmpeq_epi32(_mm_min_epu32(off, s), off);
+                a = _mm_and_si128(a, ok);
             }
             _mm_movemask_ps(_mm_castsi128_ps(a)) as u32
         }};
@@ -235,12 +236,12 @@ mod x86 {
                 match w {
                     16 => {
                         let mut m: __mmask16 = 0xffff;
+                        // Rows of lows and spans: `v - low <= span`.
                         for (d, &v) in vals.iter().enumerate() {
                             let x = _mm512_set1_epi32(v as i32);
                             let l = _mm512_loadu_si512(p.add(2 * d * 16).cast());
-                            let h = _mm512_loadu_si512(p.add((2 * d + 1) * 16).cast());
-                            m = _mm512_mask_cmple_epu32_mask(m, l, x);
-                            m = _mm512_mask_cmple_epu32_mask(m, x, h);
+                            let s = _mm512_loadu_si512(p.add((2 * d + 1) * 16).cast());
+                            m = _mm512_mask_cmple_epu32_mask(m, _mm512_sub_epi32(x, l), s);
                         }
                         m as u32
                     }

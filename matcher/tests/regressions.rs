@@ -244,3 +244,52 @@ fn ipv6_keys_differing_in_one_middle_octet() {
     }
     assert_eq!(FieldType::Ipv6Addr.bits(), 128);
 }
+
+/// A first-match set's leaves keep each range as a low and a span
+/// (`v - low <= span`, wrapping): the lanes a leaf's last group leaves
+/// unused (low 0, span 0) must not match a key of zeros, and ranges
+/// touching 0 or the field's top must hold their ends and nothing past
+/// them. Three elements: one leaf of four lanes, one unused.
+#[test]
+fn first_match_leaves_hold_range_ends_and_no_unused_lane() {
+    let d = decl("type ipv4_addr . inet_service").with_policy(matcher::Policy::FirstMatch);
+    let mut set = Set::new(d.clone());
+    for text in [
+        "192.0.2.0-192.0.2.9 . 1-9",
+        "255.255.255.0-255.255.255.255 . 65000-65535",
+        "0.0.0.1-0.0.0.7 . 0-3",
+    ] {
+        set.insert(d.parse_element(text).unwrap(), InsertMode::Create)
+            .unwrap();
+    }
+    let snap = set.commit();
+    assert!(snap.classifier_shape().is_some(), "not the classifier");
+    let mut s = snap.scratch();
+    let cases = [
+        ("0.0.0.0 . 0", false),
+        ("0.0.0.0 . 1", false),
+        ("0.0.0.1 . 0", true),
+        ("0.0.0.7 . 3", true),
+        ("0.0.0.8 . 3", false),
+        ("0.0.0.7 . 4", false),
+        ("192.0.2.0 . 1", true),
+        ("192.0.2.9 . 9", true),
+        ("192.0.2.10 . 9", false),
+        ("192.0.1.255 . 5", false),
+        ("192.0.2.5 . 0", false),
+        ("255.255.255.255 . 65535", true),
+        ("255.255.255.0 . 65000", true),
+        ("255.255.254.255 . 65000", false),
+        ("255.255.255.255 . 64999", false),
+    ];
+    for imp in matcher::Impl::available() {
+        for (k, want) in cases {
+            let key = d.parse_key(k).unwrap();
+            assert_eq!(
+                snap.lookup_with(imp, &key, &mut s).is_some(),
+                want,
+                "{imp}: {k}"
+            );
+        }
+    }
+}

@@ -102,7 +102,7 @@ impl Classifier {
         for g in 0..l.groups as usize {
             let at = l.start as usize + g * per;
             let b = &words[at..at + per];
-            let mut m = mask(&b[w..], w, vals);
+            let mut m = mask(&b[w..], w, vals) & l.used(g);
             while m != 0 {
                 let lane = m.trailing_zeros() as usize;
                 m &= m - 1;
