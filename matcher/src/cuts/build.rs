@@ -11,12 +11,8 @@ struct Builder<'a> {
     out: Cuts,
     /// Leaf entries all trees may hold before they stop cutting
     /// (replication guard: wide elements are copied into every child they
-    /// span), and the entries held so far.
+    /// span); those held so far are `out.entries`.
     budget: usize,
-    used: usize,
-    /// Whether a node shares its entries among its children by their
-    /// elements (one tree), or lets each take what is left (a forest).
-    fair: bool,
 }
 
 impl Builder<'_> {
@@ -108,14 +104,16 @@ impl Builder<'_> {
                 if k == 0 { rlo } else { cuts[k - 1] },
                 if k == cuts.len() { rhi } else { cuts[k] - 1 },
             );
-            let share = if self.fair {
+            // One tree shares its entries among its children by their
+            // elements; a forest's trees let each take what is left.
+            let share = if !self.out.split {
                 (left as u128 * sizes[k] as u128 / rest.max(1) as u128) as usize
             } else {
                 left
             };
-            let before = self.used;
+            let before = self.out.entries;
             refs[k] = self.build(&children[start[k]..start[k + 1]], region, depth + 1, share);
-            left = left.saturating_sub(self.used - before);
+            left = left.saturating_sub(self.out.entries - before);
             rest -= sizes[k];
         }
         region[d] = (rlo, rhi);
@@ -184,7 +182,6 @@ impl Builder<'_> {
             .out
             .groups
             .push_entries(self.dims.len(), rules.len(), |i| &all[rules[i] as usize]);
-        self.used += rules.len();
         self.out.entries += rules.len();
         self.out.leaves.push(g);
         (self.out.leaves.len() - 1) as u32 | LEAF
@@ -502,20 +499,18 @@ impl Cuts {
     /// The trees of `groups` (indices into `all`, each in rank order),
     /// built into `out`.
     fn build_groups(dims: &[Dim], all: &[Entry], groups: &[Vec<u32>], out: Cuts) -> Cuts {
-        let (exact, fair) = (out.exact, !out.split);
+        let exact = out.exact;
         let mut b = Builder {
             dims,
             exact,
             all,
             out,
             budget: (16 * all.len()).max(1 << 17),
-            used: 0,
-            fair,
         };
         let mut region: Vec<(u32, u32)> = dims.iter().map(|d| (0, d.max())).collect();
         let mut roots = Vec::new();
         for rules in groups.iter().filter(|r| !r.is_empty()) {
-            let cap = b.budget.saturating_sub(b.used);
+            let cap = b.budget.saturating_sub(b.out.entries);
             roots.push(b.build(rules, &mut region, 0, cap));
         }
         if roots.is_empty() {
