@@ -257,13 +257,11 @@ fn main() {
             cases,
             classbench,
         } => (|| {
-            let imp = imp.map(|s| ::matcher::Impl::parse(&s)).transpose()?;
-            // A lookup falls back to scalar code where the CPU lacks the
-            // instructions: measured under the asked name, the figures
-            // would be the scalar ones mislabelled.
-            if let Some(i) = imp.filter(|i| !i.supported()) {
-                return Err(format!("--impl {i}: this CPU cannot run it"));
-            }
+            // One the CPU lacks would measure the scalar fallback under
+            // the asked name.
+            let imp = imp
+                .map(|s| ::matcher::Impl::parse_supported(&s).map_err(|e| format!("--impl: {e}")))
+                .transpose()?;
             if let Some(dir) = classbench {
                 return classbench::run(classbench::Options {
                     dir,

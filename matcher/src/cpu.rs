@@ -36,6 +36,17 @@ impl Impl {
             .ok_or_else(|| format!("unknown lookup implementation `{s}` (scalar, avx2, avx512)"))
     }
 
+    /// Parses a name this CPU can run: an unknown name, or one it cannot
+    /// run, is an error (a lookup asked for it would fall back to scalar
+    /// code under the asked name).
+    pub fn parse_supported(s: &str) -> Result<Impl, String> {
+        let i = Impl::parse(s)?;
+        if !i.supported() {
+            return Err(format!("this CPU cannot run `{s}`"));
+        }
+        Ok(i)
+    }
+
     /// Whether this CPU can run it.
     pub fn supported(self) -> bool {
         match self {
@@ -78,11 +89,7 @@ impl Impl {
     pub fn from_env() -> Result<Impl, String> {
         match std::env::var("MATCHER_IMPL") {
             Ok(s) if !s.is_empty() => {
-                let i = Impl::parse(&s).map_err(|e| format!("MATCHER_IMPL: {e}"))?;
-                if !i.supported() {
-                    return Err(format!("MATCHER_IMPL: this CPU cannot run `{s}`"));
-                }
-                Ok(i)
+                Impl::parse_supported(&s).map_err(|e| format!("MATCHER_IMPL: {e}"))
             }
             _ => Ok(Impl::detect()),
         }

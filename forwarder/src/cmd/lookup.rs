@@ -14,13 +14,7 @@ fn read(path: &Path) -> Result<String, String> {
 
 fn implementation(imp: Option<&str>) -> Result<Impl, String> {
     match imp {
-        Some(s) => {
-            let i = Impl::parse(s).map_err(|e| format!("error: --impl: {e}"))?;
-            if !i.supported() {
-                return Err(format!("error: --impl: this CPU cannot run `{s}`"));
-            }
-            Ok(i)
-        }
+        Some(s) => Impl::parse_supported(s).map_err(|e| format!("error: --impl: {e}")),
         None => Impl::from_env().map_err(|e| format!("error: {e}")),
     }
 }
