@@ -326,9 +326,9 @@ pub(crate) fn mask_scalar(r: &[u32], w: usize, vals: &[u32]) -> u32 {
 /// One node: its cuts (padded with `u32::MAX`) and sixteen children.
 #[derive(Clone, Debug)]
 #[repr(C, align(64))]
-struct Node {
-    cuts: Block,
-    child: [u32; LANES],
+pub(crate) struct Node {
+    pub(crate) cuts: Block,
+    pub(crate) child: [u32; LANES],
 }
 
 /// The tree of one snapshot, shared by later snapshots until a rebuild.
@@ -362,17 +362,71 @@ pub(crate) struct Cuts {
 }
 
 /// [`Cuts::child`] of `nodes`, a tree's nodes held apart from the tree
-/// so that a burst's descent keeps their address in a register.
+/// so that a burst's descent keeps their address in a register; `val`
+/// gives the key's value of a dimension.
+///
+/// The node is read without a bounds check: a tree's references are
+/// checked once when it is built ([`Cuts::refs_valid`]), and the check at
+/// every step of every key was two instructions of a step's 30 (callgrind,
+/// ClassBench's fw1_100K: twelve steps a lookup).
 #[inline(always)]
-fn step<const N: usize>(
+#[allow(unsafe_code)]
+fn step(
     nodes: &[Node],
     r: u32,
-    vals: &[u32; N],
-    count: impl Fn(&Block, u32) -> u32,
+    val: impl Fn(usize) -> u32,
+    pick: impl Fn(&Node, u32) -> u32,
 ) -> u32 {
-    let n = &nodes[(r & NODE_INDEX) as usize];
-    let x = vals[(r >> DIM_SHIFT) as usize % N];
-    n.child[count(&n.cuts, x) as usize % LANES]
+    let i = (r & NODE_INDEX) as usize;
+    debug_assert!(i < nodes.len());
+    // SAFETY: `r` is a node reference of this tree (its caller stops at
+    // leaves), and every node reference a tree holds is below its node
+    // count (`Cuts::refs_valid`, asserted when the tree is built); nodes
+    // are never removed from a built tree.
+    let n = unsafe { nodes.get_unchecked(i) };
+    pick(n, val((r >> DIM_SHIFT) as usize))
+}
+
+/// Every key of a burst from `root` down to its leaf in `nodes`, all keys
+/// a level at a time (their loads overlap): `at[j]` ends as key `j`'s leaf
+/// reference, for the first `n` keys, whose dimension values are the
+/// columns of `cols` (`cols[d][j]`).
+///
+/// Kept by columns, a key's value is at a fixed distance from a pointer
+/// that steps along the keys: two instructions a step find it, where a
+/// row per key took four (and indexing the columns, five: the compiler
+/// kept the stack's address out of the loads), of a step's ~30.
+#[inline(always)]
+#[allow(unsafe_code)]
+pub(crate) fn descend_burst<const B: usize, const D: usize>(
+    nodes: &[Node],
+    root: u32,
+    at: &mut [u32; B],
+    n: usize,
+    cols: &[[u32; B]; D],
+    pick: impl Fn(&Node, u32) -> u32,
+) {
+    let at = &mut at[..n.min(B)];
+    at.fill(root);
+    // Every key has reached a leaf when the AND of their references has
+    // the leaf bit.
+    let mut all = root;
+    while all & LEAF == 0 {
+        all = LEAF;
+        let mut p = cols.as_ptr().cast::<u32>();
+        for r in at.iter_mut() {
+            if *r & LEAF == 0 {
+                // SAFETY: `p` is key `j`'s value of dimension 0, `j` below
+                // `n <= B`, in `cols` (`D` rows of `B` values, one
+                // array); dimension `d % D` is `d % D * B` values on, the
+                // same key's value in a row of `cols`.
+                let val = |d: usize| unsafe { p.add(d % D * B).read() };
+                *r = step(nodes, *r, val, &pick);
+                all &= *r;
+            }
+            p = p.wrapping_add(1);
+        }
+    }
 }
 
 /// The values of `b` at or below `x` among its first 15, the cuts of a
@@ -382,22 +436,37 @@ pub(crate) fn count_cuts(b: &Block, x: u32) -> u32 {
     b.0[..MAX_CUTS].iter().map(|&v| (v <= x) as u32).sum()
 }
 
+/// The child of node `n` that a value `x` of its dimension goes to, by
+/// [`count_cuts`]: the scalar form of the `pick` the descents take.
+#[inline(always)]
+pub(crate) fn pick_scalar(n: &Node, x: u32) -> u32 {
+    n.child[count_cuts(&n.cuts, x) as usize % LANES]
+}
+
 impl Cuts {
     /// The child of node `r` that a key of dimension values `vals` goes
-    /// to (`count`: the values at or below a value among the block's
-    /// first 15, as [`count_cuts`]). A key of `u32::MAX` counts the
-    /// padding too, 15 in all, read as the last slot. `vals` is as long
-    /// as a power of two, so neither index needs a bounds check (a burst's
-    /// step is a few instructions fewer than with the dimension read from
-    /// the node: `bench matcher`'s firewall shapes).
+    /// to (`pick`: the child by the values at or below a value among the
+    /// node's first 15 cuts, as [`pick_scalar`]). A key of `u32::MAX`
+    /// counts the padding too, 15 in all, read as the last slot. `vals`
+    /// is as long as a power of two, so its index needs no bounds check (a
+    /// burst's step is a few instructions fewer than with the dimension
+    /// read from the node: `bench matcher`'s firewall shapes).
     #[inline(always)]
     pub(crate) fn child<const N: usize>(
         &self,
         r: u32,
         vals: &[u32; N],
-        count: impl Fn(&Block, u32) -> u32,
+        pick: impl Fn(&Node, u32) -> u32,
     ) -> u32 {
-        step(&self.nodes, r, vals, count)
+        step(&self.nodes, r, |d| vals[d % N], pick)
+    }
+
+    /// Whether every node reference the tree holds (roots and children)
+    /// names one of its nodes: what [`step`]'s unchecked read rests on.
+    fn refs_valid(&self) -> bool {
+        let ok = |r: u32| r & LEAF != 0 || ((r & NODE_INDEX) as usize) < self.nodes.len();
+        self.roots.iter().all(|&r| ok(r))
+            && self.nodes.iter().all(|n| n.child.iter().all(|&r| ok(r)))
     }
 
     /// Whether `id` shadows elements that the tree dropped somewhere

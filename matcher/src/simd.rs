@@ -15,7 +15,7 @@
 #![allow(unsafe_code)]
 
 use crate::cpu::Impl;
-use crate::cuts::{count_cuts, mask_scalar, Classifier};
+use crate::cuts::{mask_scalar, pick_scalar, Classifier};
 use crate::elems::Verifier;
 use crate::lead::{burst_lead, lookup_lead, Lead};
 use crate::lookup::{Scalar, Scratch};
@@ -23,7 +23,7 @@ use crate::table::FieldTable;
 
 #[cfg(target_arch = "x86_64")]
 mod x86 {
-    use crate::cuts::Classifier;
+    use crate::cuts::{Classifier, Node};
     use crate::elems::Verifier;
     use crate::lookup::AndKernel;
     use crate::tree::{Block, Intervals};
@@ -185,9 +185,32 @@ mod x86 {
         v: &Verifier,
     ) {
         // A node's cuts are its block's first 15 values (`count_cuts`).
-        let count = |b: &Block, x: u32| -> u32 {
-            // SAFETY: a block is sixteen `u32`, two 32-byte loads.
-            unsafe { count_le_avx2!(b, x, 0x7fff) }
+        // The two halves' compares are packed into one mask of two bits a
+        // lane (in the order `vpackssdw` leaves them: lanes 0-3, 8-11,
+        // 4-7, 12-15), so the count is one popcount of an even number,
+        // and twice the count is the byte offset of the child. Three
+        // instructions fewer a step than two masks joined (callgrind).
+        let pick = |n: &Node, x: u32| -> u32 {
+            // SAFETY: a block is sixteen `u32`, two 32-byte loads; the
+            // count of set bits is even and at most 30 (lane 15's bits,
+            // 30 and 31, are masked off), so the read is the `u32` at
+            // byte `2 * c2 <= 60` of the 64-byte child array, aligned.
+            unsafe {
+                let xv = _mm256_set1_epi32(x as i32);
+                let p = n.cuts.0.as_ptr();
+                let lo = _mm256_loadu_si256(p.cast());
+                let hi = _mm256_loadu_si256(p.add(8).cast());
+                let le_lo = _mm256_cmpeq_epi32(_mm256_max_epu32(lo, xv), xv);
+                let le_hi = _mm256_cmpeq_epi32(_mm256_max_epu32(hi, xv), xv);
+                let both = _mm256_packs_epi32(le_lo, le_hi);
+                let c2 = (_mm256_movemask_epi8(both) as u32 & 0x3fff_ffff).count_ones();
+                n.child
+                    .as_ptr()
+                    .cast::<u8>()
+                    .add(2 * c2 as usize)
+                    .cast::<u32>()
+                    .read()
+            }
         };
         let mask = |r: &[u32], w: usize, vals: &[u32]| -> u32 {
             assert!(r.len() >= 2 * w * vals.len() && matches!(w, 4 | 8 | 16));
@@ -202,7 +225,7 @@ mod x86 {
                 }
             }
         };
-        c.burst(keys, stride, out, v, count, mask)
+        c.burst(keys, stride, out, v, pick, mask)
     }
 
     /// The classifier's lookups with AVX-512: a node's child by one
@@ -220,11 +243,12 @@ mod x86 {
         v: &Verifier,
     ) {
         // A node's cuts are its block's first 15 values (`count_cuts`).
-        let count = |b: &Block, x: u32| -> u32 {
+        let pick = |n: &Node, x: u32| -> u32 {
             // SAFETY: a block is sixteen `u32`, one 64-byte load.
-            let v = unsafe { _mm512_loadu_si512(b.0.as_ptr().cast()) };
-            (_mm512_mask_cmple_epu32_mask(0x7fff, v, _mm512_set1_epi32(x as i32)) as u32)
-                .count_ones()
+            let v = unsafe { _mm512_loadu_si512(n.cuts.0.as_ptr().cast()) };
+            let c = (_mm512_mask_cmple_epu32_mask(0x7fff, v, _mm512_set1_epi32(x as i32)) as u32)
+                .count_ones();
+            n.child[c as usize % 16]
         };
         let mask = |r: &[u32], w: usize, vals: &[u32]| -> u32 {
             assert!(r.len() >= 2 * w * vals.len() && matches!(w, 4 | 8 | 16));
@@ -250,7 +274,7 @@ mod x86 {
                 }
             }
         };
-        c.burst(keys, stride, out, v, count, mask)
+        c.burst(keys, stride, out, v, pick, mask)
     }
 
     pub(crate) struct Avx512;
@@ -393,12 +417,12 @@ pub(crate) fn classify(imp: Impl, c: &Classifier, key: &[u8], v: &Verifier) -> O
         Impl::Avx2 if imp.supported() => unsafe { x86::classify_avx2(c, key, 0, &mut out, v) },
         // SAFETY: as above.
         Impl::Avx512 if imp.supported() => unsafe { x86::classify_avx512(c, key, 0, &mut out, v) },
-        _ => c.burst(key, 0, &mut out, v, count_cuts, mask_scalar),
+        _ => c.burst(key, 0, &mut out, v, pick_scalar, mask_scalar),
     }
     #[cfg(not(target_arch = "x86_64"))]
     {
         let _ = imp;
-        c.burst(key, 0, &mut out, v, count_cuts, mask_scalar);
+        c.burst(key, 0, &mut out, v, pick_scalar, mask_scalar);
     }
     out[0]
 }
@@ -419,11 +443,11 @@ pub(crate) fn classify_burst(
         Impl::Avx2 if imp.supported() => unsafe { x86::classify_avx2(c, keys, stride, out, v) },
         // SAFETY: as above.
         Impl::Avx512 if imp.supported() => unsafe { x86::classify_avx512(c, keys, stride, out, v) },
-        _ => c.burst(keys, stride, out, v, count_cuts, mask_scalar),
+        _ => c.burst(keys, stride, out, v, pick_scalar, mask_scalar),
     }
     #[cfg(not(target_arch = "x86_64"))]
     {
         let _ = imp;
-        c.burst(keys, stride, out, v, count_cuts, mask_scalar);
+        c.burst(keys, stride, out, v, pick_scalar, mask_scalar);
     }
 }

@@ -293,3 +293,65 @@ fn first_match_leaves_hold_range_ends_and_no_unused_lane() {
         }
     }
 }
+
+/// A first-match tree's descent picks a node's child from the count of
+/// its cuts at or below the key's value (AVX2: both halves' compares
+/// packed into one mask, the child read at twice the count; nodes read
+/// without a bounds check). Ranges crowded at the top of both fields put
+/// cuts at and next to `u32::MAX` and 65535, where the padding lane must
+/// not count: bursts of keys at, beside and between the ends agree with
+/// the linear reference on every implementation.
+#[test]
+fn first_match_descent_at_the_top_of_the_value_range() {
+    let d = decl("type ipv4_addr . inet_service").with_policy(matcher::Policy::FirstMatch);
+    let mut set = Set::new(d.clone());
+    let mut model = Vec::new();
+    for i in 0..400u32 {
+        let (a, p) = (i % 256, 65535 - (i * 37) % 2000);
+        let text = match i % 4 {
+            0 => format!("255.255.{a}.0-255.255.255.255 . {p}-65535"),
+            1 => format!("255.255.255.{a} . {}-{p}", p / 2),
+            2 => format!("{a}.0.0.0-255.255.255.{a} . 65535"),
+            _ => format!("0.0.0.{a}-0.0.1.0 . 0-{}", i % 300),
+        };
+        let e = d.parse_element(&text).unwrap();
+        if set.insert(e.clone(), InsertMode::Create).is_ok() {
+            model.push(e);
+        }
+    }
+    let snap = set.commit();
+    let shape = snap.classifier_shape().expect("the classifier");
+    assert!(shape.1 > 1, "no nodes to descend: {shape:?}");
+    let linear = LinearSet::new(d.clone(), model);
+    let mut keys = Vec::new();
+    for a in [
+        0u32,
+        1,
+        255,
+        256,
+        0xffff_00ff,
+        0xffff_fefe,
+        0xffff_fffe,
+        u32::MAX,
+    ] {
+        for p in [0u16, 1, 299, 300, 63535, 65534, 65535] {
+            let mut k = a.to_be_bytes().to_vec();
+            k.extend(p.to_be_bytes());
+            keys.push(k);
+        }
+    }
+    let flat: Vec<u8> = keys.concat();
+    let want: Vec<Option<&Element>> = keys.iter().map(|k| linear.lookup(k)).collect();
+    let mut s = snap.scratch();
+    for imp in matcher::Impl::available() {
+        let mut out = vec![None; keys.len()];
+        snap.lookup_burst_with(imp, &flat, 6, &mut out, &mut s);
+        for (j, k) in keys.iter().enumerate() {
+            assert_eq!(
+                out[j].and_then(|id| snap.element(id)),
+                want[j],
+                "{imp}: {k:?}"
+            );
+        }
+    }
+}

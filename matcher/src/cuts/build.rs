@@ -354,7 +354,7 @@ impl Cuts {
                 let mut r = root;
                 total += 6.0;
                 while r & LEAF == 0 {
-                    r = self.child(r, &vals, count_cuts);
+                    r = self.child(r, &vals, pick_scalar);
                     total += 1.0;
                 }
                 let l = self.leaves[(r & !LEAF) as usize];
@@ -518,6 +518,9 @@ impl Cuts {
         }
         let mut out = b.out;
         out.roots = roots;
+        // The descents read nodes unchecked (`step`): a reference past
+        // the nodes would be a bug of this builder, stopped here.
+        assert!(out.refs_valid(), "a tree of cuts refers past its nodes");
         out
     }
 }

@@ -71,15 +71,10 @@ impl Classifier {
 
     /// The leaf a key's dimension values lead to.
     #[inline(always)]
-    fn descend(
-        &self,
-        root: u32,
-        vals: &[u32; MAX_DIMS],
-        count: impl Fn(&Block, u32) -> u32,
-    ) -> u32 {
+    fn descend(&self, root: u32, vals: &[u32; MAX_DIMS], pick: impl Fn(&Node, u32) -> u32) -> u32 {
         let mut r = root;
         while r & LEAF == 0 {
-            r = self.tree.child(r, vals, &count);
+            r = self.tree.child(r, vals, &pick);
         }
         r & !LEAF
     }
@@ -197,7 +192,7 @@ impl Classifier {
         &self,
         key: &[u8],
         verify: &impl Verify,
-        count: impl Fn(&Block, u32) -> u32,
+        pick: impl Fn(&Node, u32) -> u32,
         mask: impl Fn(&[u32], usize, &[u32]) -> u32 + Copy,
     ) -> Option<u32> {
         let nd = self.tree.dims.len();
@@ -206,7 +201,7 @@ impl Classifier {
         let vals = &buf[..nd];
         let mut best = (u64::MAX, u32::MAX);
         for &root in &self.tree.roots {
-            let leaf = self.descend(root, &buf, &count);
+            let leaf = self.descend(root, &buf, &pick);
             best = best.min(self.resolve(leaf, best.0, vals, key, verify, mask));
         }
         self.with_extra(best, vals, key, verify, mask)
@@ -224,17 +219,17 @@ impl Classifier {
         stride: usize,
         out: &mut [Option<u32>],
         verify: &impl Verify,
-        count: impl Fn(&Block, u32) -> u32,
+        pick: impl Fn(&Node, u32) -> u32,
         mask: impl Fn(&[u32], usize, &[u32]) -> u32 + Copy,
     ) {
         match self.tree.dims.len() {
-            1 => self.burst_n::<1>(keys, stride, out, verify, count, mask),
-            2 => self.burst_n::<2>(keys, stride, out, verify, count, mask),
-            3 => self.burst_n::<3>(keys, stride, out, verify, count, mask),
-            4 => self.burst_n::<4>(keys, stride, out, verify, count, mask),
-            5 => self.burst_n::<5>(keys, stride, out, verify, count, mask),
-            6 => self.burst_n::<6>(keys, stride, out, verify, count, mask),
-            _ => self.burst_n::<0>(keys, stride, out, verify, count, mask),
+            1 => self.burst_n::<1>(keys, stride, out, verify, pick, mask),
+            2 => self.burst_n::<2>(keys, stride, out, verify, pick, mask),
+            3 => self.burst_n::<3>(keys, stride, out, verify, pick, mask),
+            4 => self.burst_n::<4>(keys, stride, out, verify, pick, mask),
+            5 => self.burst_n::<5>(keys, stride, out, verify, pick, mask),
+            6 => self.burst_n::<6>(keys, stride, out, verify, pick, mask),
+            _ => self.burst_n::<0>(keys, stride, out, verify, pick, mask),
         }
     }
 
@@ -246,7 +241,7 @@ impl Classifier {
         stride: usize,
         out: &mut [Option<u32>],
         verify: &impl Verify,
-        count: impl Fn(&Block, u32) -> u32,
+        pick: impl Fn(&Node, u32) -> u32,
         mask: impl Fn(&[u32], usize, &[u32]) -> u32 + Copy,
     ) {
         let t = &*self.tree;
@@ -257,31 +252,24 @@ impl Classifier {
             let mut vals = [[0u32; BURST_DIMS]; BURST];
             if nd > BURST_DIMS {
                 for (j, o) in outs.iter_mut().enumerate() {
-                    *o = self.lookup(&keys[j * stride..], verify, &count, mask);
+                    *o = self.lookup(&keys[j * stride..], verify, &pick, mask);
                 }
                 continue;
             }
+            // Also kept dimension by dimension, for the descent
+            // (`descend_burst`).
+            let mut cols = [[0u32; BURST]; BURST_DIMS];
             for j in 0..n {
                 self.values(&keys[j * stride..], &mut vals[j][..nd]);
+                for (c, &v) in cols.iter_mut().zip(&vals[j][..nd]) {
+                    c[j] = v;
+                }
             }
             let mut best = [(u64::MAX, u32::MAX); BURST];
             let nodes = &t.nodes[..];
             for &root in &t.roots {
                 let mut at = [root; BURST];
-                // Every key has reached a leaf when the AND of their
-                // references has the leaf bit.
-                let mut all = root;
-                while all & LEAF == 0 {
-                    all = LEAF;
-                    for j in 0..n {
-                        let r = at[j];
-                        if r & LEAF == 0 {
-                            let next = step(nodes, r, &vals[j], &count);
-                            at[j] = next;
-                            all &= next;
-                        }
-                    }
-                }
+                descend_burst(nodes, root, &mut at, n, &cols, &pick);
                 // Every key's leaf is known now: ask for the first line of
                 // each (its ids and its first rows) before reading any, so
                 // that the leaves' misses overlap rather than queue behind
