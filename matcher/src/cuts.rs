@@ -144,6 +144,27 @@ impl Dim {
         }
     }
 
+    /// [`Dim::value`] of a key that holds four bytes at this dimension's
+    /// offset: the read without a bounds check.
+    ///
+    /// # Safety
+    ///
+    /// `self.off + 4 <= key.len()`.
+    #[inline(always)]
+    #[allow(unsafe_code)]
+    unsafe fn value_within(&self, key: &[u8]) -> u32 {
+        debug_assert!(self.off as usize + 4 <= key.len());
+        // SAFETY: the four bytes at `off` are inside `key` (the caller's
+        // contract); an unaligned read of `[u8; 4]`.
+        let k = unsafe {
+            key.as_ptr()
+                .add(self.off as usize)
+                .cast::<[u8; 4]>()
+                .read_unaligned()
+        };
+        u32::from_be_bytes(k) >> self.drop
+    }
+
     /// The largest value of the dimension.
     fn max(&self) -> u32 {
         if self.len == 4 {
@@ -335,6 +356,10 @@ pub(crate) struct Node {
 #[derive(Clone, Debug)]
 pub(crate) struct Cuts {
     dims: Vec<Dim>,
+    /// The end of the last four bytes a dimension reads (the largest
+    /// `off + 4`): a key at least this long has every dimension's value
+    /// read without a check ([`Dim::value_within`]).
+    read_end: usize,
     /// Whether every field is one dimension: a leaf's match is then the
     /// element's match, with no full check.
     exact: bool,
@@ -461,10 +486,30 @@ impl Cuts {
         step(&self.nodes, r, |d| vals[d % N], pick)
     }
 
-    /// Whether every node reference the tree holds (roots and children)
-    /// names one of its nodes: what [`step`]'s unchecked read rests on.
+    /// Leaf `i` of the tree, where `i` comes from a reference the tree
+    /// holds (a descent's end): read without a bounds check, as nodes are
+    /// ([`step`]); two instructions a tree of every lookup.
+    #[inline(always)]
+    #[allow(unsafe_code)]
+    pub(crate) fn leaf_at(&self, i: u32) -> Leaf {
+        debug_assert!((i as usize) < self.leaves.len());
+        // SAFETY: every leaf reference the tree holds is below its leaf
+        // count (`refs_valid`, asserted when the tree is built), and
+        // leaves are never removed from a built tree.
+        unsafe { *self.leaves.get_unchecked(i as usize) }
+    }
+
+    /// Whether every reference the tree holds (roots and children) names
+    /// one of its nodes or leaves: what [`step`]'s and
+    /// [`Cuts::leaf_at`]'s unchecked reads rest on.
     fn refs_valid(&self) -> bool {
-        let ok = |r: u32| r & LEAF != 0 || ((r & NODE_INDEX) as usize) < self.nodes.len();
+        let ok = |r: u32| {
+            if r & LEAF != 0 {
+                ((r & !LEAF) as usize) < self.leaves.len()
+            } else {
+                ((r & NODE_INDEX) as usize) < self.nodes.len()
+            }
+        };
         self.roots.iter().all(|&r| ok(r))
             && self.nodes.iter().all(|n| n.child.iter().all(|&r| ok(r)))
     }

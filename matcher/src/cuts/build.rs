@@ -448,6 +448,7 @@ impl Cuts {
             split,
             plan: Vec::new(),
             dims: dims.to_vec(),
+            read_end: dims.iter().map(|d| d.off as usize + 4).max().unwrap_or(0),
         }
     }
 
