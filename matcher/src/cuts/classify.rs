@@ -17,6 +17,10 @@ pub(crate) struct Classifier {
     extra_rank: Vec<u64>,
     /// Ids deleted since the tree was built (a bitset).
     gone: Vec<u64>,
+    /// One tree and nothing beside it: an answer needs no rank (a load of
+    /// the rank table saved per key), decided once here rather than from
+    /// two fields at every leaf.
+    unranked: bool,
 }
 
 /// What a lookup needs besides the key: how to check an element in full
@@ -41,6 +45,7 @@ impl Classifier {
             bits[i / 64] |= 1 << (i % 64);
         }
         Classifier {
+            unranked: tree.roots.len() == 1 && leaf.groups == 0,
             tree,
             extra: groups,
             extra_leaf: leaf,
@@ -88,7 +93,7 @@ impl Classifier {
         (words, l): (&[u32], Leaf),
         skip_gone: bool,
         vals: &[u32],
-        key: &[u8],
+        (keys, key_at): (&[u8], usize),
         verify: &impl Verify,
         mask: impl Fn(&[u32], usize, &[u32]) -> u32,
     ) -> Option<(u32, usize)> {
@@ -102,7 +107,9 @@ impl Classifier {
                 let lane = m.trailing_zeros() as usize;
                 m &= m - 1;
                 let id = b[lane];
-                if (skip_gone && self.is_gone(id)) || (!self.tree.exact && !verify.holds(id, key)) {
+                if (skip_gone && self.is_gone(id))
+                    || (!self.tree.exact && !verify.holds(id, &keys[key_at..]))
+                {
                     continue;
                 }
                 return Some((id, g * w + lane));
@@ -124,7 +131,7 @@ impl Classifier {
         leaf: u32,
         bound: u64,
         vals: &[u32],
-        key: &[u8],
+        key: (&[u8], usize),
         verify: &impl Verify,
         mask: impl Fn(&[u32], usize, &[u32]) -> u32 + Copy,
     ) -> (u64, u32) {
@@ -141,9 +148,7 @@ impl Classifier {
             verify,
             mask,
         ) {
-            // One tree and nothing beside it: its answer needs no rank
-            // (a load of the rank table saved per key).
-            Some((id, _)) if t.roots.len() == 1 && self.extra_leaf.groups == 0 => (0, id),
+            Some((id, _)) if self.unranked => (0, id),
             Some((id, _)) => (t.rank[id as usize], id),
             None => (u64::MAX, u32::MAX),
         }
@@ -155,7 +160,7 @@ impl Classifier {
         &self,
         best: (u64, u32),
         vals: &[u32],
-        key: &[u8],
+        key: (&[u8], usize),
         verify: &impl Verify,
         mask: impl Fn(&[u32], usize, &[u32]) -> u32 + Copy,
     ) -> Option<u32> {
@@ -215,9 +220,12 @@ impl Classifier {
         let mut best = (u64::MAX, u32::MAX);
         for &root in &self.tree.roots {
             let leaf = self.descend(root, &buf, &pick);
-            best = best.min(self.resolve(leaf, best.0, vals, key, verify, mask));
+            let found = self.resolve(leaf, best.0, vals, (key, 0), verify, mask);
+            if found.0 < best.0 {
+                best = found;
+            }
         }
-        self.with_extra(best, vals, key, verify, mask)
+        self.with_extra(best, vals, (key, 0), verify, mask)
     }
 
     /// Looks up to [`BURST`] keys up: every key's values, then the
@@ -299,15 +307,20 @@ impl Classifier {
                         at[j] & !LEAF,
                         best[j].0,
                         &vals[j][..nd],
-                        &keys[j * stride..],
+                        (keys, j * stride),
                         verify,
                         mask,
                     );
-                    best[j] = best[j].min(found);
+                    // Ranks are unique (priority, then the order added):
+                    // the rank alone decides, where the pair's compare
+                    // was nine instructions more a tree.
+                    if found.0 < best[j].0 {
+                        best[j] = found;
+                    }
                 }
             }
             for (j, o) in outs.iter_mut().enumerate() {
-                *o = self.with_extra(best[j], &vals[j][..nd], &keys[j * stride..], verify, mask);
+                *o = self.with_extra(best[j], &vals[j][..nd], (keys, j * stride), verify, mask);
             }
         }
     }
