@@ -35,23 +35,22 @@ mod x86 {
     // each intrinsic out of line). Each is used inside an `unsafe` block
     // whose SAFETY comment covers its loads.
 
-    /// The values of block `$b` at or below `$x`: two 256-bit unsigned
-    /// compares (`max(v, x) == x` is `v <= x`) and a popcount.
-    macro_rules! count_le_avx2 {
-        ($b:expr, $x:expr) => {
-            count_le_avx2!($b, $x, 0xffff)
-        };
-        ($b:expr, $x:expr, $lanes:expr) => {{
+    /// Twice the values of block `$b` at or below `$x` among the lanes
+    /// of `$mask`: two 256-bit unsigned compares (`max(v, x) == x` is `v
+    /// <= x`) packed into one mask of two bits a lane, in the order
+    /// `vpackssdw` leaves them (lanes 0-3, 8-11, 4-7, 12-15; lane 15 is
+    /// bits 30 and 31), and a popcount: three instructions fewer than two
+    /// masks joined, or LLVM's packing down to bytes.
+    macro_rules! count2_le_avx2 {
+        ($b:expr, $x:expr, $mask:expr) => {{
             let xv = _mm256_set1_epi32($x as i32);
             let p = $b.0.as_ptr();
             let lo = _mm256_loadu_si256(p.cast());
             let hi = _mm256_loadu_si256(p.add(8).cast());
             let le_lo = _mm256_cmpeq_epi32(_mm256_max_epu32(lo, xv), xv);
             let le_hi = _mm256_cmpeq_epi32(_mm256_max_epu32(hi, xv), xv);
-            ((_mm256_movemask_ps(_mm256_castsi256_ps(le_lo)) as u32
-                | (_mm256_movemask_ps(_mm256_castsi256_ps(le_hi)) as u32) << 8)
-                & $lanes)
-                .count_ones()
+            let both = _mm256_packs_epi32(le_lo, le_hi);
+            (_mm256_movemask_epi8(both) as u32 & $mask).count_ones()
         }};
     }
 
@@ -127,7 +126,7 @@ mod x86 {
     unsafe fn descend_avx2(t: &Intervals, xs: &[u32], ranks: &mut [u32]) {
         t.descend(xs, ranks, |b: &Block, x: u32| {
             // SAFETY: a block is sixteen `u32`, two 32-byte loads.
-            unsafe { count_le_avx2!(b, x) }
+            unsafe { count2_le_avx2!(b, x, u32::MAX) >> 1 }
         })
     }
 
@@ -185,25 +184,15 @@ mod x86 {
         v: &Verifier,
     ) {
         // A node's cuts are its block's first 15 values (`count_cuts`).
-        // The two halves' compares are packed into one mask of two bits a
-        // lane (in the order `vpackssdw` leaves them: lanes 0-3, 8-11,
-        // 4-7, 12-15), so the count is one popcount of an even number,
-        // and twice the count is the byte offset of the child. Three
-        // instructions fewer a step than two masks joined (callgrind).
+        // Twice the count, the padding lane 15 masked off, is the byte
+        // offset of the child.
         let pick = |n: &Node, x: u32| -> u32 {
             // SAFETY: a block is sixteen `u32`, two 32-byte loads; the
-            // count of set bits is even and at most 30 (lane 15's bits,
-            // 30 and 31, are masked off), so the read is the `u32` at
-            // byte `2 * c2 <= 60` of the 64-byte child array, aligned.
+            // doubled count is even and at most 30, so the read is the
+            // `u32` at byte `2 * c2 <= 60` of the 64-byte child array,
+            // aligned.
             unsafe {
-                let xv = _mm256_set1_epi32(x as i32);
-                let p = n.cuts.0.as_ptr();
-                let lo = _mm256_loadu_si256(p.cast());
-                let hi = _mm256_loadu_si256(p.add(8).cast());
-                let le_lo = _mm256_cmpeq_epi32(_mm256_max_epu32(lo, xv), xv);
-                let le_hi = _mm256_cmpeq_epi32(_mm256_max_epu32(hi, xv), xv);
-                let both = _mm256_packs_epi32(le_lo, le_hi);
-                let c2 = (_mm256_movemask_epi8(both) as u32 & 0x3fff_ffff).count_ones();
+                let c2 = count2_le_avx2!(n.cuts, x, 0x3fff_ffff);
                 n.child
                     .as_ptr()
                     .cast::<u8>()
