@@ -262,6 +262,17 @@ impl Leaf {
         };
         (1u32 << lanes) - 1
     }
+
+    /// Whether the leaf's groups of `dims` dimensions lie inside `words`
+    /// words, at a width the checks handle, its last group no wider: what
+    /// a leaf's unchecked group reads rest on (`Classifier::first_in`).
+    pub(crate) fn fits(&self, words: usize, dims: usize) -> bool {
+        let per = self.width as usize * (1 + 2 * dims);
+        self.groups == 0
+            || (matches!(self.width, 4 | 8 | 16)
+                && self.last <= self.width
+                && self.start as usize + self.groups as usize * per <= words)
+    }
 }
 
 impl Groups {
@@ -500,8 +511,9 @@ impl Cuts {
     }
 
     /// Whether every reference the tree holds (roots and children) names
-    /// one of its nodes or leaves: what [`step`]'s and
-    /// [`Cuts::leaf_at`]'s unchecked reads rest on.
+    /// one of its nodes or leaves, and every leaf's groups are inside the
+    /// tree's words: what [`step`]'s, [`Cuts::leaf_at`]'s and a leaf's
+    /// unchecked reads rest on.
     fn refs_valid(&self) -> bool {
         let ok = |r: u32| {
             if r & LEAF != 0 {
@@ -510,8 +522,10 @@ impl Cuts {
                 ((r & NODE_INDEX) as usize) < self.nodes.len()
             }
         };
+        let words = self.groups.words().len();
         self.roots.iter().all(|&r| ok(r))
             && self.nodes.iter().all(|n| n.child.iter().all(|&r| ok(r)))
+            && self.leaves.iter().all(|l| l.fits(words, self.dims.len()))
     }
 
     /// Whether `id` shadows elements that the tree dropped somewhere

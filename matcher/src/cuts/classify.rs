@@ -36,6 +36,12 @@ impl Classifier {
         extra.sort_by_key(|e| e.rank);
         let mut groups = Groups::default();
         let leaf = groups.push_entries(tree.dims.len(), extra.len(), |i| &extra[i]);
+        // `first_in` reads the groups unchecked: a leaf past them would
+        // be a bug of `push_entries`, stopped here.
+        assert!(
+            leaf.fits(groups.words().len(), tree.dims.len()),
+            "extra leaf past its groups"
+        );
         let mut bits = Vec::new();
         for &id in gone {
             let i = id as usize;
@@ -88,6 +94,7 @@ impl Classifier {
     /// holds the key, skipping gone ids; its position (group, lane) is its
     /// rank order.
     #[inline(always)]
+    #[allow(unsafe_code)]
     fn first_in(
         &self,
         (words, l): (&[u32], Leaf),
@@ -101,12 +108,19 @@ impl Classifier {
         let per = w * (1 + 2 * vals.len());
         for g in 0..l.groups as usize {
             let at = l.start as usize + g * per;
-            let b = &words[at..at + per];
+            debug_assert!(at + per <= words.len() && l.last <= l.width);
+            // SAFETY: `l` is a leaf of `words` (a tree's, or the extra
+            // elements'), and every such leaf's groups lie inside its
+            // words (`Leaf::fits`, asserted when built): `g < groups`.
+            let b = unsafe { words.get_unchecked(at..at + per) };
             let mut m = mask(&b[w..], w, vals) & l.used(g);
             while m != 0 {
                 let lane = m.trailing_zeros() as usize;
                 m &= m - 1;
-                let id = b[lane];
+                // SAFETY: `m` holds only used lanes, below the width
+                // (`Leaf::used`, `last <= width`), and `b` starts with
+                // `width` ids.
+                let id = unsafe { *b.get_unchecked(lane) };
                 if (skip_gone && self.is_gone(id))
                     || (!self.tree.exact && !verify.holds(id, &keys[key_at..]))
                 {
