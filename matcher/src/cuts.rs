@@ -424,9 +424,9 @@ fn step(
 }
 
 /// Every key of a burst from `root` down to its leaf in `nodes`, all keys
-/// a level at a time (their loads overlap): `at[j]` ends as key `j`'s leaf
-/// reference, for the first `n` keys, whose dimension values are the
-/// columns of `cols` (`cols[d][j]`).
+/// a level at a time (their loads overlap): the leaf reference of each of
+/// the first `n` keys (the rest stay `root`), whose dimension values are
+/// the columns of `cols` (`cols[d][j]`).
 ///
 /// Kept by columns, a key's value is at a fixed distance from a pointer
 /// that steps along the keys: two instructions a step find it, where a
@@ -437,13 +437,12 @@ fn step(
 pub(crate) fn descend_burst<const B: usize, const D: usize>(
     nodes: &[Node],
     root: u32,
-    at: &mut [u32; B],
     n: usize,
     cols: &[[u32; B]; D],
     pick: impl Fn(&Node, u32) -> u32,
-) {
-    let at = &mut at[..n.min(B)];
-    at.fill(root);
+) -> [u32; B] {
+    let mut out = [root; B];
+    let at = &mut out[..n.min(B)];
     // Every key has reached a leaf when the AND of their references has
     // the leaf bit.
     let mut all = root;
@@ -463,6 +462,7 @@ pub(crate) fn descend_burst<const B: usize, const D: usize>(
             p = p.wrapping_add(1);
         }
     }
+    out
 }
 
 /// The values of `b` at or below `x` among its first 15, the cuts of a

@@ -519,9 +519,13 @@ impl Cuts {
         }
         let mut out = b.out;
         out.roots = roots;
-        // The descents read nodes unchecked (`step`): a reference past
-        // the nodes would be a bug of this builder, stopped here.
-        assert!(out.refs_valid(), "a tree of cuts refers past its nodes");
+        // The lookups read nodes, leaves and leaf groups unchecked
+        // (`step`, `leaf_at`, `first_in`): a reference or group past them
+        // would be a bug of this builder, stopped here.
+        assert!(
+            out.refs_valid(),
+            "a tree of cuts refers past its nodes or leaves"
+        );
         out
     }
 }

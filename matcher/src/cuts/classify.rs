@@ -303,8 +303,7 @@ impl Classifier {
             let mut best = [(u64::MAX, u32::MAX); BURST];
             let nodes = &t.nodes[..];
             for &root in &t.roots {
-                let mut at = [root; BURST];
-                descend_burst(nodes, root, &mut at, n, &cols, &pick);
+                let at = descend_burst(nodes, root, n, &cols, &pick);
                 // Every key's leaf is known now: ask for the first line of
                 // each (its ids and its first rows) before reading any, so
                 // that the leaves' misses overlap rather than queue behind
