@@ -29,9 +29,59 @@ impl Key {
     /// asked it (the packet is an answer).
     #[inline(always)]
     pub fn new(l3: L3, vrf: u8, proto: u8, extra: u8, a: End, b: End, asker: bool) -> (Key, bool) {
+        let tail = |lo_port: u64, hi_port: u64, rev: bool| {
+            // Whether the asking end is the higher one.
+            let hi_asks = (rev != asker) && extra != 0;
+            lo_port
+                | hi_port << 16
+                | (proto as u64) << 32
+                | (l3 as u64 | (hi_asks as u64) << 7) << 40
+                | (vrf as u64) << 48
+                | (extra as u64) << 56
+        };
+        if l3 == L3::V4 {
+            // An IPv4 end (address, port) fits 48 bits, compared as one
+            // word: the same order as the general case's (the addresses'
+            // high bits are 0), in a third of its instructions
+            // (callgrind: the `u128` tuples' compare and swap took 30).
+            let x = (a.0 as u64) << 16 | a.1 as u64;
+            let y = (b.0 as u64) << 16 | b.1 as u64;
+            let rev = x > y;
+            let (lo, hi) = (x.min(y), x.max(y));
+            let w = [
+                lo >> 16,
+                0,
+                hi >> 16,
+                0,
+                tail(lo & 0xffff, hi & 0xffff, rev),
+            ];
+            return (Key { w }, rev);
+        }
+        Key::wide(l3, vrf, proto, extra, a, b, asker)
+    }
+
+    /// [`Key::new`] by the general rule, for either family: the ends
+    /// compared as (address, port) tuples.
+    #[inline(always)]
+    pub(super) fn wide(
+        l3: L3,
+        vrf: u8,
+        proto: u8,
+        extra: u8,
+        a: End,
+        b: End,
+        asker: bool,
+    ) -> (Key, bool) {
+        let tail = |lo_port: u64, hi_port: u64, rev: bool| {
+            let hi_asks = (rev != asker) && extra != 0;
+            lo_port
+                | hi_port << 16
+                | (proto as u64) << 32
+                | (l3 as u64 | (hi_asks as u64) << 7) << 40
+                | (vrf as u64) << 48
+                | (extra as u64) << 56
+        };
         let rev = a > b;
-        // Whether the asking end is the higher one.
-        let hi_asks = (rev != asker) && extra != 0;
         let (lo, hi) = if rev { (b, a) } else { (a, b) };
         (
             Key {
@@ -40,12 +90,7 @@ impl Key {
                     (lo.0 >> 64) as u64,
                     hi.0 as u64,
                     (hi.0 >> 64) as u64,
-                    lo.1 as u64
-                        | (hi.1 as u64) << 16
-                        | (proto as u64) << 32
-                        | (l3 as u64 | (hi_asks as u64) << 7) << 40
-                        | (vrf as u64) << 48
-                        | (extra as u64) << 56,
+                    tail(lo.1 as u64, hi.1 as u64, rev),
                 ],
             },
             rev,

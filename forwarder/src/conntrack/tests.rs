@@ -12,7 +12,8 @@ use std::collections::HashMap;
 fn both_directions_share_a_key() {
     let mut rng = Rng(7);
     for _ in 0..1000 {
-        let a = (rng.next_u64() as u128, rng.next_u64() as u16);
+        // IPv4 addresses: 32 bits.
+        let a = (rng.next_u64() as u32 as u128, rng.next_u64() as u16);
         let b = (rng.next_u64() as u128 & 0xff, rng.below(3) as u16);
         let (k1, r1) = Key::new(L3::V4, 3, 6, 0, a, b, false);
         let (k2, r2) = Key::new(L3::V4, 3, 6, 0, b, a, false);
@@ -28,6 +29,37 @@ fn both_directions_share_a_key() {
         assert_eq!(q, ans);
         assert!(q != other || a == b);
         assert_eq!(q.l3(), L3::V6);
+    }
+}
+
+/// IPv4's one-word compare of the ends makes the key the general rule
+/// makes: same order, same words, same direction, for queries too.
+#[test]
+fn ipv4_keys_are_the_general_rule_s() {
+    let mut rng = Rng(11);
+    for _ in 0..20_000 {
+        // Few distinct values, so that addresses and ports tie often.
+        let mut end = || {
+            let a = match rng.below(3) {
+                0 => rng.below(4) as u128,
+                1 => u32::MAX as u128 - rng.below(2) as u128,
+                _ => rng.next_u64() as u32 as u128,
+            };
+            let p = if rng.below(2) == 0 {
+                rng.below(3) as u16
+            } else {
+                rng.next_u64() as u16
+            };
+            (a, p)
+        };
+        let (a, b) = (end(), end());
+        let (proto, extra) = [(6, 0), (17, 0), (1, 8), (1, 13), (47, 0)][rng.below(5) as usize];
+        let (vrf, asker) = (rng.below(4) as u8, rng.below(2) == 1);
+        assert_eq!(
+            Key::new(L3::V4, vrf, proto, extra, a, b, asker),
+            Key::wide(L3::V4, vrf, proto, extra, a, b, asker),
+            "{a:?} {b:?} {proto} {extra} {asker}"
+        );
     }
 }
 
