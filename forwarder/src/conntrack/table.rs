@@ -32,6 +32,11 @@ pub const WAYS: usize = 8;
 /// key's): never in use, since a table holds fewer.
 pub const NO_SLOT: u32 = u32::MAX;
 
+/// What a freed entry's last key word becomes: a family no key has (its
+/// bits 40-46 are 0 or 1 in every key), so that a lookup that still
+/// holds the slot (from a pass before the free) does not find it.
+pub const FREED: u64 = u64::MAX;
+
 /// One connection: its key, when it expires, the state the protocol
 /// keeps, and per direction the decision the sets and routes took for
 /// its packets (with the snapshot epoch it was taken under).
@@ -294,12 +299,14 @@ impl Table {
     /// [`Table::find`], trying first the slot [`Table::prefetch_entry`]
     /// gave a pass earlier: almost always the key's, which then costs no
     /// second reading of the bucket's tags. The slot may have been freed
-    /// since (by a packet before in the same burst), hence the test that
-    /// it is in use: a freed entry keeps its key.
+    /// since (by a packet before in the same burst): freeing spoils its
+    /// key ([`FREED`]), so the key's compare alone says whether it is
+    /// still the connection, without the used bitmap's test (callgrind:
+    /// 10 instructions a packet).
     #[inline(always)]
     pub fn find_from(&self, h: u64, k: &Key, hint: u32) -> Option<usize> {
         let s = hint as usize;
-        if self.used(s) && self.entries[s].key.same(k) {
+        if self.entries.get(s).is_some_and(|e| e.key.same(k)) {
             return Some(s);
         }
         self.find(h, k)
@@ -354,6 +361,7 @@ impl Table {
     /// Frees the entry of bucket `b`'s way `w` (in use).
     fn release(&mut self, b: usize, w: usize) {
         let s = self.buckets[b].at[w];
+        self.entries[s as usize].key.w[4] = FREED;
         self.buckets[b].set_tag(w, 0);
         self.used[s as usize / 64] &= !(1 << (s % 64));
         self.free.push(s);

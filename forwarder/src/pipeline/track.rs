@@ -37,6 +37,7 @@ impl Pipeline {
     /// sets and the FIB. With several workers, a packet whose connection
     /// another worker tracks ([`crate::conntrack::owner`]) is handed to
     /// it instead.
+    #[inline(never)]
     pub(super) fn track(&mut self, burst: &Burst, n: usize) -> usize {
         // Taken out for the stage (the passes below also change the
         // pipeline's other state), put back at its end.
