@@ -301,6 +301,46 @@ fn stats_round_trip() {
     assert_eq!(CtStats::from_values(s.values()), s);
 }
 
+/// Keys that differ in a port or an address's low bits alone (a client's
+/// connections, a scan) spread over the buckets: a table fills to its
+/// `max` with none refused or dropped early, in either family.
+#[test]
+fn near_keys_spread_over_the_buckets() {
+    let max = 1 << 16;
+    for (l3, hi) in [(L3::V4, 0u128), (L3::V6, 0x2001_0db8u128 << 96)] {
+        for vary_port in [true, false] {
+            let mut t = Table::new(max, 0x5eed);
+            for n in 0..max as u64 {
+                let (port, addr) = if vary_port {
+                    (n as u16, 0xc000_0202)
+                } else {
+                    (443, 0xc633_0000 + n as u128)
+                };
+                let k = Key::new(
+                    l3,
+                    0,
+                    6,
+                    0,
+                    (hi | addr, port),
+                    (hi | 0xcb00_7101, 80),
+                    false,
+                )
+                .0;
+                let h = t.hash(&k);
+                let got = t.insert(h, &k, 0, |_| panic!("nothing expires"));
+                assert!(
+                    matches!(got, Some((_, Room::Free))),
+                    "{l3:?} key {n} of {max}: {got:?}"
+                );
+                let e = t.entry_mut(got.unwrap().0);
+                e.deadline = 1000;
+                e.flags |= flag::ASSURED;
+            }
+            assert_eq!(t.count, max);
+        }
+    }
+}
+
 /// A million connections fit in 256 MiB (a cache line an entry, buckets
 /// of eight ways for twice as many, without per-connection counters:
 /// about 84 MiB).
