@@ -10,8 +10,11 @@
 //! table for a million connections 128 MiB of slots, and a few thousand
 //! live connections as many random lines across all of it, each a page
 //! walk where the host maps 4 KiB pages. Handed out lowest first, live
-//! entries stay packed at the start of a 64 MiB array, beside 16 MiB of
-//! buckets (BENCHMARKS.md, `full+conntrack`). Both are huge-page backed
+//! entries stay packed at the start of a 64 MiB array. The buckets (16
+//! MiB for a million) come into use as entries come, a bucket split at a
+//! time (linear hashing: [`Table::grow`]), so that a few thousand
+//! connections read a few hundred KiB of them (BENCHMARKS.md,
+//! `full+conntrack`). Both arrays are huge-page backed
 //! where the kernel grants it ([`routecache::pages::Huge`]): the buckets
 //! a burst reads are random lines among megabytes, and with 4 KiB pages
 //! each was also a TLB miss (a tracked packet 58 -> 49 ns at 4,096
@@ -27,6 +30,16 @@ use routecache::pages::{Huge, Zeroable};
 
 /// Ways per bucket.
 pub const WAYS: usize = 8;
+
+/// Buckets in use in a new table (or fewer, in a smaller one's array).
+const FIRST_BUCKETS: usize = 64;
+
+/// Entries a bucket in use averages before one more is split: 2 of 8
+/// ways. Between splits the buckets not split yet hold about twice the
+/// entries of those split, so at most 4 on average: as loaded as every
+/// bucket of a full table (its array holds buckets for `2 max` entries),
+/// which two choices of 8 ways almost never find both full.
+const GROW_AT: usize = 2;
 
 /// No slot (what [`Table::prefetch_entry`] gives when no way's tag is the
 /// key's): never in use, since a table holds fewer.
@@ -188,7 +201,21 @@ pub struct Table {
     free: Vec<u32>,
     /// A bit per slot in use.
     used: Vec<u64>,
-    mask: usize,
+    /// Buckets in use: `base + split` of the array, grown one bucket at
+    /// a time as entries come (linear hashing, [`Table::addr`]), so that a
+    /// few thousand connections in a table for a million read a few
+    /// hundred KiB of buckets, not random lines of 16 MiB: with 4 KiB
+    /// pages behind the guest's, each of those was a TLB miss
+    /// (`examples/turns`, 4,096 flows a port: 45 ns a packet against 39
+    /// with a table sized for 65,536). The array is allocated whole at
+    /// first, its pages touched only when its buckets come into use.
+    base: usize,
+    /// The next bucket to split (below `base`).
+    split: usize,
+    /// `2 base - 1` and `base + split`, kept for [`Table::addr`]: a
+    /// lookup computes two addresses, and these save it 6 instructions.
+    wide_mask: usize,
+    in_use: usize,
     /// The hash's keys ([`Table::hash`]).
     seeds: [u64; 6],
     /// Entries in use.
@@ -204,12 +231,15 @@ impl Table {
         // Slots are `u32`s: 4 billion connections would be 256 GiB.
         let max = max.clamp(1, u32::MAX as usize);
         let buckets = (max * 2).div_ceil(WAYS).next_power_of_two();
-        Table {
+        let mut t = Table {
             buckets: Huge::new(buckets),
             entries: Huge::new(max),
             free: (0..max as u32).rev().collect(),
             used: vec![0; max.div_ceil(64)],
-            mask: buckets - 1,
+            base: 0,
+            split: 0,
+            wide_mask: 0,
+            in_use: 0,
             seeds: {
                 // SplitMix64's steps: six unrelated words from one.
                 let mut x = seed;
@@ -223,7 +253,9 @@ impl Table {
             },
             count: 0,
             max,
-        }
+        };
+        t.set_in_use(buckets.min(FIRST_BUCKETS), 0);
+        t
     }
 
     /// Bytes the table holds.
@@ -232,6 +264,11 @@ impl Table {
             + self.entries.len() * std::mem::size_of::<Entry>()
             + self.free.capacity() * 4
             + self.used.len() * 8
+    }
+
+    /// Buckets in use, and in the array ([`Table::grow`]).
+    pub fn buckets_in_use(&self) -> (usize, usize) {
+        (self.in_use, self.buckets.len())
     }
 
     /// Slots in the table (one an entry).
@@ -257,9 +294,62 @@ impl Table {
             ^ mum(k.w[4] ^ s[4], s[5])
     }
 
+    /// The two buckets hash `h` may sit in.
     #[inline(always)]
     fn buckets(&self, h: u64) -> [usize; 2] {
-        [h as usize & self.mask, (h >> 24) as usize & self.mask]
+        [self.addr(h), self.addr(h >> 24)]
+    }
+
+    /// The bucket of hash bits `x`, among `base + split` in use: the low
+    /// bits below `2 base`, less `base` where that bucket is not split
+    /// yet (linear hashing's address).
+    #[inline(always)]
+    fn addr(&self, x: u64) -> usize {
+        let b = x as usize & self.wide_mask;
+        // Without a branch: which half a hash falls in is a coin toss
+        // (LLVM made an `if`, a mask and a sign shift each a branch).
+        std::hint::select_unpredictable(b >= self.in_use, b.wrapping_sub(self.base), b)
+    }
+
+    /// Sets the buckets in use: `base` and `split`.
+    fn set_in_use(&mut self, base: usize, split: usize) {
+        (self.base, self.split) = (base, split);
+        self.wide_mask = 2 * base - 1;
+        self.in_use = base + split;
+    }
+
+    /// Splits one bucket if the entries average more than
+    /// [`GROW_AT`] a bucket in use and the array has room: bucket
+    /// `split` becomes two, it and `split + base`, and its entries that
+    /// no longer address it move to the new one (which is empty: at most
+    /// the eight fit).
+    fn grow(&mut self) {
+        let (b, base) = (self.split, self.base);
+        if self.count < GROW_AT * (base + b) || base + b >= self.buckets.len() {
+            return;
+        }
+        self.set_in_use(base, b + 1);
+        for w in 0..WAYS {
+            if self.buckets[b].tag(w) == 0 {
+                continue;
+            }
+            let s = self.buckets[b].at[w];
+            let h = self.hash(&self.entries[s as usize].key);
+            // The entry was here by one of its choices; with the split
+            // that one is `b` still, or else `b + base`.
+            if self.buckets(h).contains(&b) {
+                continue;
+            }
+            let tag = self.buckets[b].tag(w);
+            self.buckets[b].set_tag(w, 0);
+            let to = &mut self.buckets[b + base];
+            to.set_tag(w, tag);
+            to.at[w] = s;
+        }
+        if b + 1 == base {
+            // Every bucket split: the same addresses, as `2 base` unsplit.
+            self.set_in_use(2 * base, 0);
+        }
     }
 
     #[inline(always)]
@@ -271,7 +361,7 @@ impl Table {
     /// is, unless that bucket was full when it went in).
     #[inline(always)]
     pub fn prefetch(&self, h: u64) {
-        let b = self.buckets(h)[0];
+        let b = self.addr(h);
         routecache::pages::prefetch_ptr(self.buckets.as_ptr().wrapping_add(b));
     }
 
@@ -282,14 +372,15 @@ impl Table {
     /// that entry's slot ([`NO_SLOT`] if none), for [`Table::find_from`].
     #[inline(always)]
     pub fn prefetch_entry(&self, h: u64) -> u32 {
-        let [b0, b1] = self.buckets(h);
-        let b = &self.buckets[b0];
+        // The second bucket's address only where it is wanted.
+        let b = &self.buckets[self.addr(h)];
         let m = b.tagged(Table::tag(h));
         if m != 0 {
             let s = b.at[m.trailing_zeros() as usize];
             routecache::pages::prefetch_ptr(self.entries.as_ptr().wrapping_add(s as usize));
             s
         } else {
+            let b1 = self.addr(h >> 24);
             routecache::pages::prefetch_ptr(self.buckets.as_ptr().wrapping_add(b1));
             NO_SLOT
         }
@@ -399,6 +490,7 @@ impl Table {
         now: u32,
         mut expire: impl FnMut(&Entry),
     ) -> Option<(usize, Room)> {
+        self.grow();
         let mut way = None;
         let mut victim: Option<(usize, usize, u32)> = None;
         for b in self.buckets(h) {
@@ -525,6 +617,7 @@ impl Table {
     /// Frees every entry.
     pub fn clear(&mut self) {
         self.buckets.fill(Bucket::default());
+        self.set_in_use(self.buckets.len().min(FIRST_BUCKETS), 0);
         self.used.fill(0);
         self.free.clear();
         self.free.extend((0..self.entries.len() as u32).rev());

@@ -310,22 +310,17 @@ fn near_keys_spread_over_the_buckets() {
     for (l3, hi) in [(L3::V4, 0u128), (L3::V6, 0x2001_0db8u128 << 96)] {
         for vary_port in [true, false] {
             let mut t = Table::new(max, 0x5eed);
-            for n in 0..max as u64 {
+            let key = |n: u64| {
                 let (port, addr) = if vary_port {
                     (n as u16, 0xc000_0202)
                 } else {
                     (443, 0xc633_0000 + n as u128)
                 };
-                let k = Key::new(
-                    l3,
-                    0,
-                    6,
-                    0,
-                    (hi | addr, port),
-                    (hi | 0xcb00_7101, 80),
-                    false,
-                )
-                .0;
+                let (a, b) = ((hi | addr, port), (hi | 0xcb00_7101, 80));
+                Key::new(l3, 0, 6, 0, a, b, false).0
+            };
+            for n in 0..max as u64 {
+                let k = key(n);
                 let h = t.hash(&k);
                 let got = t.insert(h, &k, 0, |_| panic!("nothing expires"));
                 assert!(
@@ -337,6 +332,44 @@ fn near_keys_spread_over_the_buckets() {
                 e.flags |= flag::ASSURED;
             }
             assert_eq!(t.count, max);
+            // Grown to every bucket, each entry found where it went.
+            let (in_use, all) = t.buckets_in_use();
+            assert_eq!(in_use, all);
+            for n in 0..max as u64 {
+                let k = key(n);
+                assert!(t.find(t.hash(&k), &k).is_some(), "{l3:?} key {n}");
+            }
+            t.clear();
+            assert!(t.buckets_in_use().0 < all);
+        }
+    }
+}
+
+/// A table grows its buckets in use with its entries, a bucket at a
+/// time, and every entry stays found as the buckets split under it.
+#[test]
+fn buckets_come_into_use_as_entries_come() {
+    let mut rng = Rng(3);
+    let mut t = Table::new(100_000, rng.next_u64());
+    let key = |n: u64| Key::new(L3::V4, 0, 17, 0, (n as u128, 53), (1, 9), false).0;
+    let (first, all) = t.buckets_in_use();
+    assert!(first < all);
+    let mut last = first;
+    for n in 0..100_000u64 {
+        let k = key(n);
+        let h = t.hash(&k);
+        let (s, _) = t.insert(h, &k, 0, |_| panic!("nothing expires")).unwrap();
+        t.entry_mut(s).deadline = 1000;
+        let (in_use, _) = t.buckets_in_use();
+        assert!(in_use >= last && in_use <= last + 1);
+        // No more than 2 entries a bucket in use on average.
+        assert!(t.count <= 2 * in_use + 1 || in_use == all, "{n}");
+        last = in_use;
+        if n % 997 == 0 {
+            for m in (0..=n).step_by(13) {
+                let k = key(m);
+                assert_eq!(t.find(t.hash(&k), &k).map(|s| t.entry(s).key), Some(k));
+            }
         }
     }
 }
