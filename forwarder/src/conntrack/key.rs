@@ -29,16 +29,6 @@ impl Key {
     /// asked it (the packet is an answer).
     #[inline(always)]
     pub fn new(l3: L3, vrf: u8, proto: u8, extra: u8, a: End, b: End, asker: bool) -> (Key, bool) {
-        let tail = |lo_port: u64, hi_port: u64, rev: bool| {
-            // Whether the asking end is the higher one.
-            let hi_asks = (rev != asker) && extra != 0;
-            lo_port
-                | hi_port << 16
-                | (proto as u64) << 32
-                | (l3 as u64 | (hi_asks as u64) << 7) << 40
-                | (vrf as u64) << 48
-                | (extra as u64) << 56
-        };
         if l3 == L3::V4 {
             // An IPv4 end (address, port) fits 48 bits, compared as one
             // word: the same order as the general case's (the addresses'
@@ -53,11 +43,22 @@ impl Key {
                 0,
                 hi >> 16,
                 0,
-                tail(lo & 0xffff, hi & 0xffff, rev),
+                Key::last(l3, vrf, proto, extra, asker, rev) | lo & 0xffff | (hi & 0xffff) << 16,
             ];
             return (Key { w }, rev);
         }
         Key::wide(l3, vrf, proto, extra, a, b, asker)
+    }
+
+    /// The last word but its ports: protocol, family (with whether the
+    /// asking end is the higher one), VRF and ICMP request type.
+    #[inline(always)]
+    fn last(l3: L3, vrf: u8, proto: u8, extra: u8, asker: bool, rev: bool) -> u64 {
+        let hi_asks = (rev != asker) && extra != 0;
+        (proto as u64) << 32
+            | (l3 as u64 | (hi_asks as u64) << 7) << 40
+            | (vrf as u64) << 48
+            | (extra as u64) << 56
     }
 
     /// [`Key::new`] by the general rule, for either family: the ends
@@ -72,15 +73,6 @@ impl Key {
         b: End,
         asker: bool,
     ) -> (Key, bool) {
-        let tail = |lo_port: u64, hi_port: u64, rev: bool| {
-            let hi_asks = (rev != asker) && extra != 0;
-            lo_port
-                | hi_port << 16
-                | (proto as u64) << 32
-                | (l3 as u64 | (hi_asks as u64) << 7) << 40
-                | (vrf as u64) << 48
-                | (extra as u64) << 56
-        };
         let rev = a > b;
         let (lo, hi) = if rev { (b, a) } else { (a, b) };
         (
@@ -90,7 +82,9 @@ impl Key {
                     (lo.0 >> 64) as u64,
                     hi.0 as u64,
                     (hi.0 >> 64) as u64,
-                    tail(lo.1 as u64, hi.1 as u64, rev),
+                    Key::last(l3, vrf, proto, extra, asker, rev)
+                        | lo.1 as u64
+                        | (hi.1 as u64) << 16,
                 ],
             },
             rev,
