@@ -31,6 +31,11 @@ use routecache::pages::{Huge, Zeroable};
 /// Ways per bucket.
 pub const WAYS: usize = 8;
 
+/// Buckets in use looked at past a new key's two for an entry to drop
+/// early, when the table is full and those two hold none to drop but a
+/// free way: a small table's bucket left empty as it filled.
+const VICTIM_SCAN: usize = 16;
+
 /// Buckets in use in a new table (or fewer, in a smaller one's array).
 const FIRST_BUCKETS: usize = 64;
 
@@ -520,17 +525,7 @@ impl Table {
                     way = way.or(Some((b, w)));
                     continue;
                 }
-                // Neither assured nor still undecided: in Linux an
-                // unconfirmed connection is not in the table to be
-                // dropped, and dropping it here would lose a packet of
-                // this very burst's connection without a trace.
-                if e.flags & flag::ASSURED == 0 && e.state & UNCONFIRMED == 0 {
-                    // A refused connection's entry before any connection.
-                    let left = if e.state & REFUSED != 0 {
-                        0
-                    } else {
-                        e.deadline.wrapping_sub(now)
-                    };
+                if let Some(left) = Table::droppable(e, now) {
                     if victim.is_none_or(|(_, _, l)| left < l) {
                         victim = Some((b, w, left));
                     }
@@ -557,13 +552,17 @@ impl Table {
             // The victim's slot and way are the new entry's.
             (_, Some((b, w, _))) => {
                 let s = self.buckets[b].at[w];
-                let e = &self.entries[s as usize];
-                let room = if e.state & REFUSED != 0 {
-                    Room::Refused
-                } else {
-                    Room::EarlyDrop(e.key)
-                };
-                (b, w, s, room)
+                (b, w, s, self.room_of(s))
+            }
+            // Full, a way free but no victim in either bucket: one of a
+            // few buckets beyond gives up its entry's slot (its way
+            // freed), so that a bucket left empty as a small table filled
+            // does not refuse every key whose both choices it is.
+            (Some((b, w)), None) => {
+                let (vb, vw) = self.victim_beyond(b, now)?;
+                let s = self.buckets[vb].at[vw];
+                self.buckets[vb].set_tag(vw, 0);
+                (b, w, s, self.room_of(s))
             }
             _ => return None,
         };
@@ -575,6 +574,54 @@ impl Table {
             ..Entry::default()
         };
         Some((s as usize, room))
+    }
+
+    /// How long entry `e` has left if it may be dropped early to make
+    /// room (`None`: it may not). Neither assured nor still undecided: in
+    /// Linux an unconfirmed connection is not in the table to be dropped,
+    /// and dropping it here would lose a packet of this very burst's
+    /// connection without a trace. A refused connection's entry goes
+    /// before any connection (0 left).
+    fn droppable(e: &Entry, now: u32) -> Option<u32> {
+        if e.flags & flag::ASSURED != 0 || e.state & UNCONFIRMED != 0 || e.expired(now) {
+            return None;
+        }
+        Some(if e.state & REFUSED != 0 {
+            0
+        } else {
+            e.deadline.wrapping_sub(now)
+        })
+    }
+
+    /// What dropping the entry in slot `s` makes room from.
+    fn room_of(&self, s: u32) -> Room {
+        let e = &self.entries[s as usize];
+        if e.state & REFUSED != 0 {
+            Room::Refused
+        } else {
+            Room::EarlyDrop(e.key)
+        }
+    }
+
+    /// The droppable entry nearest its end among the [`VICTIM_SCAN`]
+    /// buckets in use after `b`: its bucket and way.
+    fn victim_beyond(&self, b: usize, now: u32) -> Option<(usize, usize)> {
+        let mut best: Option<(usize, usize, u32)> = None;
+        for d in 1..=VICTIM_SCAN.min(self.in_use - 1) {
+            let vb = (b + d) % self.in_use;
+            for w in 0..WAYS {
+                if self.buckets[vb].tag(w) == 0 {
+                    continue;
+                }
+                let e = &self.entries[self.buckets[vb].at[w] as usize];
+                if let Some(left) = Table::droppable(e, now) {
+                    if best.is_none_or(|(_, _, l)| left < l) {
+                        best = Some((vb, w, left));
+                    }
+                }
+            }
+        }
+        best.map(|(vb, w, _)| (vb, w))
     }
 
     /// Moves an entry of full bucket `b` to its other bucket, if that one

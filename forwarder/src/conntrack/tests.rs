@@ -389,6 +389,27 @@ fn first_buckets_are_even() {
     }
 }
 
+/// A full small table always finds an unassured entry to drop for a new
+/// one, also when the new key's two buckets hold none (one left empty as
+/// the table filled): a few buckets beyond give one up.
+#[test]
+fn a_full_small_table_always_drops_early() {
+    let mut rng = Rng(23);
+    for _ in 0..200 {
+        let mut t = Table::new(16, rng.next_u64());
+        let key = |n: u64| Key::new(L3::V4, 0, 17, 0, (n as u128, 5), (9, 53), false).0;
+        for n in 0..2000u64 {
+            let k = key(n);
+            let h = t.hash(&k);
+            let (s, room) = t.insert(h, &k, 0, |_| panic!("nothing expires")).unwrap();
+            assert_eq!(room == Room::Free, n < 16, "key {n}: {room:?}");
+            t.entry_mut(s).deadline = 1000 + n as u32;
+            assert_eq!(t.find(h, &k), Some(s));
+            assert_eq!(t.count, (n as usize + 1).min(16));
+        }
+    }
+}
+
 /// A table grows its buckets in use with its entries, a bucket at a
 /// time, and every entry stays found as the buckets split under it.
 #[test]
