@@ -206,7 +206,8 @@ pub struct Table {
     free: Vec<u32>,
     /// A bit per slot in use.
     used: Vec<u64>,
-    /// Buckets in use: `base + split` of the array, grown one bucket at
+    /// Buckets in use: the first `base` of the array and the images of
+    /// the `in_use - base` of them split so far, grown one bucket at
     /// a time as entries come (linear hashing, [`Table::addr`]), so that a
     /// few thousand connections in a table for a million read a few
     /// hundred KiB of buckets, not random lines of 16 MiB: with 4 KiB
@@ -215,12 +216,11 @@ pub struct Table {
     /// with a table sized for 65,536). The array is allocated whole at
     /// first, its pages touched only when its buckets come into use.
     base: usize,
-    /// The next bucket to split (below `base`).
-    split: usize,
-    /// `2 base - 1` and `base + split`, kept for [`Table::addr`]: a
-    /// lookup computes two addresses, and these save it 6 instructions.
-    wide_mask: usize,
+    /// Buckets in use (`in_use - base` is the next to split).
     in_use: usize,
+    /// `2 base - 1`, kept for [`Table::addr`] (a lookup computes two
+    /// addresses).
+    wide_mask: usize,
     /// The hash's keys ([`Table::hash`]).
     seeds: [u64; 6],
     /// Entries in use.
@@ -242,9 +242,8 @@ impl Table {
             free: (0..max as u32).rev().collect(),
             used: vec![0; max.div_ceil(64)],
             base: 0,
-            split: 0,
-            wide_mask: 0,
             in_use: 0,
+            wide_mask: 0,
             seeds: {
                 // SplitMix64's steps: six unrelated words from one.
                 let mut x = seed;
@@ -272,7 +271,8 @@ impl Table {
     }
 
     /// Buckets in use, and in the array ([`Table::grow`]).
-    pub fn buckets_in_use(&self) -> (usize, usize) {
+    #[cfg(test)]
+    pub(super) fn buckets_in_use(&self) -> (usize, usize) {
         (self.in_use, self.buckets.len())
     }
 
@@ -309,7 +309,8 @@ impl Table {
 
     /// The first bucket hash `h` addresses (tests: how evenly keys
     /// spread).
-    pub fn first_bucket(&self, h: u64) -> usize {
+    #[cfg(test)]
+    pub(super) fn first_bucket(&self, h: u64) -> usize {
         self.addr(h)
     }
 
@@ -319,7 +320,7 @@ impl Table {
         [self.addr(h), self.addr(h >> 24)]
     }
 
-    /// The bucket of hash bits `x`, among `base + split` in use: the low
+    /// The bucket of hash bits `x`, among `in_use`: the low
     /// bits below `2 base`, less `base` where that bucket is not split
     /// yet (linear hashing's address).
     #[inline(always)]
@@ -330,21 +331,21 @@ impl Table {
         std::hint::select_unpredictable(b >= self.in_use, b.wrapping_sub(self.base), b)
     }
 
-    /// Sets the buckets in use: `base` and `split`.
+    /// Sets the buckets in use: `base` unsplit, `split` of them split.
     fn set_in_use(&mut self, base: usize, split: usize) {
-        (self.base, self.split) = (base, split);
+        self.base = base;
         self.wide_mask = 2 * base - 1;
         self.in_use = base + split;
     }
 
     /// Splits one bucket if the entries average more than
     /// [`GROW_AT`] a bucket in use and the array has room: bucket
-    /// `split` becomes two, it and `split + base`, and its entries that
+    /// `in_use - base` becomes two, it and `in_use`, and its entries that
     /// no longer address it move to the new one (which is empty: at most
     /// the eight fit).
     fn grow(&mut self) {
-        let (b, base) = (self.split, self.base);
-        if self.count < GROW_AT * (base + b) || base + b >= self.buckets.len() {
+        let (base, b) = (self.base, self.in_use - self.base);
+        if self.count < GROW_AT * self.in_use || self.in_use >= self.buckets.len() {
             return;
         }
         self.set_in_use(base, b + 1);
