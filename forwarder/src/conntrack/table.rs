@@ -26,6 +26,7 @@
 
 use super::key::Key;
 use crate::decision::Decision;
+use crate::wire::L3;
 use routecache::pages::{Huge, Zeroable};
 
 /// Ways per bucket.
@@ -294,9 +295,20 @@ impl Table {
             let p = a as u128 * b as u128;
             p as u64 ^ (p >> 64) as u64
         };
-        let h = mum(k.w[0] ^ s[0], k.w[2] ^ s[1])
-            ^ mum(k.w[1] ^ s[2], k.w[3] ^ s[3])
-            ^ mum(k.w[4] ^ s[4], s[5]);
+        let h = if k.w[4] >> 40 & 1 == L3::V4 as u64 {
+            // IPv4's addresses fill a word together: one product of it
+            // and the last word, then a multiply-xorshift to mix it
+            // (callgrind: 6 instructions a packet less). Without the
+            // second step keys apart by a port alone land in buckets in
+            // a pattern: up to 5.6 % of them empty where chance leaves
+            // 1.8 % (`first_buckets_are_even`).
+            let h = mum((k.w[0] | k.w[2] << 32) ^ s[0], k.w[4] ^ s[1]);
+            (h ^ h >> 29).wrapping_mul(s[2] | 1)
+        } else {
+            mum(k.w[0] ^ s[0], k.w[2] ^ s[1])
+                ^ mum(k.w[1] ^ s[2], k.w[3] ^ s[3])
+                ^ mum(k.w[4] ^ s[4], s[5])
+        };
         // The first bucket comes from the low bits: a product's low bits
         // depend only on its factors' low bits, and where keys differ in
         // a port alone the high half moves by a step at most, so the
