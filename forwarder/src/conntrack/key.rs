@@ -136,23 +136,131 @@ impl Key {
     }
 }
 
-/// What a packet is to connection tracking.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum Seen {
-    /// A packet of connection `key`, sent by its higher end when `rev`.
-    Packet { key: Key, rev: bool, kind: Kind },
-    /// An ICMP error quoting a packet of connection `key`; it is related
+/// What a packet is to connection tracking: its connection's key
+/// (none: all zero) and one word saying the rest ([`Seen::view`]). Kept a
+/// packet a burst between the tracking stage's passes, and so packed:
+/// an enum of the same facts was stored field by field (ten stores and
+/// their spills a packet, against six).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Seen {
+    /// The connection (of a packet, or the one an error quotes).
+    pub key: Key,
+    /// Class (bits 0-1), direction or error's destination (bit 2), kind
+    /// (bits 3-5), whether the established path may take it
+    /// ([`ESTABLISHED`]) and TCP flags (bits 8-15). A whole word: the
+    /// struct has no padding to copy.
+    what: u64,
+}
+
+/// The bit of [`Seen`]'s word for a UDP datagram or a TCP segment of
+/// flag class ACK ([`tcp::Class::Ack`]): what an established
+/// connection's packets are, and what the established path
+/// (`established.rs`) takes.
+const ESTABLISHED: u64 = 1 << 6;
+
+/// [`Seen`] taken apart.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum View {
+    /// A packet of the connection ([`Seen::key`]), sent by its higher
+    /// end when `rev`.
+    Packet { rev: bool, kind: Kind },
+    /// An ICMP error quoting a packet of the connection; it is related
     /// only if it goes back to the quoted packet's source (`to_source`:
     /// Linux's check that the error's destination is the connection's).
-    /// A flag, not the address: a `Seen` is kept a packet a burst, and
-    /// the address made every one 64 bytes, not 48.
-    Error { key: Key, to_source: bool },
+    Error { to_source: bool },
     /// Fits no connection and can start none (`ct state invalid`).
-    #[default]
     Invalid,
     /// Not tracked: ICMPv6 neighbour discovery and multicast listener
     /// messages (Linux leaves them untracked too).
     Untracked,
+}
+
+const PACKET: u64 = 0;
+const ERROR: u64 = 1;
+const INVALID: u64 = 2;
+const UNTRACKED: u64 = 3;
+
+impl Seen {
+    /// Fits no connection and can start none.
+    pub const INVALID: Seen = Seen {
+        key: Key { w: [0; 5] },
+        what: INVALID,
+    };
+    /// Not tracked.
+    pub const UNTRACKED: Seen = Seen {
+        key: Key { w: [0; 5] },
+        what: UNTRACKED,
+    };
+
+    /// A packet of connection `key`, sent by its higher end when `rev`.
+    #[inline(always)]
+    pub fn packet(key: Key, rev: bool, kind: Kind) -> Seen {
+        let k = match kind {
+            Kind::Tcp(flags) => {
+                // Class ACK ([`tcp::class`]) in two tests.
+                let ack = flags & (tcp::flag::RST | tcp::flag::SYN | tcp::flag::FIN) == 0
+                    && flags & tcp::flag::ACK != 0;
+                (flags as u64) << 8 | if ack { ESTABLISHED } else { 0 }
+            }
+            Kind::Udp => 1 << 3 | ESTABLISHED,
+            Kind::IcmpRequest => 2 << 3,
+            Kind::IcmpReply => 3 << 3,
+            Kind::Other => 4 << 3,
+        };
+        Seen {
+            key,
+            what: PACKET | (rev as u64) << 2 | k,
+        }
+    }
+
+    /// An ICMP error quoting a packet of connection `key`.
+    pub fn error(key: Key, to_source: bool) -> Seen {
+        Seen {
+            key,
+            what: ERROR | (to_source as u64) << 2,
+        }
+    }
+
+    /// The connection, if the packet has one (its own, or quoted).
+    #[inline(always)]
+    pub fn key(&self) -> Option<&Key> {
+        (self.what & 2 == 0).then_some(&self.key)
+    }
+
+    /// For a packet the established path may take (a UDP datagram, a
+    /// TCP segment of class ACK): whether it goes from the key's higher
+    /// end, and whether it is TCP.
+    #[inline(always)]
+    pub fn established(&self) -> Option<(bool, bool)> {
+        (self.what & ESTABLISHED != 0).then_some((self.what & 4 != 0, self.what & 0x38 == 0))
+    }
+
+    /// What the packet is.
+    #[inline(always)]
+    pub fn view(&self) -> View {
+        let bit = self.what & 4 != 0;
+        match self.what & 3 {
+            PACKET => View::Packet {
+                rev: bit,
+                kind: match self.what >> 3 & 7 {
+                    0 => Kind::Tcp((self.what >> 8) as u8),
+                    1 => Kind::Udp,
+                    2 => Kind::IcmpRequest,
+                    3 => Kind::IcmpReply,
+                    _ => Kind::Other,
+                },
+            },
+            ERROR => View::Error { to_source: bit },
+            INVALID => View::Invalid,
+            _ => View::Untracked,
+        }
+    }
+}
+
+impl Default for Seen {
+    fn default() -> Seen {
+        Seen::INVALID
+    }
 }
 
 const _: () = assert!(std::mem::size_of::<Seen>() == 48);
@@ -212,40 +320,32 @@ pub fn seen(p: &Parsed, frame: &[u8]) -> Seen {
     let (a, b) = ((p.src, p.sport), (p.dst, p.dport));
     let key = |proto, extra, a, b, asker| Key::new(p.l3, p.vrf, proto, extra, a, b, asker);
     match p.proto {
-        proto::TCP | proto::UDP if !p.l4_ok => Seen::Invalid,
+        proto::TCP | proto::UDP if !p.l4_ok => Seen::INVALID,
         proto::TCP => {
             // The flags' byte, and a whole header (Linux: "short packet").
             let Some(&flags) = frame.get(l4 + 13) else {
-                return Seen::Invalid;
+                return Seen::INVALID;
             };
             let doff = frame.get(l4 + 12).map_or(0, |d| (d >> 4) as usize * 4);
             if doff < 20 || l4 + doff > frame.len() || !tcp::valid_flags(flags) {
-                return Seen::Invalid;
+                return Seen::INVALID;
             }
             let (key, rev) = key(proto::TCP, 0, a, b, false);
-            Seen::Packet {
-                key,
-                rev,
-                kind: Kind::Tcp(flags),
-            }
+            Seen::packet(key, rev, Kind::Tcp(flags))
         }
         proto::UDP => {
             let (key, rev) = key(proto::UDP, 0, a, b, false);
-            Seen::Packet {
-                key,
-                rev,
-                kind: Kind::Udp,
-            }
+            Seen::packet(key, rev, Kind::Udp)
         }
         proto::ICMP | proto::ICMPV6 => {
             let v6 = p.proto == proto::ICMPV6;
             if !p.l4_ok || v6 != (p.l3 == L3::V6) {
-                return Seen::Invalid;
+                return Seen::INVALID;
             }
             let t = (p.sport >> 8) as u8;
             if let Some((req, answer)) = query(v6, t) {
                 let Some(id) = be16(frame, l4 + 4) else {
-                    return Seen::Invalid;
+                    return Seen::INVALID;
                 };
                 let (key, rev) = key(p.proto, req, (p.src, id), (p.dst, id), answer);
                 let kind = if answer {
@@ -253,23 +353,19 @@ pub fn seen(p: &Parsed, frame: &[u8]) -> Seen {
                 } else {
                     Kind::IcmpRequest
                 };
-                return Seen::Packet { key, rev, kind };
+                return Seen::packet(key, rev, kind);
             }
             if is_error(v6, t) {
-                return quoted(p, frame, v6).unwrap_or(Seen::Invalid);
+                return quoted(p, frame, v6).unwrap_or(Seen::INVALID);
             }
             if v6 && matches!(t, 130..=137 | 143) {
-                return Seen::Untracked;
+                return Seen::UNTRACKED;
             }
-            Seen::Invalid
+            Seen::INVALID
         }
         other => {
             let (key, rev) = key(other, 0, (p.src, 0), (p.dst, 0), false);
-            Seen::Packet {
-                key,
-                rev,
-                kind: Kind::Other,
-            }
+            Seen::packet(key, rev, Kind::Other)
         }
     }
 }
@@ -311,8 +407,5 @@ fn quoted(p: &Parsed, frame: &[u8], v6: bool) -> Option<Seen> {
         }
         other => key(other, 0, (src, 0), (dst, 0), false),
     };
-    Some(Seen::Error {
-        key,
-        to_source: p.dst == src,
-    })
+    Some(Seen::error(key, p.dst == src))
 }

@@ -34,17 +34,21 @@
 //! decision is kept where sets match Ethernet addresses (not part of the
 //! key).
 
+mod established;
 pub mod key;
 mod refused;
 pub mod table;
 pub mod tcp;
 #[cfg(test)]
 mod tests;
+mod timeouts;
 mod view;
 
 use crate::decision::Decision;
-use key::{Key, Kind, Seen};
+use key::{Key, Kind, Seen, View};
 use table::{flag, Entry, Room, Table, CHALLENGE, LAST_SYN, REFUSED, TCP_STATE, UNCONFIRMED};
+pub use timeouts::ticks;
+use timeouts::Timeouts;
 pub use view::{CtStats, CtView};
 
 /// `ct state` bits, as nft numbers them.
@@ -62,20 +66,6 @@ pub mod state {
     pub const UNTRACKED: u8 = 64;
 }
 
-/// Milliseconds of [`crate::clock::now_ms`] per tick of the deadlines:
-/// a `u32` of 16 ms ticks spans 2.2 years, compared with wrapping
-/// arithmetic (a timeout may be up to a year).
-const TICK_SHIFT: u32 = 4;
-
-/// The deadline clock now.
-pub fn ticks() -> u32 {
-    (crate::clock::now_ms() >> TICK_SHIFT) as u32
-}
-
-fn ticks_of(secs: u32) -> u32 {
-    ((secs as u64 * 1000) >> TICK_SHIFT) as u32
-}
-
 /// The seed of [`owner`]'s hash: one for the process, so that every
 /// worker, and every snapshot, names the same owner.
 static OWNER_SEED: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
@@ -87,10 +77,7 @@ static OWNER_SEED: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
 /// both directions meet one table whatever the ports' steering.
 #[inline]
 pub fn owner(seen: &Seen, workers: usize) -> Option<usize> {
-    let k = match seen {
-        Seen::Packet { key, .. } | Seen::Error { key, .. } => key,
-        Seen::Invalid | Seen::Untracked => return None,
-    };
+    let k = seen.key()?;
     let seed = *OWNER_SEED.get_or_init(|| {
         let s = std::collections::hash_map::RandomState::new();
         std::hash::BuildHasher::hash_one(&s, 0x006f_776e_6572_u64)
@@ -168,36 +155,6 @@ impl Tracked {
     }
 }
 
-/// Timeouts in ticks.
-#[derive(Clone, Copy, Debug)]
-struct Timeouts {
-    /// By TCP state, [`tcp::NONE`] to [`tcp::SYN_SENT2`].
-    tcp: [u32; 10],
-    udp: u32,
-    udp_stream: u32,
-    icmp: u32,
-    generic: u32,
-}
-
-impl Timeouts {
-    fn of(t: &config::CtTimeouts) -> Timeouts {
-        let mut tcp = [0; 10];
-        for (i, s) in t.tcp.iter().enumerate() {
-            tcp[i + 1] = ticks_of(*s);
-        }
-        // SYN_SENT2 has SYN_SENT's (Linux: both 2 minutes).
-        tcp[tcp::SYN_SENT2 as usize] = tcp[tcp::SYN_SENT as usize];
-        tcp[tcp::NONE as usize] = tcp[tcp::SYN_SENT as usize];
-        Timeouts {
-            tcp,
-            udp: ticks_of(t.udp),
-            udp_stream: ticks_of(t.udp_stream),
-            icmp: ticks_of(t.icmp),
-            generic: ticks_of(t.generic),
-        }
-    }
-}
-
 /// One worker's connection tracking.
 pub struct Tracker {
     table: Table,
@@ -225,6 +182,12 @@ impl Tracker {
     pub fn new(c: &config::Conntrack, max: usize) -> Tracker {
         let seed = std::collections::hash_map::RandomState::new();
         let seed = std::hash::BuildHasher::hash_one(&seed, 0x6374_u64);
+        Tracker::seeded(c, max, seed)
+    }
+
+    /// [`Tracker::new`] with its table's hash keyed by `seed` (tests:
+    /// two trackers alike slot for slot).
+    fn seeded(c: &config::Conntrack, max: usize, seed: u64) -> Tracker {
         let table = Table::new(max, seed);
         let slots = table.slots();
         Tracker {
@@ -327,13 +290,12 @@ impl Tracker {
     }
 
     /// The table's hash of the connection a packet seen as `seen` belongs
-    /// to (0 for none).
+    /// to (for a packet of none, of an all-zero key).
     #[inline(always)]
     pub fn hash(&self, seen: &Seen) -> u64 {
-        match seen {
-            Seen::Packet { key, .. } | Seen::Error { key, .. } => self.table.hash(key),
-            _ => 0,
-        }
+        // Without a test: the key of a packet of no connection is all
+        // zero, its hash as good as any.
+        self.table.hash(&seen.key)
     }
 
     /// Brings the tags of hash `h`'s bucket towards the cache (a burst's
@@ -352,7 +314,9 @@ impl Tracker {
 
     /// [`Tracker::track`] of a packet already [`key::seen`], its hash
     /// `h` ([`Tracker::hash`]) and the slot [`Tracker::prefetch_entry`]
-    /// gave for it ([`table::NO_SLOT`] if not called).
+    /// gave for it ([`table::NO_SLOT`] if not called): the general path,
+    /// through the protocols' state machines. The pipeline tries the
+    /// established path ([`Tracker::established`]) first.
     #[inline]
     pub fn track_seen(
         &mut self,
@@ -365,14 +329,15 @@ impl Tracker {
         let mut t = Tracked::unattached(state::INVALID, 0);
         // By reference: the key copied out of `seen` cost 3 instructions
         // a packet.
-        match seen {
-            Seen::Invalid => self.stats.invalid += 1,
-            Seen::Untracked => t.state = state::UNTRACKED,
-            Seen::Error { key, to_source } => {
+        let key = &seen.key;
+        match seen.view() {
+            View::Invalid => self.stats.invalid += 1,
+            View::Untracked => t.state = state::UNTRACKED,
+            View::Error { to_source } => {
                 match self.live(h, key, hint) {
                     // The error goes back to the quoted packet's sender.
                     Some(s)
-                        if *to_source
+                        if to_source
                             && self.table.entry(s).state & (UNCONFIRMED | REFUSED) == 0 =>
                     {
                         t.state = state::RELATED
@@ -380,7 +345,7 @@ impl Tracker {
                     _ => self.stats.invalid += 1,
                 }
             }
-            &Seen::Packet { ref key, rev, kind } => {
+            View::Packet { rev, kind } => {
                 let Some(s) = self.live(h, key, hint) else {
                     if opens(kind) {
                         return (self.open(h, key, rev, kind, len), None);
@@ -628,7 +593,7 @@ impl Tracker {
         let s = t.slot as usize;
         // The entry is still the packet's: a later packet of the burst may
         // have ended it (a reset), and its slot been taken since.
-        let Seen::Packet { key, .. } = seen else {
+        let (View::Packet { .. }, key) = (seen.view(), &seen.key) else {
             return true;
         };
         if !self.table.used(s) || !self.table.entry(s).key.same(key) {
@@ -730,7 +695,7 @@ impl Tracker {
                 _ => "unknown".into(),
             },
             protonum: p,
-            timeout: (left << TICK_SHIFT) / 1000,
+            timeout: (left << timeouts::TICK_SHIFT) / 1000,
             state: if p == crate::wire::proto::TCP {
                 tcp::NAMES
                     .get((e.state & TCP_STATE) as usize)

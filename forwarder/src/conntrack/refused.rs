@@ -16,13 +16,14 @@
 //! invalid.
 
 use super::table::{flag, REFUSED};
-use super::{opens, state, Kind, Seen, Tracked, Tracker, TICK_SHIFT};
+use super::timeouts::TICK_SHIFT;
+use super::{opens, state, Kind, Seen, Tracked, Tracker, View};
 use crate::decision::Decision;
 
 /// How long a refused entry stays after its flow's last packet, in
 /// ticks: 2 s, a little over a client's first SYN retransmission, and
 /// short, since a flow that stopped has no use for it.
-const REFUSED_TICKS: u32 = (2000 >> TICK_SHIFT) as u32;
+pub(super) const REFUSED_TICKS: u32 = (2000 >> TICK_SHIFT) as u32;
 
 impl Tracker {
     /// The opening packet of the connection in slot `s` (not confirmed)
@@ -78,8 +79,8 @@ impl Tracker {
     /// port): it opens the connection anew in the same slot, and goes
     /// through the sets and the routes.
     pub fn reopen(&mut self, t: &Tracked, seen: &Seen, len: usize) -> Tracked {
-        match *seen {
-            Seen::Packet { rev, kind, .. }
+        match seen.view() {
+            View::Packet { rev, kind }
                 if t.refused && self.table.entry(t.slot as usize).state & REFUSED != 0 =>
             {
                 self.unrefuse(t.slot as usize, rev, kind, len)

@@ -458,6 +458,12 @@ impl Table {
         &self.entries[s]
     }
 
+    /// The entry in slot `s`, if there is such a slot, to change.
+    #[inline(always)]
+    pub fn get_mut(&mut self, s: usize) -> Option<&mut Entry> {
+        self.entries.get_mut(s)
+    }
+
     /// The entry in slot `s`, to change.
     #[inline(always)]
     pub fn entry_mut(&mut self, s: usize) -> &mut Entry {

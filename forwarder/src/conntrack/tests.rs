@@ -1,4 +1,4 @@
-use super::key::{seen, Key, Kind, Seen};
+use super::key::{seen, Key, Kind, Seen, View};
 use super::table::{flag, Room, Table, NO_SLOT};
 use super::*;
 use crate::wire::build::{ipv4, ipv6, L4};
@@ -70,8 +70,8 @@ fn packets_are_seen_as_linux_sees_them() {
         f[34 + 13] = flags;
         f
     };
-    let kind = |f: &[u8]| match seen(&parse(f).unwrap(), f) {
-        Seen::Packet { kind, .. } => Some(kind),
+    let kind = |f: &[u8]| match seen(&parse(f).unwrap(), f).view() {
+        View::Packet { kind, .. } => Some(kind),
         _ => None,
     };
     assert_eq!(kind(&tcp(tcp::flag::SYN)), Some(Kind::Tcp(tcp::flag::SYN)));
@@ -79,22 +79,22 @@ fn packets_are_seen_as_linux_sees_them() {
     // A TCP header cut short is invalid.
     let mut short = tcp(tcp::flag::ACK);
     short[34 + 12] = 0xf0;
-    assert_eq!(seen(&parse(&short).unwrap(), &short), Seen::Invalid);
+    assert_eq!(seen(&parse(&short).unwrap(), &short), Seen::INVALID);
     let echo = ipv4(0xc000_0201, 0xc633_6401, 64, L4::Icmp(8, 0), 4);
     assert_eq!(kind(&echo), Some(Kind::IcmpRequest));
     let reply = ipv6(1, 2, 64, L4::Icmp(129, 0), 0);
     assert_eq!(kind(&reply), Some(Kind::IcmpReply));
     let ns = ipv6(1, 2, 255, L4::Icmp(135, 0), 16);
-    assert_eq!(seen(&parse(&ns).unwrap(), &ns), Seen::Untracked);
+    assert_eq!(seen(&parse(&ns).unwrap(), &ns), Seen::UNTRACKED);
     let redirect_v6 = ipv6(1, 2, 255, L4::Icmp(137, 0), 16);
     assert_eq!(
         seen(&parse(&redirect_v6).unwrap(), &redirect_v6),
-        Seen::Untracked
+        Seen::UNTRACKED
     );
     let router_advert = ipv4(1, 2, 1, L4::Icmp(9, 0), 8);
     assert_eq!(
         seen(&parse(&router_advert).unwrap(), &router_advert),
-        Seen::Invalid
+        Seen::INVALID
     );
     // An error quoting a UDP datagram names its connection and sender.
     let inner = ipv4(0xc000_0201, 0xc633_6401, 64, L4::Udp(5353, 53), 0);
@@ -117,18 +117,44 @@ fn packets_are_seen_as_linux_sees_them() {
         false,
     )
     .0;
-    assert_eq!(
-        seen(&p, &err),
-        Seen::Error {
-            key: want,
-            to_source: true
-        }
-    );
+    assert_eq!(seen(&p, &err), Seen::error(want, true));
     // Cut inside the quote: invalid.
     let cut = &err[..50];
     let mut p = parse(&err).unwrap();
     p.l4_ok = true;
-    assert_eq!(seen(&p, cut), Seen::Invalid);
+    assert_eq!(seen(&p, cut), Seen::INVALID);
+}
+
+/// A packed `Seen` says what it was made from, and the established
+/// path's bit is set for UDP and TCP's flag class ACK alone.
+#[test]
+fn seen_words_round_trip() {
+    let (key, _) = Key::new(L3::V4, 0, 6, 0, (1, 2), (3, 4), false);
+    for rev in [false, true] {
+        let mut kinds = vec![Kind::Udp, Kind::IcmpRequest, Kind::IcmpReply, Kind::Other];
+        kinds.extend((0..=255).map(Kind::Tcp));
+        for kind in kinds {
+            let s = Seen::packet(key, rev, kind);
+            assert_eq!(s.view(), View::Packet { rev, kind });
+            assert_eq!(s.key(), Some(&key));
+            let fast = match kind {
+                Kind::Tcp(f) => tcp::class(f) == tcp::Class::Ack,
+                k => k == Kind::Udp,
+            };
+            let is_tcp = matches!(kind, Kind::Tcp(_));
+            assert_eq!(s.established(), fast.then_some((rev, is_tcp)), "{kind:?}");
+        }
+    }
+    for to_source in [false, true] {
+        let s = Seen::error(key, to_source);
+        assert_eq!((s.view(), s.key()), (View::Error { to_source }, Some(&key)));
+        assert_eq!(s.established(), None);
+    }
+    for s in [Seen::INVALID, Seen::UNTRACKED] {
+        assert_eq!((s.key(), s.established()), (None, None));
+    }
+    assert_eq!(Seen::INVALID.view(), View::Invalid);
+    assert_eq!(Seen::UNTRACKED.view(), View::Untracked);
 }
 
 /// The table against a map: random inserts, finds (also from a slot
@@ -469,11 +495,7 @@ fn owners_spread() {
                 (0xc633_6402, 7000),
                 false,
             );
-            let seen = Seen::Packet {
-                key,
-                rev,
-                kind: Kind::Udp,
-            };
+            let seen = Seen::packet(key, rev, Kind::Udp);
             n[owner(&seen, workers).unwrap()] += 1;
         }
         for c in &n {
@@ -483,17 +505,160 @@ fn owners_spread() {
         let first: std::collections::BTreeSet<usize> = (0..8 * workers as u16)
             .map(|port| {
                 let (key, rev) = Key::new(L3::V4, 0, 17, 0, (1, 20000 + port), (2, 53), false);
-                owner(
-                    &Seen::Packet {
-                        key,
-                        rev,
-                        kind: Kind::Udp,
-                    },
-                    workers,
-                )
-                .unwrap()
+                owner(&Seen::packet(key, rev, Kind::Udp), workers).unwrap()
             })
             .collect();
         assert_eq!(first.len(), workers);
+    }
+}
+
+/// The established path (`established.rs`) is the general path where it
+/// takes a packet: two trackers alike slot for slot, one taking each
+/// packet the established way where it can and the general way
+/// otherwise (as the pipeline does), the other always the general way,
+/// meet random packets of a few connections (TCP flags of every class,
+/// both directions, refused flows, stale and wrong slot hints, expiry,
+/// new epochs, decisions kept or not): every packet's tracking, every
+/// entry, the counters and the per-connection counts stay equal.
+#[test]
+fn established_path_is_the_general_one() {
+    use tcp::flag::*;
+    const FLAGS: [u8; 14] = [
+        ACK,
+        ACK,
+        ACK,
+        ACK,
+        ACK,
+        ACK,
+        ACK | PSH,
+        ACK | URG,
+        ACK | ECE | CWR,
+        SYN,
+        SYN | ACK,
+        FIN | ACK,
+        RST,
+        RST | ACK,
+    ];
+    for (round, acct) in [(0u64, false), (1, true), (2, false), (3, true)] {
+        let c = config::Conntrack {
+            enabled: true,
+            max: 48,
+            acct,
+            ..config::Conntrack::default()
+        };
+        let seed = 0x5eed ^ round;
+        let (mut a, mut b) = (
+            Tracker::seeded(&c, c.max, seed),
+            Tracker::seeded(&c, c.max, seed),
+        );
+        let mut rng = Rng(round + 41);
+        let mut now = 1000u32;
+        let (mut taken, mut refused) = (0, 0);
+        for step in 0..40_000 {
+            // A few hosts and ports each way: connections recur, and the
+            // table fills (early drops, refused entries taken first).
+            let v6 = rng.below(8) == 0;
+            let l3 = if v6 { L3::V6 } else { L3::V4 };
+            let x = (1 + rng.below(2) as u128, 1000 + rng.below(4) as u16);
+            let y = (9, 53 + rng.below(2) as u16);
+            let (src, dst) = if rng.below(2) == 0 { (x, y) } else { (y, x) };
+            let seen = match rng.below(16) {
+                0..=6 => {
+                    let (key, rev) = Key::new(l3, 0, 17, 0, src, dst, false);
+                    Seen::packet(key, rev, Kind::Udp)
+                }
+                7..=13 => {
+                    let (key, rev) = Key::new(l3, 0, 6, 0, src, dst, false);
+                    let flags = FLAGS[rng.below(FLAGS.len() as u64) as usize];
+                    Seen::packet(key, rev, Kind::Tcp(flags))
+                }
+                14 => {
+                    let answer = rng.below(2) == 0;
+                    let (key, rev) = Key::new(l3, 0, 1, 8, (src.0, 7), (dst.0, 7), answer);
+                    let kind = if answer {
+                        Kind::IcmpReply
+                    } else {
+                        Kind::IcmpRequest
+                    };
+                    Seen::packet(key, rev, kind)
+                }
+                _ => {
+                    let (key, _) = Key::new(l3, 0, 17, 0, src, dst, false);
+                    Seen::error(key, rng.below(2) == 0)
+                }
+            };
+            match rng.below(400) {
+                0..=2 => now = now.wrapping_add(rng.below(3000) as u32),
+                6 => {
+                    a.new_epoch();
+                    b.new_epoch();
+                }
+                _ => now = now.wrapping_add(1),
+            }
+            a.set_now(now);
+            b.set_now(now);
+            let h = a.hash(&seen);
+            assert_eq!(h, b.hash(&seen));
+            let hint = match rng.below(20) {
+                0 => table::NO_SLOT,
+                1 => rng.below(c.max as u64) as u32,
+                _ => a.prefetch_entry(h),
+            };
+            let len = 64 + rng.below(1400) as usize;
+            let cached = rng.below(10) != 0;
+            let mut t = Tracked::default();
+            let fast = if cached {
+                a.established(&seen, hint, || len, &mut t)
+            } else {
+                None
+            };
+            let ra = match fast {
+                Some(d) => {
+                    taken += 1;
+                    refused += t.refused as usize;
+                    (t, Some(d))
+                }
+                None => a.track_seen(&seen, h, hint, len, cached),
+            };
+            let rb = b.track_seen(&seen, h, hint, len, cached);
+            assert_eq!(ra, rb, "round {round} step {step}: {seen:?}");
+            if ra.1.is_none() {
+                let d = if rng.below(4) == 0 {
+                    Decision::drop(1, crate::reason::DropReason::Rule)
+                } else {
+                    Decision::forward(2, rng.below(3) as u32)
+                };
+                let keep = rng.below(8) != 0;
+                assert_eq!(
+                    a.commit(&ra.0, &seen, h, d, keep),
+                    b.commit(&rb.0, &seen, h, d, keep)
+                );
+            }
+            if ra.0.slot != NO_SLOT {
+                let s = ra.0.slot as usize;
+                assert_eq!(
+                    format!("{:?}", a.table.entry(s)),
+                    format!("{:?}", b.table.entry(s)),
+                    "round {round} step {step}"
+                );
+            }
+            if step % 1000 == 0 {
+                for s in 0..c.max {
+                    assert_eq!(a.table.used(s), b.table.used(s));
+                    assert_eq!(
+                        format!("{:?}", a.table.entry(s)),
+                        format!("{:?}", b.table.entry(s))
+                    );
+                }
+            }
+        }
+        assert_eq!(a.stats(), b.stats());
+        assert_eq!(a.counts, b.counts);
+        // The established path took a good share, refused flows among
+        // them.
+        assert!(
+            taken > 4000 && refused > 100,
+            "{taken} taken, {refused} refused"
+        );
     }
 }

@@ -325,7 +325,7 @@ impl Pipeline {
             iif: [0; MAX_BURST],
             oif: [0; MAX_BURST],
             forwarding: 0,
-            ct_seen: [crate::conntrack::key::Seen::Invalid; MAX_BURST],
+            ct_seen: [crate::conntrack::key::Seen::INVALID; MAX_BURST],
             ct_hash: [0; MAX_BURST],
             ct_hint: [0; MAX_BURST],
             flow_locs: [Loc::default(); MAX_BURST],

@@ -54,10 +54,30 @@ impl Pipeline {
         // Three passes, as the flow cache's: what each packet is, its
         // hash and its buckets' tags prefetched; then its entry
         // prefetched; then tracked. A burst's cache misses overlap.
+        self.see(&ct, burst, n, workers);
+        if workers > 1 {
+            self.send_handed();
+        }
+        self.prefetch_entries(&ct, n);
+        let left = self.track_burst(&mut ct, burst, n, cached);
+        self.conntrack = Some(ct);
+        left
+    }
+
+    /// The first pass: what each packet still going is to connection
+    /// tracking ([`crate::conntrack::key::seen`]), its hash, and its
+    /// first bucket's tags prefetched; packets of another worker's
+    /// connections handed off.
+    #[inline(always)]
+    fn see(&mut self, ct: &Tracker, burst: &Burst, n: usize, workers: usize) {
+        let n = n.min(crate::port::MAX_BURST);
         for i in 0..n {
-            self.tracked[i] = Tracked::default();
-            self.ct_state[i] = 0;
+            // What the explanation reads of a packet not tracked; the
+            // third pass writes the others' (and `hand_off` those it
+            // hands).
             if self.fate[i] != Fate::Go {
+                self.tracked[i] = Tracked::default();
+                self.ct_state[i] = 0;
                 continue;
             }
             self.ct_seen[i] = crate::conntrack::key::seen(&self.parsed[i], burst.frame(i));
@@ -73,47 +93,78 @@ impl Pipeline {
             ct.prefetch_tags(h);
             self.ct_hash[i] = h;
         }
-        if workers > 1 {
-            self.send_handed();
-        }
+    }
+
+    /// The second pass: each packet's likely entry prefetched.
+    #[inline(always)]
+    fn prefetch_entries(&mut self, ct: &Tracker, n: usize) {
+        let n = n.min(crate::port::MAX_BURST);
         for i in 0..n {
             if self.fate[i] == Fate::Go {
                 self.ct_hint[i] = ct.prefetch_entry(self.ct_hash[i]);
             }
         }
+    }
+
+    /// The third pass: each packet tracked, and the decision its
+    /// connection keeps taken; returns how many are left for the sets.
+    #[inline(always)]
+    fn track_burst(&mut self, ct: &mut Tracker, burst: &Burst, n: usize, cached: bool) -> usize {
+        let n = n.min(crate::port::MAX_BURST);
+        // The established path where a stored decision can be taken as
+        // it is (bound to no port).
+        let fast = cached && !self.bind_port;
         let mut left = 0;
         for i in 0..n {
             if self.fate[i] != Fate::Go {
                 continue;
             }
-            let len = burst.frame_len(i);
-            let (t, d) = ct.track_seen(
-                &self.ct_seen[i],
-                self.ct_hash[i],
-                self.ct_hint[i],
-                len,
-                cached,
-            );
-            self.tracked[i] = t;
-            self.ct_state[i] = t.state;
-            match d {
-                Some(d) if !self.bind_port => self.take_decision(i, d),
-                // A decision bound to another port is none for this
-                // packet (out of line: see `bound_decision`).
-                Some(d) if self.bound_decision(i, d) => {}
-                _ => {
-                    if t.refused {
-                        // A refused flow's decision bound to another
-                        // port: the packet opens the connection anew.
-                        self.tracked[i] = ct.reopen(&t, &self.ct_seen[i], len);
-                    }
-                    self.pending[i] = true;
-                    left += 1;
+            if fast {
+                let len = || burst.frame_len(i);
+                if let Some(d) =
+                    ct.established(&self.ct_seen[i], self.ct_hint[i], len, &mut self.tracked[i])
+                {
+                    self.ct_state[i] = self.tracked[i].state;
+                    self.take_decision(i, d);
+                    continue;
                 }
             }
+            left += self.track_one(ct, burst, i, cached) as usize;
         }
-        self.conntrack = Some(ct);
         left
+    }
+
+    /// Packet `i` tracked by the general path; true if it is left for
+    /// the sets. Out of line: inlined, its values spilled the
+    /// established path's.
+    #[inline(never)]
+    fn track_one(&mut self, ct: &mut Tracker, burst: &Burst, i: usize, cached: bool) -> bool {
+        let len = burst.frame_len(i);
+        let (t, d) = ct.track_seen(
+            &self.ct_seen[i],
+            self.ct_hash[i],
+            self.ct_hint[i],
+            len,
+            cached,
+        );
+        self.tracked[i] = t;
+        self.ct_state[i] = t.state;
+        match d {
+            Some(d) if !self.bind_port => self.take_decision(i, d),
+            // A decision bound to another port is none for this
+            // packet (out of line: see `bound_decision`).
+            Some(d) if self.bound_decision(i, d) => {}
+            _ => {
+                if t.refused {
+                    // A refused flow's decision bound to another
+                    // port: the packet opens the connection anew.
+                    self.tracked[i] = ct.reopen(&t, &self.ct_seen[i], len);
+                }
+                self.pending[i] = true;
+                return true;
+            }
+        }
+        false
     }
 
     /// Packet `i` takes decision `d` if it is bound to the packet's port;
@@ -136,6 +187,8 @@ impl Pipeline {
     #[cold]
     #[inline(never)]
     fn hand_off(&mut self, burst: &Burst, i: usize, to: usize) {
+        self.tracked[i] = Tracked::default();
+        self.ct_state[i] = 0;
         let mut handed = false;
         if let (Some(r), Some(slot)) = (&self.router, self.handing.get_mut(to)) {
             if slot.is_none() {
