@@ -12,9 +12,12 @@ use crate::wire::{proto, Parsed, L3};
 /// in Linux). Five words, compared whole.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct Key {
-    /// The lower end's address (2 words), the higher end's (2 words), and
-    /// the lower port, the higher port, protocol, family, VRF and the ICMP
-    /// request type, from the lowest bits.
+    /// IPv6: the lower end's address (2 words), the higher end's (2
+    /// words), and the lower port, the higher port, protocol, family, VRF
+    /// and the ICMP request type, from the lowest bits. IPv4: each end
+    /// (address above port) in one word (words 0 and 2; 1 and 3 zero),
+    /// and in the last word the same but the ports: an IPv4 key is built
+    /// and hashed without splitting its ends.
     pub w: [u64; 5],
 }
 
@@ -37,21 +40,20 @@ impl Key {
             let x = (a.0 as u64) << 16 | a.1 as u64;
             let y = (b.0 as u64) << 16 | b.1 as u64;
             let rev = x > y;
-            let (lo, hi) = (x.min(y), x.max(y));
-            let w = [
-                lo >> 16,
-                0,
-                hi >> 16,
-                0,
-                Key::last(l3, vrf, proto, extra, asker, rev) | lo & 0xffff | (hi & 0xffff) << 16,
-            ];
-            return (Key { w }, rev);
+            let last = Key::last(l3, vrf, proto, extra, asker, rev);
+            return (
+                Key {
+                    w: [x.min(y), 0, x.max(y), 0, last],
+                },
+                rev,
+            );
         }
         Key::wide(l3, vrf, proto, extra, a, b, asker)
     }
 
-    /// The last word but its ports: protocol, family (with whether the
-    /// asking end is the higher one), VRF and ICMP request type.
+    /// The last word but its ports (IPv6's): protocol, family (with
+    /// whether the asking end is the higher one), VRF and ICMP request
+    /// type.
     #[inline(always)]
     fn last(l3: L3, vrf: u8, proto: u8, extra: u8, asker: bool, rev: bool) -> u64 {
         let hi_asks = (rev != asker) && extra != 0;
@@ -75,6 +77,16 @@ impl Key {
     ) -> (Key, bool) {
         let rev = a > b;
         let (lo, hi) = if rev { (b, a) } else { (a, b) };
+        let last = Key::last(l3, vrf, proto, extra, asker, rev);
+        if l3 == L3::V4 {
+            let end = |(a, p): End| (a as u64) << 16 | p as u64;
+            return (
+                Key {
+                    w: [end(lo), 0, end(hi), 0, last],
+                },
+                rev,
+            );
+        }
         (
             Key {
                 w: [
@@ -82,9 +94,7 @@ impl Key {
                     (lo.0 >> 64) as u64,
                     hi.0 as u64,
                     (hi.0 >> 64) as u64,
-                    Key::last(l3, vrf, proto, extra, asker, rev)
-                        | lo.1 as u64
-                        | (hi.1 as u64) << 16,
+                    last | lo.1 as u64 | (hi.1 as u64) << 16,
                 ],
             },
             rev,
@@ -105,6 +115,10 @@ impl Key {
     /// The lower end and the higher end.
     pub fn ends(&self) -> (End, End) {
         let w = &self.w;
+        if self.l3() == L3::V4 {
+            let end = |e: u64| ((e >> 16) as u128, e as u16);
+            return (end(w[0]), end(w[2]));
+        }
         (
             (w[0] as u128 | (w[1] as u128) << 64, w[4] as u16),
             (w[2] as u128 | (w[3] as u128) << 64, (w[4] >> 16) as u16),
