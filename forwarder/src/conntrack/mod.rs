@@ -299,17 +299,18 @@ impl Tracker {
     }
 
     /// Brings the tags of hash `h`'s bucket towards the cache (a burst's
-    /// first pass).
+    /// first pass); returns the bucket, for [`Tracker::prefetch_entry`].
     #[inline(always)]
-    pub fn prefetch_tags(&self, h: u64) {
-        self.table.prefetch(h);
+    pub fn prefetch_tags(&self, h: u64) -> u32 {
+        self.table.prefetch(h)
     }
 
     /// Brings the entry hash `h` likely names towards the cache (a
-    /// burst's second pass).
+    /// burst's second pass), `b` its first bucket
+    /// ([`Tracker::prefetch_tags`]); returns its slot.
     #[inline(always)]
-    pub fn prefetch_entry(&self, h: u64) -> u32 {
-        self.table.prefetch_entry(h)
+    pub fn prefetch_entry(&self, h: u64, b: u32) -> u32 {
+        self.table.prefetch_entry_in(h, b)
     }
 
     /// [`Tracker::track`] of a packet already [`key::seen`], its hash

@@ -390,11 +390,14 @@ impl Table {
     }
 
     /// Brings the key's first bucket towards the cache (where its entry
-    /// is, unless that bucket was full when it went in).
+    /// is, unless that bucket was full when it went in); returns that
+    /// bucket, for [`Table::prefetch_entry_in`] (the table does not
+    /// change between the two).
     #[inline(always)]
-    pub fn prefetch(&self, h: u64) {
+    pub fn prefetch(&self, h: u64) -> u32 {
         let b = self.addr(h);
         routecache::pages::prefetch_ptr(self.buckets.as_ptr().wrapping_add(b));
+        b as u32
     }
 
     /// Brings towards the cache the entry of the first way of the key's
@@ -404,8 +407,16 @@ impl Table {
     /// that entry's slot ([`NO_SLOT`] if none), for [`Table::find_from`].
     #[inline(always)]
     pub fn prefetch_entry(&self, h: u64) -> u32 {
+        self.prefetch_entry_in(h, self.addr(h) as u32)
+    }
+
+    /// [`Table::prefetch_entry`] of hash `h` whose first bucket is `b`
+    /// (from [`Table::prefetch`]: a burst's second pass computes it
+    /// again no more).
+    #[inline(always)]
+    pub fn prefetch_entry_in(&self, h: u64, b: u32) -> u32 {
         // The second bucket's address only where it is wanted.
-        let b = &self.buckets[self.addr(h)];
+        let b = &self.buckets[b as usize];
         let m = b.tagged(Table::tag(h));
         if m != 0 {
             let s = b.at[m.trailing_zeros() as usize];

@@ -602,7 +602,7 @@ fn established_path_is_the_general_one() {
             let hint = match rng.below(20) {
                 0 => table::NO_SLOT,
                 1 => rng.below(c.max as u64) as u32,
-                _ => a.prefetch_entry(h),
+                _ => a.prefetch_entry(h, a.prefetch_tags(h)),
             };
             let len = 64 + rng.below(1400) as usize;
             let cached = rng.below(10) != 0;

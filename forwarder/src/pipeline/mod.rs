@@ -115,10 +115,14 @@ pub struct Pipeline {
     /// The flow cache, when configured (and the sets fit in its entries,
     /// and connection tracking is off).
     flows: Option<FlowCache>,
-    /// Connection tracking, when on; per packet of the burst what it
-    /// found, and its `ct state` (what the sets read).
+    /// Connection tracking, when on.
     conntrack: Option<crate::conntrack::Tracker>,
+    /// Per packet, what connection tracking found: whole for the
+    /// packets left to the sets (their decision is committed with it);
+    /// of those that took a stored decision only `refused` (what the
+    /// explanation reads), the rest stale.
     tracked: [crate::conntrack::Tracked; MAX_BURST],
+    /// Per packet, its `ct state` (what the sets read).
     ct_state: [u8; MAX_BURST],
     /// Per packet of the burst, its port's name (`meta iifname`; filled
     /// only when a set reads it).

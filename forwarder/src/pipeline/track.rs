@@ -90,7 +90,8 @@ impl Pipeline {
                 }
             }
             let h = ct.hash(&self.ct_seen[i]);
-            ct.prefetch_tags(h);
+            // The bucket until the next pass, the slot after it.
+            self.ct_hint[i] = ct.prefetch_tags(h);
             self.ct_hash[i] = h;
         }
     }
@@ -101,7 +102,7 @@ impl Pipeline {
         let n = n.min(crate::port::MAX_BURST);
         for i in 0..n {
             if self.fate[i] == Fate::Go {
-                self.ct_hint[i] = ct.prefetch_entry(self.ct_hash[i]);
+                self.ct_hint[i] = ct.prefetch_entry(self.ct_hash[i], self.ct_hint[i]);
             }
         }
     }
@@ -121,10 +122,12 @@ impl Pipeline {
             }
             if fast {
                 let len = || burst.frame_len(i);
-                if let Some(d) =
-                    ct.established(&self.ct_seen[i], self.ct_hint[i], len, &mut self.tracked[i])
-                {
-                    self.ct_state[i] = self.tracked[i].state;
+                let mut t = Tracked::default();
+                if let Some(d) = ct.established(&self.ct_seen[i], self.ct_hint[i], len, &mut t) {
+                    // What is read of a packet that took a decision (see
+                    // `tracked`): the rest is not stored.
+                    self.ct_state[i] = t.state;
+                    self.tracked[i].refused = t.refused;
                     self.take_decision(i, d);
                     continue;
                 }
