@@ -330,12 +330,20 @@ fn be16(f: &[u8], at: usize) -> Option<u16> {
 /// What packet `p` (parsed from `frame`) is to connection tracking.
 #[inline]
 pub fn seen(p: &Parsed, frame: &[u8]) -> Seen {
+    seen_in(p, || frame)
+}
+
+/// [`seen`], the frame asked for only where the parse does not say
+/// enough (TCP's flags, ICMP): a UDP datagram's costs no bounds check.
+#[inline(always)]
+pub fn seen_in<'a>(p: &Parsed, frame: impl FnOnce() -> &'a [u8]) -> Seen {
     let l4 = p.l4_off as usize;
     let (a, b) = ((p.src, p.sport), (p.dst, p.dport));
     let key = |proto, extra, a, b, asker| Key::new(p.l3, p.vrf, proto, extra, a, b, asker);
     match p.proto {
         proto::TCP | proto::UDP if !p.l4_ok => Seen::INVALID,
         proto::TCP => {
+            let frame = frame();
             // The flags' byte, and a whole header (Linux: "short packet").
             let Some(&flags) = frame.get(l4 + 13) else {
                 return Seen::INVALID;
@@ -352,6 +360,7 @@ pub fn seen(p: &Parsed, frame: &[u8]) -> Seen {
             Seen::packet(key, rev, Kind::Udp)
         }
         proto::ICMP | proto::ICMPV6 => {
+            let frame = frame();
             let v6 = p.proto == proto::ICMPV6;
             if !p.l4_ok || v6 != (p.l3 == L3::V6) {
                 return Seen::INVALID;

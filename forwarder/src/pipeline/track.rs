@@ -65,11 +65,28 @@ impl Pipeline {
     }
 
     /// The first pass: what each packet still going is to connection
-    /// tracking ([`crate::conntrack::key::seen`]), its hash, and its
+    /// tracking ([`crate::conntrack::key::seen_in`]), its hash, and its
     /// first bucket's tags prefetched; packets of another worker's
     /// connections handed off.
     #[inline(always)]
     fn see(&mut self, ct: &Tracker, burst: &Burst, n: usize, workers: usize) {
+        // The loop twice, with and without handing off: one worker's
+        // loop tests nothing for it.
+        if workers > 1 {
+            self.see_all::<true>(ct, burst, n, workers)
+        } else {
+            self.see_all::<false>(ct, burst, n, workers)
+        }
+    }
+
+    #[inline(always)]
+    fn see_all<const HANDING: bool>(
+        &mut self,
+        ct: &Tracker,
+        burst: &Burst,
+        n: usize,
+        workers: usize,
+    ) {
         let n = n.min(crate::port::MAX_BURST);
         for i in 0..n {
             // What the explanation reads of a packet not tracked; the
@@ -80,8 +97,8 @@ impl Pipeline {
                 self.ct_state[i] = 0;
                 continue;
             }
-            self.ct_seen[i] = crate::conntrack::key::seen(&self.parsed[i], burst.frame(i));
-            if workers > 1 {
+            self.ct_seen[i] = crate::conntrack::key::seen_in(&self.parsed[i], || burst.frame(i));
+            if HANDING {
                 if let Some(o) = crate::conntrack::owner(&self.ct_seen[i], workers) {
                     if o != self.worker {
                         self.hand_off(burst, i, o);
