@@ -79,6 +79,7 @@ impl Pipeline {
         }
     }
 
+    /// [`Pipeline::see`]'s loop, handing packets off if `HANDING`.
     #[inline(always)]
     fn see_all<const HANDING: bool>(
         &mut self,
