@@ -16,7 +16,6 @@
 //! together.
 
 use super::key::Seen;
-use super::refused::REFUSED_TICKS;
 use super::table::{flag, REFUSED, TCP_STATE, UNCONFIRMED};
 use super::{state, tcp, Tracked, Tracker};
 use crate::decision::Decision;
@@ -76,11 +75,8 @@ impl Tracker {
         let assured = if replied { flag::ASSURED } else { 0 };
         e.flags = e.flags & !(flag::LAST_RST | flag::LAST_REPLY) | assured | last_reply;
         let d = e.decision[dir as usize];
-        let s = hint as usize;
         if self.acct {
-            let c = &mut self.counts[s];
-            c[2 * dir as usize] += 1;
-            c[2 * dir as usize + 1] += len() as u64;
+            self.count(hint as usize, dir as u8, len());
         }
         *t = Tracked {
             state: if replied {
@@ -103,17 +99,12 @@ impl Tracker {
     /// packets of this path may all open a connection).
     #[inline(always)]
     fn refused_taken(&mut self, s: u32, dir: u32, t: &mut Tracked) -> Option<Decision> {
-        let now = self.now;
-        let e = self.table.entry_mut(s as usize);
+        let e = self.table.entry(s as usize);
         if e.state & REFUSED == 0 || e.flags & flag::DECIDED0 == 0 || dir != 0 {
             return None;
         }
-        e.deadline = now.wrapping_add(REFUSED_TICKS);
-        *t = Tracked {
-            slot: s,
-            refused: true,
-            ..Tracked::unattached(state::NEW, 0)
-        };
-        Some(e.decision[0])
+        let d;
+        (*t, d) = self.take_refused(s as usize);
+        Some(d)
     }
 }

@@ -189,10 +189,13 @@ pub enum View {
     Untracked,
 }
 
+/// [`Seen`]'s classes (bits 0-1): the first two have a connection.
 const PACKET: u64 = 0;
 const ERROR: u64 = 1;
 const INVALID: u64 = 2;
 const UNTRACKED: u64 = 3;
+/// [`Seen`]'s kind bits (3-5): [`Kind`]'s variants in order, TCP 0.
+const KIND: u64 = 7 << 3;
 
 impl Seen {
     /// Fits no connection and can start none.
@@ -211,9 +214,7 @@ impl Seen {
     pub fn packet(key: Key, rev: bool, kind: Kind) -> Seen {
         let k = match kind {
             Kind::Tcp(flags) => {
-                // Class ACK ([`tcp::class`]) in two tests.
-                let ack = flags & (tcp::flag::RST | tcp::flag::SYN | tcp::flag::FIN) == 0
-                    && flags & tcp::flag::ACK != 0;
+                let ack = tcp::class(flags) == tcp::Class::Ack;
                 (flags as u64) << 8 | if ack { ESTABLISHED } else { 0 }
             }
             Kind::Udp => 1 << 3 | ESTABLISHED,
@@ -238,7 +239,7 @@ impl Seen {
     /// The connection, if the packet has one (its own, or quoted).
     #[inline(always)]
     pub fn key(&self) -> Option<&Key> {
-        (self.what & 2 == 0).then_some(&self.key)
+        (self.what & 3 < INVALID).then_some(&self.key)
     }
 
     /// For a packet the established path may take (a UDP datagram, a
@@ -246,7 +247,7 @@ impl Seen {
     /// end, and whether it is TCP.
     #[inline(always)]
     pub fn established(&self) -> Option<(bool, bool)> {
-        (self.what & ESTABLISHED != 0).then_some((self.what & 4 != 0, self.what & 0x38 == 0))
+        (self.what & ESTABLISHED != 0).then_some((self.what & 4 != 0, self.what & KIND == 0))
     }
 
     /// What the packet is.
@@ -256,7 +257,7 @@ impl Seen {
         match self.what & 3 {
             PACKET => View::Packet {
                 rev: bit,
-                kind: match self.what >> 3 & 7 {
+                kind: match (self.what & KIND) >> 3 {
                     0 => Kind::Tcp((self.what >> 8) as u8),
                     1 => Kind::Udp,
                     2 => Kind::IcmpRequest,

@@ -310,7 +310,7 @@ impl Tracker {
     /// ([`Tracker::prefetch_tags`]); returns its slot.
     #[inline(always)]
     pub fn prefetch_entry(&self, h: u64, b: u32) -> u32 {
-        self.table.prefetch_entry_in(h, b)
+        self.table.prefetch_entry(h, b)
     }
 
     /// [`Tracker::track`] of a packet already [`key::seen`], its hash
@@ -520,11 +520,18 @@ impl Tracker {
         let d = (cached && e.flags & decided != 0 && e.epoch == self.epoch)
             .then_some(e.decision[dir as usize]);
         if self.acct {
-            let c = &mut self.counts[s];
-            c[2 * dir as usize] += 1;
-            c[2 * dir as usize + 1] += len as u64;
+            self.count(s, dir, len);
         }
         (t, d)
+    }
+
+    /// Counts a packet of `len` bytes in direction `dir` of the
+    /// connection in slot `s` (where connections count them).
+    #[inline(always)]
+    fn count(&mut self, s: usize, dir: u8, len: usize) {
+        let c = &mut self.counts[s];
+        c[2 * dir as usize] += 1;
+        c[2 * dir as usize + 1] += len as u64;
     }
 
     /// A packet that opens connection `key`: its entry goes in now, as

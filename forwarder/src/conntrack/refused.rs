@@ -23,7 +23,7 @@ use crate::decision::Decision;
 /// How long a refused entry stays after its flow's last packet, in
 /// ticks: 2 s, a little over a client's first SYN retransmission, and
 /// short, since a flow that stopped has no use for it.
-pub(super) const REFUSED_TICKS: u32 = (2000 >> TICK_SHIFT) as u32;
+const REFUSED_TICKS: u32 = (2000 >> TICK_SHIFT) as u32;
 
 impl Tracker {
     /// The opening packet of the connection in slot `s` (not confirmed)
@@ -50,7 +50,7 @@ impl Tracker {
         len: usize,
         cached: bool,
     ) -> (Tracked, Option<Decision>) {
-        let (epoch, now) = (self.epoch, self.now);
+        let epoch = self.epoch;
         let e = self.table.entry_mut(s);
         let dir = (rev != (e.flags & flag::ORIG_HI != 0)) as u8;
         if !opens(kind) {
@@ -59,16 +59,8 @@ impl Tracker {
             return (Tracked::unattached(state::INVALID, dir), None);
         }
         if dir == 0 && cached && e.flags & flag::DECIDED0 != 0 && e.epoch == epoch {
-            e.deadline = now.wrapping_add(REFUSED_TICKS);
-            let d = e.decision[0];
-            return (
-                Tracked {
-                    slot: s as u32,
-                    refused: true,
-                    ..Tracked::unattached(state::NEW, 0)
-                },
-                Some(d),
-            );
+            let (t, d) = self.take_refused(s);
+            return (t, Some(d));
         }
         // The other way, or a decision gone stale: it opens anew.
         (self.unrefuse(s, rev, kind, len), None)
@@ -87,6 +79,22 @@ impl Tracker {
             }
             _ => *t,
         }
+    }
+
+    /// A packet of the refused flow in slot `s`, the way its opening
+    /// packet went, whose stored decision is current, takes it: the
+    /// entry stays [`REFUSED_TICKS`] more.
+    #[inline(always)]
+    pub(super) fn take_refused(&mut self, s: usize) -> (Tracked, Decision) {
+        let now = self.now;
+        let e = self.table.entry_mut(s);
+        e.deadline = now.wrapping_add(REFUSED_TICKS);
+        let t = Tracked {
+            slot: s as u32,
+            refused: true,
+            ..Tracked::unattached(state::NEW, 0)
+        };
+        (t, e.decision[0])
     }
 
     fn unrefuse(&mut self, s: usize, rev: bool, kind: Kind, len: usize) -> Tracked {

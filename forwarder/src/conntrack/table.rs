@@ -391,7 +391,7 @@ impl Table {
 
     /// Brings the key's first bucket towards the cache (where its entry
     /// is, unless that bucket was full when it went in); returns that
-    /// bucket, for [`Table::prefetch_entry_in`] (the table does not
+    /// bucket, for [`Table::prefetch_entry`] (the table does not
     /// change between the two).
     #[inline(always)]
     pub fn prefetch(&self, h: u64) -> u32 {
@@ -405,16 +405,10 @@ impl Table {
     /// bucket: with [`Table::prefetch`] a pass earlier, a burst's lookups
     /// wait for their misses together, not one after another. Returns
     /// that entry's slot ([`NO_SLOT`] if none), for [`Table::find_from`].
+    /// `b` is the first bucket, as [`Table::prefetch`] gave it (not
+    /// computed again).
     #[inline(always)]
-    pub fn prefetch_entry(&self, h: u64) -> u32 {
-        self.prefetch_entry_in(h, self.addr(h) as u32)
-    }
-
-    /// [`Table::prefetch_entry`] of hash `h` whose first bucket is `b`
-    /// (from [`Table::prefetch`]: a burst's second pass computes it
-    /// again no more).
-    #[inline(always)]
-    pub fn prefetch_entry_in(&self, h: u64, b: u32) -> u32 {
+    pub fn prefetch_entry(&self, h: u64, b: u32) -> u32 {
         // The second bucket's address only where it is wanted.
         let b = &self.buckets[b as usize];
         let m = b.tagged(Table::tag(h));

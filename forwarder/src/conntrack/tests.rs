@@ -176,7 +176,7 @@ fn the_table_agrees_with_a_map() {
             assert_eq!(t.find(h, &k), want, "max {max}");
             // From the prefetch's slot, and from one the key held before
             // (freed since, or another key's now): the same answer.
-            assert_eq!(t.find_from(h, &k, t.prefetch_entry(h)), want);
+            assert_eq!(t.find_from(h, &k, t.prefetch_entry(h, t.prefetch(h))), want);
             let old = held.get(&k).copied().unwrap_or(NO_SLOT);
             assert_eq!(t.find_from(h, &k, old), want, "max {max}");
             match (rng.below(3), want) {
