@@ -1,9 +1,10 @@
 //! One worker's loop without threads: receive a burst from each of the
 //! config's ports, run it through the pipeline (as the worker does: one
 //! reading of the taps a turn, one test a burst; nothing armed), send it
-//! out, for a given number of turns. Prints nanoseconds per packet; under `valgrind
-//! --tool=cachegrind --cache-sim=no` it gives instructions per packet,
-//! which (unlike time on a noisy machine) moves with every change.
+//! out, and sweep a few connections, for a given number of turns. Prints
+//! nanoseconds per packet; under `valgrind --tool=cachegrind
+//! --cache-sim=no` it gives instructions per packet, which (unlike time
+//! on a noisy machine) moves with every change.
 //!
 //! The first `WARM` turns warm the flow cache up and are not counted;
 //! the measured ones run in `turns::measured`, so that `valgrind
@@ -192,4 +193,6 @@ fn turn(
         }
         ports[rx].release(burst);
     }
+    // Connection tracking's housekeeping, once a turn as the worker's.
+    pipe.conntrack_turn();
 }

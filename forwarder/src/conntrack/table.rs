@@ -672,8 +672,12 @@ impl Table {
         None
     }
 
-    /// Frees the expired entries among `n` slots from `*cursor` on (which
-    /// moves on, round the table), telling `expire` of each.
+    /// Frees the expired entries among at least `n` slots from
+    /// `*cursor` on (which moves on, round the table), telling `expire`
+    /// of each. Whole words of the used bitmap, 64 slots each: a word of
+    /// free slots costs a load, and only the slots in use are read
+    /// (`examples/turns`, a few thousand connections in a table for a
+    /// million: slot by slot, 64 a turn took 8.6 instructions a packet).
     pub fn sweep(
         &mut self,
         cursor: &mut usize,
@@ -681,15 +685,18 @@ impl Table {
         now: u32,
         mut expire: impl FnMut(&Entry),
     ) {
-        for _ in 0..n.min(self.entries.len()) {
-            if *cursor >= self.entries.len() {
-                *cursor = 0;
-            }
-            let s = *cursor;
-            *cursor += 1;
-            if self.used(s) && self.entries[s].expired(now) {
-                expire(&self.entries[s]);
-                self.free(s);
+        let words = self.used.len();
+        for _ in 0..n.div_ceil(64).min(words) {
+            let w = (*cursor / 64) % words;
+            *cursor = (w + 1) * 64;
+            let mut bits = self.used[w];
+            while bits != 0 {
+                let s = w * 64 + bits.trailing_zeros() as usize;
+                bits &= bits - 1;
+                if self.entries[s].expired(now) {
+                    expire(&self.entries[s]);
+                    self.free(s);
+                }
             }
         }
     }
