@@ -413,7 +413,8 @@ impl Table {
         let b = &self.buckets[b as usize];
         let m = b.tagged(Table::tag(h));
         if m != 0 {
-            let s = b.at[m.trailing_zeros() as usize];
+            // A way (`tagged` sets 8 bits at most): masked, not checked.
+            let s = b.at[(m.trailing_zeros() & 7) as usize];
             routecache::pages::prefetch_ptr(self.entries.as_ptr().wrapping_add(s as usize));
             s
         } else {
@@ -431,7 +432,7 @@ impl Table {
             let b = &self.buckets[b];
             let mut m = b.tagged(tag);
             while m != 0 {
-                let s = b.at[m.trailing_zeros() as usize] as usize;
+                let s = b.at[(m.trailing_zeros() & 7) as usize] as usize;
                 m &= m - 1;
                 if self.entries[s].key.same(k) {
                     return Some(s);
