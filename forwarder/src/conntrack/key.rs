@@ -101,15 +101,12 @@ impl Key {
         )
     }
 
-    /// Whether `o` is the same connection: the words compared without a
-    /// branch (`==` on the array called `memcmp`, a call a lookup).
+    /// Whether `o` is the same connection: the words compared at once
+    /// ([`crate::swar::words5_equal`]; `==` on the array called
+    /// `memcmp`, a call a lookup).
     #[inline(always)]
     pub fn same(&self, o: &Key) -> bool {
-        let mut d = 0;
-        for (a, b) in self.w.iter().zip(&o.w) {
-            d |= a ^ b;
-        }
-        d == 0
+        crate::swar::words5_equal(&self.w, &o.w)
     }
 
     /// The lower end and the higher end.
