@@ -40,8 +40,13 @@ impl Pipeline {
     #[inline(never)]
     pub(super) fn track(&mut self, burst: &Burst, n: usize) -> usize {
         // Taken out for the stage (the passes below also change the
-        // pipeline's other state), put back at its end.
-        let Some(mut ct) = self.conntrack.take() else {
+        // pipeline's other state), put back at its end, as the `Option`
+        // it is (unwrapped and wrapped again: callgrind, 1.7 instructions
+        // a packet more). Each way it is copied (440 bytes); boxed, it
+        // was not, but the passes had a register less (3.6 instructions
+        // of `memcpy` less, 6 more in the passes, slower).
+        let mut held = self.conntrack.take();
+        let Some(ct) = held.as_mut() else {
             return n;
         };
         // Bounded by the per-packet arrays' length, the loops below need
@@ -54,13 +59,13 @@ impl Pipeline {
         // Three passes, as the flow cache's: what each packet is, its
         // hash and its buckets' tags prefetched; then its entry
         // prefetched; then tracked. A burst's cache misses overlap.
-        self.see(&ct, burst, n, workers);
+        self.see(ct, burst, n, workers);
         if workers > 1 {
             self.send_handed();
         }
-        self.prefetch_entries(&ct, n);
-        let left = self.track_burst(&mut ct, burst, n, cached);
-        self.conntrack = Some(ct);
+        self.prefetch_entries(ct, n);
+        let left = self.track_burst(ct, burst, n, cached);
+        self.conntrack = held;
         left
     }
 
