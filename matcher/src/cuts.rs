@@ -229,7 +229,8 @@ pub(crate) fn entry(dims: &[Dim], id: u32, rank: u64, key: &[crate::Range]) -> E
 /// for eight lanes where a low and a high took seven (AVX2 has no
 /// unsigned compare; `callgrind` on ClassBench's fw1: most of a lookup is
 /// these checks). No range is empty in that form, so a leaf's last group
-/// says how many of its lanes are used ([`Leaf::used`]). A group of `w`
+/// fills its lanes past the leaf's elements with the last element again.
+/// A group of `w`
 /// lanes starts at a multiple of `w` words of a 64-byte-aligned array, so
 /// no vector load of it straddles a cache line.
 #[derive(Clone, Debug, Default)]
@@ -252,17 +253,6 @@ pub(crate) struct Leaf {
 }
 
 impl Leaf {
-    /// The mask of the used lanes of group `g`.
-    #[inline(always)]
-    pub(crate) fn used(&self, g: usize) -> u32 {
-        let lanes = if g + 1 == self.groups as usize {
-            self.last
-        } else {
-            self.width
-        };
-        (1u32 << lanes) - 1
-    }
-
     /// Whether the leaf's groups of `dims` dimensions lie inside `words`
     /// words, at a width the checks handle, its last group no wider: what
     /// a leaf's unchecked group reads rest on (`Classifier::first_in`).
@@ -303,15 +293,17 @@ impl Groups {
         // per value (bounds checks and offsets) was most of the build's
         // cost of leaves.
         for (g, group) in words[start..self.len].chunks_exact_mut(per).enumerate() {
-            let lanes = g * width..((g + 1) * width).min(n);
+            // The last group's lanes past the leaf's elements repeat its
+            // last element: a key matching one matches that element first
+            // (a lower lane), so the checks need no mask of used lanes
+            // (seven instructions a group).
+            let lanes = (g * width..(g + 1) * width).map(|i| i.min(n - 1));
             let (ids, rows) = group.split_at_mut(width);
             for (id, i) in ids.iter_mut().zip(lanes.clone()) {
                 *id = entry(i).id;
             }
             for (d, row) in rows.chunks_exact_mut(2 * width).enumerate() {
                 let (lo, span) = row.split_at_mut(width);
-                lo.fill(0);
-                span.fill(0);
                 for ((lo, span), i) in lo.iter_mut().zip(span.iter_mut()).zip(lanes.clone()) {
                     let (l, h) = entry(i).ranges[d];
                     (*lo, *span) = (l, h - l);
@@ -334,7 +326,7 @@ impl Groups {
 
 /// The check of one group, scalar (the compiler vectorises its lane
 /// loop): the mask of the lanes whose ranges hold `vals` (one value per
-/// dimension), bit `l` for lane `l`, used or not ([`Leaf::used`]). `r`
+/// dimension), bit `l` for lane `l`. `r`
 /// holds the group's ranges, `w` lanes a row: the lows then the spans of
 /// each dimension.
 #[inline(always)]

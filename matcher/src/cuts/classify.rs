@@ -113,13 +113,12 @@ impl Classifier {
             // elements'), and every such leaf's groups lie inside its
             // words (`Leaf::fits`, asserted when built): `g < groups`.
             let b = unsafe { words.get_unchecked(at..at + per) };
-            let mut m = mask(&b[w..], w, vals) & l.used(g);
+            let mut m = mask(&b[w..], w, vals);
             while m != 0 {
                 let lane = m.trailing_zeros() as usize;
                 m &= m - 1;
-                // SAFETY: `m` holds only used lanes, below the width
-                // (`Leaf::used`, `last <= width`), and `b` starts with
-                // `width` ids.
+                // SAFETY: `mask` sets only lanes below the width, and `b`
+                // starts with `width` ids.
                 let id = unsafe { *b.get_unchecked(lane) };
                 if (skip_gone && self.is_gone(id))
                     || (!self.tree.exact && !verify.holds(id, &keys[key_at..]))
