@@ -167,6 +167,51 @@ impl Classifier {
         }
     }
 
+    /// [`Classifier::resolve`] where no id is gone and the tree is exact
+    /// (no element needs a full check): a group's first matching lane is
+    /// the answer. Kept apart so that the checks' loop holds nothing
+    /// else live (callgrind: the general loop spilled a dozen values a
+    /// leaf to the stack).
+    #[inline(always)]
+    #[allow(unsafe_code)]
+    fn resolve_exact(
+        &self,
+        leaf: u32,
+        bound: u64,
+        vals: &[u32],
+        mask: impl Fn(&[u32], usize, &[u32]) -> u32 + Copy,
+    ) -> (u64, u32) {
+        let t = &*self.tree;
+        let l = t.leaf_at(leaf);
+        if l.first >= bound {
+            return (u64::MAX, u32::MAX);
+        }
+        let words = t.groups.words();
+        let w = l.width as usize;
+        let per = w * (1 + 2 * vals.len());
+        let mut at = l.start as usize;
+        for _ in 0..l.groups {
+            debug_assert!(at + per <= words.len());
+            // SAFETY: as in `first_in`: the leaf's groups lie inside the
+            // tree's words (`Leaf::fits`, asserted when built).
+            let b = unsafe { words.get_unchecked(at..at + per) };
+            let m = mask(&b[w..], w, vals);
+            if m != 0 {
+                // SAFETY: `mask` sets only lanes below the width, and `b`
+                // starts with `width` ids.
+                let id = unsafe { *b.get_unchecked(m.trailing_zeros() as usize) };
+                let rank = if self.unranked {
+                    0
+                } else {
+                    t.rank[id as usize]
+                };
+                return (rank, id);
+            }
+            at += per;
+        }
+        (u64::MAX, u32::MAX)
+    }
+
     /// The answer of the trees' best `(rank, id)` and the extra elements.
     #[inline(always)]
     fn with_extra(
@@ -280,6 +325,7 @@ impl Classifier {
     ) {
         let t = &*self.tree;
         let nd = if ND == 0 { t.dims.len() } else { ND };
+        let exact = t.exact && self.gone.is_empty();
         for (c, outs) in out.chunks_mut(BURST).enumerate() {
             let keys = &keys[c * BURST * stride..];
             let n = outs.len();
@@ -315,14 +361,18 @@ impl Classifier {
                     crate::cpu::prefetch(words.wrapping_add(l.start as usize));
                 }
                 for j in 0..n {
-                    let found = self.resolve(
-                        at[j] & !LEAF,
-                        best[j].0,
-                        &vals[j][..nd],
-                        (keys, j * stride),
-                        verify,
-                        mask,
-                    );
+                    let found = if exact {
+                        self.resolve_exact(at[j] & !LEAF, best[j].0, &vals[j][..nd], mask)
+                    } else {
+                        self.resolve(
+                            at[j] & !LEAF,
+                            best[j].0,
+                            &vals[j][..nd],
+                            (keys, j * stride),
+                            verify,
+                            mask,
+                        )
+                    };
                     // Ranks are unique (priority, then the order added):
                     // the rank alone decides, where the pair's compare
                     // was nine instructions more a tree.
