@@ -314,6 +314,7 @@ impl Classifier {
 
     /// [`Classifier::burst`] for `ND` dimensions (0: any number).
     #[inline(always)]
+    #[allow(unsafe_code)]
     fn burst_n<const ND: usize>(
         &self,
         keys: &[u8],
@@ -339,7 +340,42 @@ impl Classifier {
             // Also kept dimension by dimension, for the descent
             // (`descend_burst`).
             let mut cols = [[0u32; BURST]; BURST_DIMS];
-            for j in 0..n {
+            // Keys whose every dimension's four bytes lie inside `keys`
+            // (all but the last, where `keys` ends with it): read with
+            // the dimensions' offsets and shifts held in locals, not
+            // reloaded from the tree for each key and dimension (callgrind:
+            // 45 instructions a key of a 5-tuple, where this is 30).
+            let whole = if ND == 0 || keys.len() < t.read_end {
+                0
+            } else {
+                ((keys.len() - t.read_end) / stride.max(1) + 1).min(n)
+            };
+            if whole > 0 {
+                let mut off = [0usize; BURST_DIMS];
+                let mut drop = [0u32; BURST_DIMS];
+                for (d, dim) in t.dims[..nd].iter().enumerate() {
+                    (off[d], drop[d]) = (dim.off as usize, dim.drop as u32);
+                }
+                for j in 0..whole {
+                    let at = j * stride;
+                    for d in 0..nd {
+                        debug_assert!(at + off[d] + 4 <= keys.len());
+                        // SAFETY: `at + off[d] + 4 <= at + read_end <=
+                        // keys.len()` for `j < whole` (its definition);
+                        // an unaligned read of four bytes.
+                        let k = unsafe {
+                            keys.as_ptr()
+                                .add(at + off[d])
+                                .cast::<[u8; 4]>()
+                                .read_unaligned()
+                        };
+                        let v = u32::from_be_bytes(k) >> drop[d];
+                        vals[j][d] = v;
+                        cols[d][j] = v;
+                    }
+                }
+            }
+            for j in whole..n {
                 self.values(&keys[j * stride..], &mut vals[j][..nd]);
                 for (c, &v) in cols.iter_mut().zip(&vals[j][..nd]) {
                     c[j] = v;
