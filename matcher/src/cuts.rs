@@ -59,6 +59,10 @@ pub(crate) const LANES: usize = 16;
 /// Most elements a leaf is left with before it is cut further.
 const LEAF_MAX: usize = 16;
 
+/// Most elements a leaf keeps where the best cut of them splits them
+/// poorly (`Builder::build`): two groups.
+const LEAF_WIDE: usize = 32;
+
 /// Deepest a tree grows; past this, leaves stay as large as they are.
 const MAX_DEPTH: usize = 12;
 

@@ -80,8 +80,9 @@
 //!
 //! Sets that get no interval tree (fields repeating across elements:
 //! hosts x services) are looked up in a decision tree of cuts instead
-//! (`cuts.rs`: 16-way nodes on one dimension, leaves of sixteen elements
-//! checked two vector compares per dimension), shared by the snapshots
+//! (`cuts.rs`: 16-way nodes on one dimension, leaves of up to 32 elements
+//! checked in groups of sixteen, two vector compares per dimension),
+//! shared by the snapshots
 //! that follow until enough has changed.
 //!
 //! ## Updates

@@ -48,9 +48,18 @@ impl Builder<'_> {
         if rules.len() <= LEAF_MAX || depth >= MAX_DEPTH || full {
             return self.leaf(rules);
         }
-        let Some((d, padded)) = self.choose(rules, region) else {
+        let Some((d, padded, largest, copies)) = self.choose(rules, region) else {
             return self.leaf(rules);
         };
+        // Up to two groups stay a leaf where the best cut splits them
+        // poorly: a child keeps more than half of them, or they are copied
+        // into children more than twice over. A level costs more than a
+        // second group (a compare per dimension with AVX-512), and wide
+        // elements copied down fill the tree (ClassBench); where the cut
+        // separates well (hosts x services), it is still made.
+        if rules.len() <= LEAF_WIDE && (2 * largest > rules.len() || copies > 2 * rules.len()) {
+            return self.leaf(rules);
+        }
         let cuts = padded.cuts();
         let (rlo, rhi) = region[d];
         // Each child's rules, in one array at their exact sizes (counted
@@ -127,9 +136,14 @@ impl Builder<'_> {
     }
 
     /// The dimension and cuts that split `rules` best: the fewest entries
-    /// in the largest child, then the fewest copies in all; `None` when no
-    /// cut leaves every child smaller than the node.
-    fn choose(&self, rules: &[u32], region: &[(u32, u32)]) -> Option<(usize, Padded)> {
+    /// in the largest child, then the fewest copies in all (both returned
+    /// beside them); `None` when no cut leaves every child smaller than
+    /// the node.
+    fn choose(
+        &self,
+        rules: &[u32],
+        region: &[(u32, u32)],
+    ) -> Option<(usize, Padded, usize, usize)> {
         let mut best: Option<(usize, usize, usize, Padded)> = None;
         let mut ends: Vec<u32> = Vec::with_capacity(2 * rules.len());
         for (d, &(rlo, rhi)) in region.iter().enumerate() {
@@ -173,7 +187,7 @@ impl Builder<'_> {
                 best = Some((d, largest, copies, padded));
             }
         }
-        best.map(|(d, _, _, c)| (d, c))
+        best.map(|(d, largest, copies, c)| (d, c, largest, copies))
     }
 
     fn leaf(&mut self, rules: &[u32]) -> u32 {
