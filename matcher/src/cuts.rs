@@ -72,14 +72,31 @@ const MAX_CUTS: usize = 15;
 /// A child reference naming a leaf rather than a node.
 const LEAF: u32 = 1 << 31;
 
-/// A reference to a node carries the node's dimension above its index,
-/// so that a step of the descent reads the node alone (a table of
-/// dimensions beside the nodes was one more dependent load a level).
-const DIM_SHIFT: u32 = 24;
+/// A reference to a node is the node's byte offset among the tree's
+/// nodes (its index times 128, the size of a node) with twice the node's
+/// dimension in the seven bits below: a step reads the node alone (a
+/// table of dimensions beside the nodes was one more dependent load a
+/// level), and finds the node and the key's value each with one AND (the
+/// dimension doubled is the value's offset in a row of 4-byte values at
+/// an address scale of 2; an index and a dimension above it took three
+/// instructions more a step).
+const NODE_SHIFT: u32 = 7;
 
-/// The index bits of a node reference: at most this many nodes, past
-/// which a tree stops cutting.
-const NODE_INDEX: u32 = (1 << DIM_SHIFT) - 1;
+/// The bits of a node reference holding twice its dimension.
+const DIM_BITS: u32 = (1 << NODE_SHIFT) - 1;
+
+const _: () = assert!(std::mem::size_of::<Node>() == 1 << NODE_SHIFT);
+const _: () = assert!(2 * MAX_DIMS as u32 <= DIM_BITS + 1);
+
+/// Most nodes a tree holds (an index times 128 stays below the leaf
+/// bit), past which it stops cutting.
+const NODE_INDEX: u32 = (1 << 24) - 1;
+
+/// The reference of node `i`, which cuts dimension `d`.
+fn node_ref(i: usize, d: usize) -> u32 {
+    debug_assert!(i <= NODE_INDEX as usize && d < MAX_DIMS);
+    ((i as u32) << NODE_SHIFT) | (2 * d as u32)
+}
 
 /// Changes (inserts plus deletes) since the last build past which a commit
 /// rebuilds the tree.
@@ -409,32 +426,30 @@ fn step(
     val: impl Fn(usize) -> u32,
     pick: impl Fn(&Node, u32) -> u32,
 ) -> u32 {
-    let i = (r & NODE_INDEX) as usize;
+    let i = (r >> NODE_SHIFT) as usize;
     debug_assert!(i < nodes.len());
     // SAFETY: `r` is a node reference of this tree (its caller stops at
     // leaves), and every node reference a tree holds is below its node
     // count (`Cuts::refs_valid`, asserted when the tree is built); nodes
     // are never removed from a built tree.
     let n = unsafe { nodes.get_unchecked(i) };
-    pick(n, val((r >> DIM_SHIFT) as usize))
+    pick(n, val(((r & DIM_BITS) >> 1) as usize))
 }
 
 /// Every key of a burst from `root` down to its leaf in `nodes`, all keys
 /// a level at a time (their loads overlap): the leaf reference of each of
 /// the first `n` keys (the rest stay `root`), whose dimension values are
-/// the columns of `cols` (`cols[d][j]`).
+/// the rows of `rows` (`rows[j][d]`).
 ///
-/// Kept by columns, a key's value is at a fixed distance from a pointer
-/// that steps along the keys: two instructions a step find it, where a
-/// row per key took four (and indexing the columns, five: the compiler
-/// kept the stack's address out of the loads), of a step's ~30.
+/// A pointer steps along the keys' rows; a key's value of a node's
+/// dimension is at the offset the reference carries ([`NODE_SHIFT`]).
 #[inline(always)]
 #[allow(unsafe_code)]
 pub(crate) fn descend_burst<const B: usize, const D: usize>(
     nodes: &[Node],
     root: u32,
     n: usize,
-    cols: &[[u32; B]; D],
+    rows: &[[u32; D]; B],
     pick: impl Fn(&Node, u32) -> u32,
 ) -> [u32; B] {
     let mut out = [root; B];
@@ -444,18 +459,17 @@ pub(crate) fn descend_burst<const B: usize, const D: usize>(
     let mut all = root;
     while all & LEAF == 0 {
         all = LEAF;
-        let mut p = cols.as_ptr().cast::<u32>();
+        let mut p = rows.as_ptr().cast::<u32>();
         for r in at.iter_mut() {
             if *r & LEAF == 0 {
-                // SAFETY: `p` is key `j`'s value of dimension 0, `j` below
-                // `n <= B`, in `cols` (`D` rows of `B` values, one
-                // array); dimension `d % D` is `d % D * B` values on, the
-                // same key's value in a row of `cols`.
-                let val = |d: usize| unsafe { p.add(d % D * B).read() };
+                // SAFETY: `p` is the row of key `j`, `j` below `n <= B`,
+                // in `rows` (`B` rows of `D` values, one array); value
+                // `d % D` is inside it.
+                let val = |d: usize| unsafe { p.add(d % D).read() };
                 *r = step(nodes, *r, val, &pick);
                 all &= *r;
             }
-            p = p.wrapping_add(1);
+            p = p.wrapping_add(D);
         }
     }
     out
@@ -515,7 +529,8 @@ impl Cuts {
             if r & LEAF != 0 {
                 ((r & !LEAF) as usize) < self.leaves.len()
             } else {
-                ((r & NODE_INDEX) as usize) < self.nodes.len()
+                ((r >> NODE_SHIFT) as usize) < self.nodes.len()
+                    && (((r & DIM_BITS) >> 1) as usize) < self.dims.len()
             }
         };
         let words = self.groups.words().len();

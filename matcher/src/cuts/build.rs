@@ -132,7 +132,7 @@ impl Builder<'_> {
             refs[k] = refs[cuts.len()];
         }
         self.out.nodes[n].child = refs;
-        n as u32 | (d as u32) << DIM_SHIFT
+        node_ref(n, d)
     }
 
     /// The dimension and cuts that split `rules` best: the fewest entries

@@ -337,9 +337,6 @@ impl Classifier {
                 }
                 continue;
             }
-            // Also kept dimension by dimension, for the descent
-            // (`descend_burst`).
-            let mut cols = [[0u32; BURST]; BURST_DIMS];
             // Keys whose every dimension's four bytes lie inside `keys`
             // (all but the last, where `keys` ends with it): read with
             // the dimensions' offsets and shifts held in locals, not
@@ -356,7 +353,7 @@ impl Classifier {
                 for (d, dim) in t.dims[..nd].iter().enumerate() {
                     (off[d], drop[d]) = (dim.off as usize, dim.drop as u32);
                 }
-                for j in 0..whole {
+                for (j, row) in vals[..whole].iter_mut().enumerate() {
                     let at = j * stride;
                     for d in 0..nd {
                         debug_assert!(at + off[d] + 4 <= keys.len());
@@ -369,22 +366,17 @@ impl Classifier {
                                 .cast::<[u8; 4]>()
                                 .read_unaligned()
                         };
-                        let v = u32::from_be_bytes(k) >> drop[d];
-                        vals[j][d] = v;
-                        cols[d][j] = v;
+                        row[d] = u32::from_be_bytes(k) >> drop[d];
                     }
                 }
             }
             for j in whole..n {
                 self.values(&keys[j * stride..], &mut vals[j][..nd]);
-                for (c, &v) in cols.iter_mut().zip(&vals[j][..nd]) {
-                    c[j] = v;
-                }
             }
             let mut best = [(u64::MAX, u32::MAX); BURST];
             let nodes = &t.nodes[..];
             for &root in &t.roots {
-                let at = descend_burst(nodes, root, n, &cols, &pick);
+                let at = descend_burst(nodes, root, n, &vals, &pick);
                 // Every key's leaf is known now: ask for the first line of
                 // each (its ids and its first rows) before reading any, so
                 // that the leaves' misses overlap rather than queue behind
