@@ -49,7 +49,7 @@ mod classify;
 #[cfg(test)]
 mod tests;
 
-pub(crate) use classify::{Classifier, Verify};
+pub(crate) use classify::{Classifier, Rows, Verify, BURST};
 
 use crate::tree::Block;
 
@@ -436,10 +436,10 @@ fn step(
     pick(n, val(((r & DIM_BITS) >> 1) as usize))
 }
 
-/// Every key of a burst from `root` down to its leaf in `nodes`, all keys
-/// a level at a time (their loads overlap): the leaf reference of each of
-/// the first `n` keys (the rest stay `root`), whose dimension values are
-/// the rows of `rows` (`rows[j][d]`).
+/// Every key of a burst from its reference in `start` down to its leaf in
+/// `nodes`, all keys a level at a time (their loads overlap): the leaf
+/// reference of each of the first `n` keys (the rest stay as they start),
+/// whose dimension values are the rows of `rows` (`rows[j][d]`).
 ///
 /// A pointer steps along the keys' rows; a key's value of a node's
 /// dimension is at the offset the reference carries ([`NODE_SHIFT`]).
@@ -447,16 +447,16 @@ fn step(
 #[allow(unsafe_code)]
 pub(crate) fn descend_burst<const B: usize, const D: usize>(
     nodes: &[Node],
-    root: u32,
+    start: [u32; B],
     n: usize,
     rows: &[[u32; D]; B],
     pick: impl Fn(&Node, u32) -> u32,
 ) -> [u32; B] {
-    let mut out = [root; B];
+    let mut out = start;
     let at = &mut out[..n.min(B)];
     // Every key has reached a leaf when the AND of their references has
     // the leaf bit.
-    let mut all = root;
+    let mut all = at.iter().fold(LEAF | !LEAF, |a, &r| a & r);
     while all & LEAF == 0 {
         all = LEAF;
         let mut p = rows.as_ptr().cast::<u32>();
@@ -505,6 +505,18 @@ impl Cuts {
         pick: impl Fn(&Node, u32) -> u32,
     ) -> u32 {
         step(&self.nodes, r, |d| vals[d % N], pick)
+    }
+
+    /// The node a reference `r` of this tree names (not a leaf): read
+    /// without a bounds check, as [`step`] does.
+    #[inline(always)]
+    #[allow(unsafe_code)]
+    pub(crate) fn node_at(&self, r: u32) -> &Node {
+        let i = (r >> NODE_SHIFT) as usize;
+        debug_assert!(r & LEAF == 0 && i < self.nodes.len());
+        // SAFETY: as in `step`: every node reference a tree holds is
+        // below its node count (`refs_valid`, asserted when built).
+        unsafe { self.nodes.get_unchecked(i) }
     }
 
     /// Leaf `i` of the tree, where `i` comes from a reference the tree

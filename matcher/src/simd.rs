@@ -23,7 +23,7 @@ use crate::table::FieldTable;
 
 #[cfg(target_arch = "x86_64")]
 mod x86 {
-    use crate::cuts::{Classifier, Node};
+    use crate::cuts::{Classifier, Node, Rows, BURST};
     use crate::elems::Verifier;
     use crate::lookup::AndKernel;
     use crate::tree::{Block, Intervals};
@@ -214,7 +214,7 @@ mod x86 {
                 }
             }
         };
-        c.burst(keys, stride, out, v, pick, mask)
+        c.burst((keys, stride), out, v, pick, mask, None)
     }
 
     /// The classifier's lookups with AVX-512: a node's child by one
@@ -263,7 +263,41 @@ mod x86 {
                 }
             }
         };
-        c.burst(keys, stride, out, v, pick, mask)
+        c.burst((keys, stride), out, v, pick, mask, Some(first_avx512))
+    }
+
+    /// A tree's first step for a burst, sixteen keys a vector: their
+    /// values of the root's dimension (a gather from their rows), each cut
+    /// compared with all sixteen and counted where it is at or below
+    /// them, the child by the count (a permute of the sixteen children).
+    /// Three instructions a cut for sixteen keys, where a step key by key
+    /// is eighteen a key.
+    ///
+    /// SAFETY: the CPU has AVX-512F; `d < BURST_DIMS`, `n <= BURST`.
+    #[target_feature(enable = "avx512f")]
+    unsafe fn first_avx512(node: &Node, d: usize, rows: &Rows, n: usize) -> [u32; BURST] {
+        let mut out = [0u32; BURST];
+        let children = _mm512_loadu_si512(node.child.as_ptr().cast());
+        let row = _mm512_setr_epi32(
+            0, 16, 32, 48, 64, 80, 96, 112, 128, 144, 160, 176, 192, 208, 224, 240,
+        );
+        let one = _mm512_set1_epi32(1);
+        for h in 0..n.div_ceil(16) {
+            // Word `16 j + d` of `rows` is key `j`'s value: `j = 16 h +
+            // l` below 32, `d` below 16.
+            let at = _mm512_add_epi32(row, _mm512_set1_epi32((256 * h + d) as i32));
+            // SAFETY: every index is below 32 * 16, inside `rows`.
+            let x = unsafe { _mm512_i32gather_epi32::<4>(at, rows.as_ptr().cast()) };
+            let mut count = _mm512_setzero_si512();
+            for &c in &node.cuts.0[..15] {
+                let le = _mm512_cmple_epu32_mask(_mm512_set1_epi32(c as i32), x);
+                count = _mm512_mask_add_epi32(count, le, count, one);
+            }
+            let r = _mm512_permutexvar_epi32(count, children);
+            // SAFETY: sixteen words at `16 h`, `h < 2`, inside `out`.
+            unsafe { _mm512_storeu_si512(out.as_mut_ptr().add(16 * h).cast(), r) };
+        }
+        out
     }
 
     pub(crate) struct Avx512;
@@ -406,12 +440,12 @@ pub(crate) fn classify(imp: Impl, c: &Classifier, key: &[u8], v: &Verifier) -> O
         Impl::Avx2 if imp.supported() => unsafe { x86::classify_avx2(c, key, 0, &mut out, v) },
         // SAFETY: as above.
         Impl::Avx512 if imp.supported() => unsafe { x86::classify_avx512(c, key, 0, &mut out, v) },
-        _ => c.burst(key, 0, &mut out, v, pick_scalar, mask_scalar),
+        _ => c.burst((key, 0), &mut out, v, pick_scalar, mask_scalar, None),
     }
     #[cfg(not(target_arch = "x86_64"))]
     {
         let _ = imp;
-        c.burst(key, 0, &mut out, v, pick_scalar, mask_scalar);
+        c.burst((key, 0), &mut out, v, pick_scalar, mask_scalar, None);
     }
     out[0]
 }
@@ -432,11 +466,11 @@ pub(crate) fn classify_burst(
         Impl::Avx2 if imp.supported() => unsafe { x86::classify_avx2(c, keys, stride, out, v) },
         // SAFETY: as above.
         Impl::Avx512 if imp.supported() => unsafe { x86::classify_avx512(c, keys, stride, out, v) },
-        _ => c.burst(keys, stride, out, v, pick_scalar, mask_scalar),
+        _ => c.burst((keys, stride), out, v, pick_scalar, mask_scalar, None),
     }
     #[cfg(not(target_arch = "x86_64"))]
     {
         let _ = imp;
-        c.burst(keys, stride, out, v, pick_scalar, mask_scalar);
+        c.burst((keys, stride), out, v, pick_scalar, mask_scalar, None);
     }
 }

@@ -290,25 +290,27 @@ impl Classifier {
     /// descent of all keys level by level (their loads overlap), then
     /// each key's leaf. Instantiated for each dimension count up to 6 (a
     /// 5-tuple has five), as the bitmap lookup is for each field shape, so
-    /// that the loops over dimensions unroll.
+    /// that the loops over dimensions unroll. `(keys, stride)`: the keys
+    /// back to back, `stride` bytes apart.
     #[inline(always)]
     pub(crate) fn burst(
         &self,
-        keys: &[u8],
-        stride: usize,
+        (keys, stride): (&[u8], usize),
         out: &mut [Option<u32>],
         verify: &impl Verify,
         pick: impl Fn(&Node, u32) -> u32,
         mask: impl Fn(&[u32], usize, &[u32]) -> u32 + Copy,
+        first: Option<FirstStep>,
     ) {
+        let f = first;
         match self.tree.dims.len() {
-            1 => self.burst_n::<1>(keys, stride, out, verify, pick, mask),
-            2 => self.burst_n::<2>(keys, stride, out, verify, pick, mask),
-            3 => self.burst_n::<3>(keys, stride, out, verify, pick, mask),
-            4 => self.burst_n::<4>(keys, stride, out, verify, pick, mask),
-            5 => self.burst_n::<5>(keys, stride, out, verify, pick, mask),
-            6 => self.burst_n::<6>(keys, stride, out, verify, pick, mask),
-            _ => self.burst_n::<0>(keys, stride, out, verify, pick, mask),
+            1 => self.burst_n::<1>((keys, stride), out, verify, pick, mask, f),
+            2 => self.burst_n::<2>((keys, stride), out, verify, pick, mask, f),
+            3 => self.burst_n::<3>((keys, stride), out, verify, pick, mask, f),
+            4 => self.burst_n::<4>((keys, stride), out, verify, pick, mask, f),
+            5 => self.burst_n::<5>((keys, stride), out, verify, pick, mask, f),
+            6 => self.burst_n::<6>((keys, stride), out, verify, pick, mask, f),
+            _ => self.burst_n::<0>((keys, stride), out, verify, pick, mask, f),
         }
     }
 
@@ -317,12 +319,12 @@ impl Classifier {
     #[allow(unsafe_code)]
     fn burst_n<const ND: usize>(
         &self,
-        keys: &[u8],
-        stride: usize,
+        (keys, stride): (&[u8], usize),
         out: &mut [Option<u32>],
         verify: &impl Verify,
         pick: impl Fn(&Node, u32) -> u32,
         mask: impl Fn(&[u32], usize, &[u32]) -> u32 + Copy,
+        first: Option<FirstStep>,
     ) {
         let t = &*self.tree;
         let nd = if ND == 0 { t.dims.len() } else { ND };
@@ -376,7 +378,16 @@ impl Classifier {
             let mut best = [(u64::MAX, u32::MAX); BURST];
             let nodes = &t.nodes[..];
             for &root in &t.roots {
-                let at = descend_burst(nodes, root, n, &vals, &pick);
+                let start = match first {
+                    // SAFETY: `root` is a node of this tree
+                    // (`Cuts::refs_valid`), its dimension below `nd <=
+                    // BURST_DIMS`, and `n <= BURST`.
+                    Some(f) if root & LEAF == 0 => unsafe {
+                        f(t.node_at(root), ((root & DIM_BITS) >> 1) as usize, &vals, n)
+                    },
+                    _ => [root; BURST],
+                };
+                let at = descend_burst(nodes, start, n, &vals, &pick);
                 // Every key's leaf is known now: ask for the first line of
                 // each (its ids and its first rows) before reading any, so
                 // that the leaves' misses overlap rather than queue behind
@@ -417,8 +428,22 @@ impl Classifier {
 }
 
 /// Keys a burst descends together.
-const BURST: usize = 32;
+pub(crate) const BURST: usize = 32;
 
 /// Most dimensions a burst keeps on its stack for all of its keys (a
 /// power of two: see [`Cuts::child`]); sets with more go key by key.
-const BURST_DIMS: usize = 16;
+pub(crate) const BURST_DIMS: usize = 16;
+
+/// A burst's dimension values, a row of them per key (`rows[j][d]`).
+pub(crate) type Rows = [[u32; BURST_DIMS]; BURST];
+
+/// A tree's first step done across keys (the root is every key's, so its
+/// cuts are compared with sixteen keys' values at once): the child of
+/// `root` that each of the first `n` keys goes to, by its value of
+/// dimension `dim` in `rows`; the rest are unspecified.
+///
+/// # Safety
+///
+/// `dim < BURST_DIMS`, `n <= BURST`, and the CPU has what the function
+/// needs.
+pub(crate) type FirstStep = unsafe fn(&Node, usize, &Rows, usize) -> [u32; BURST];
