@@ -243,7 +243,8 @@ pub(crate) fn entry(dims: &[Dim], id: u32, rank: u64, key: &[crate::Range]) -> E
 
 /// Elements checked together, in groups of 4, 8 or 16 lanes (a leaf's
 /// width: the fewest that hold it, so a leaf of three elements reads 176
-/// bytes of a 5-tuple, not 704): per group, the lanes' ids, then per
+/// bytes of a 5-tuple, not 704): per group, the lanes' tags (ids, or
+/// places in rank order: [`Groups::push_entries`]), then per
 /// dimension their lows and their spans (high minus low). A value `v` is
 /// in a lane's range when `v - low <= span`, wrapping: a subtraction and
 /// an unsigned minimum against the rows in memory, four AVX2 instructions
@@ -262,8 +263,9 @@ pub(crate) struct Groups {
 }
 
 /// Where a leaf's groups are: first word, group count, lanes a group,
-/// lanes used in the last group; and the rank of its first element
-/// (`u64::MAX` when empty), below which nothing in it ranks.
+/// lanes used in the last group; and the tag of its first element
+/// (`u64::MAX` when empty): in a tree, its place in rank order, below
+/// which nothing in the leaf ranks.
 #[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct Leaf {
     start: u32,
@@ -291,12 +293,16 @@ impl Groups {
         bytemuck::cast_slice(&self.blocks)
     }
 
-    /// Appends the leaf of the `n` elements `entry(0..n)`, in rank order.
+    /// Appends the leaf of the `n` elements `entry(0..n)`, in rank order,
+    /// each lane tagged `tag(i)`: a tree's leaves tag an element with its
+    /// place in the tree's rank order ([`Cuts::ids`]), the extra
+    /// elements with their ids.
     fn push_entries<'e>(
         &mut self,
         dims: usize,
         n: usize,
         entry: impl Fn(usize) -> &'e Entry,
+        tag: impl Fn(usize) -> u32,
     ) -> Leaf {
         let width = match n {
             0..=4 => 4,
@@ -321,7 +327,7 @@ impl Groups {
             let lanes = (g * width..(g + 1) * width).map(|i| i.min(n - 1));
             let (ids, rows) = group.split_at_mut(width);
             for (id, i) in ids.iter_mut().zip(lanes.clone()) {
-                *id = entry(i).id;
+                *id = tag(i);
             }
             for (d, row) in rows.chunks_exact_mut(2 * width).enumerate() {
                 let (lo, span) = row.split_at_mut(width);
@@ -336,7 +342,7 @@ impl Groups {
             groups: groups as u16,
             width: width as u8,
             last: (n - (groups.max(1) - 1) * width) as u8,
-            first: if n == 0 { u64::MAX } else { entry(0).rank },
+            first: if n == 0 { u64::MAX } else { tag(0) as u64 },
         }
     }
 
@@ -395,6 +401,13 @@ pub(crate) struct Cuts {
     roots: Vec<u32>,
     /// Rank of every id the tree holds (`u64::MAX` for others).
     rank: Vec<u64>,
+    /// The ids and ranks of the tree's elements in rank order: a leaf
+    /// lane holds an element's place here, not its id, so that comparing
+    /// the answers of a forest's trees reads no table (a rank by id was
+    /// one scattered load a tree of every key: ClassBench's 100K sets,
+    /// 7 % of a lookup), and an answer's id is read once a key.
+    ids: Vec<u32>,
+    ranks: Vec<u64>,
     /// Ids of elements that cover some node's region and so shadow the
     /// elements dropped there: deleting one needs a rebuild.
     shadows: Vec<u64>,
@@ -576,6 +589,8 @@ impl Cuts {
             + self.leaves.capacity() * std::mem::size_of::<Leaf>()
             + self.groups.memory_usage()
             + self.rank.capacity() * 8
+            + self.ids.capacity() * 4
+            + self.ranks.capacity() * 8
             + self.shadows.capacity() * 8
     }
 

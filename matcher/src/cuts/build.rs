@@ -192,10 +192,12 @@ impl Builder<'_> {
 
     fn leaf(&mut self, rules: &[u32]) -> u32 {
         let all = self.all;
-        let g = self
-            .out
-            .groups
-            .push_entries(self.dims.len(), rules.len(), |i| &all[rules[i] as usize]);
+        let g = self.out.groups.push_entries(
+            self.dims.len(),
+            rules.len(),
+            |i| &all[rules[i] as usize],
+            |i| rules[i],
+        );
         self.out.entries += rules.len();
         self.out.leaves.push(g);
         (self.out.leaves.len() - 1) as u32 | LEAF
@@ -455,6 +457,8 @@ impl Cuts {
             groups: Groups::default(),
             roots: Vec::new(),
             rank,
+            ids: all.iter().map(|e| e.id).collect(),
+            ranks: all.iter().map(|e| e.rank).collect(),
             shadows: Vec::new(),
             elements: all.len(),
             entries: 0,

@@ -35,7 +35,8 @@ impl Classifier {
     pub(crate) fn new(tree: Arc<Cuts>, mut extra: Vec<Entry>, gone: &[u32]) -> Classifier {
         extra.sort_by_key(|e| e.rank);
         let mut groups = Groups::default();
-        let leaf = groups.push_entries(tree.dims.len(), extra.len(), |i| &extra[i]);
+        let leaf =
+            groups.push_entries(tree.dims.len(), extra.len(), |i| &extra[i], |i| extra[i].id);
         // `first_in` reads the groups unchecked: a leaf past them would
         // be a bug of `push_entries`, stopped here.
         assert!(
@@ -91,13 +92,13 @@ impl Classifier {
     }
 
     /// The first element (in rank order) of leaf `l` in `words` that
-    /// holds the key, skipping gone ids; its position (group, lane) is its
-    /// rank order.
+    /// holds the key, skipping gone ids: its tag (`id_of` gives the id
+    /// of a tag) and its position (group, lane), its rank order.
     #[inline(always)]
     #[allow(unsafe_code)]
     fn first_in(
         &self,
-        (words, l): (&[u32], Leaf),
+        (words, l, id_of): (&[u32], Leaf, impl Fn(u32) -> u32),
         skip_gone: bool,
         vals: &[u32],
         (keys, key_at): (&[u8], usize),
@@ -119,20 +120,23 @@ impl Classifier {
                 m &= m - 1;
                 // SAFETY: `mask` sets only lanes below the width, and `b`
                 // starts with `width` ids.
-                let id = unsafe { *b.get_unchecked(lane) };
+                let tag = unsafe { *b.get_unchecked(lane) };
+                let id = id_of(tag);
                 if (skip_gone && self.is_gone(id))
                     || (!self.tree.exact && !verify.holds(id, &keys[key_at..]))
                 {
                     continue;
                 }
-                return Some((id, g * w + lane));
+                return Some((tag, g * w + lane));
             }
         }
         None
     }
 
-    /// The first-ranked element of leaf `leaf` holding `key`, with its
-    /// rank (`u64::MAX` and an unused id for none), if it ranks before
+    /// The first-ranked element of leaf `leaf` holding `key`: its place in
+    /// the tree's rank order, as the order to compare and as the place
+    /// (`u64::MAX` and an unused place for none; an order of 0 for any
+    /// match where the classifier is unranked), if it ranks before
     /// `bound` (the best answer of the trees before).
     ///
     /// A leaf whose first element ranks after `bound` is not read: in a
@@ -154,15 +158,15 @@ impl Classifier {
             return (u64::MAX, u32::MAX);
         }
         match self.first_in(
-            (t.groups.words(), l),
+            (t.groups.words(), l, |p| t.ids[p as usize]),
             !self.gone.is_empty(),
             vals,
             key,
             verify,
             mask,
         ) {
-            Some((id, _)) if self.unranked => (0, id),
-            Some((id, _)) => (t.rank[id as usize], id),
+            Some((p, _)) if self.unranked => (0, p),
+            Some((p, _)) => (p as u64, p),
             None => (u64::MAX, u32::MAX),
         }
     }
@@ -199,20 +203,16 @@ impl Classifier {
             if m != 0 {
                 // SAFETY: `mask` sets only lanes below the width, and `b`
                 // starts with `width` ids.
-                let id = unsafe { *b.get_unchecked(m.trailing_zeros() as usize) };
-                let rank = if self.unranked {
-                    0
-                } else {
-                    t.rank[id as usize]
-                };
-                return (rank, id);
+                let p = unsafe { *b.get_unchecked(m.trailing_zeros() as usize) };
+                return (if self.unranked { 0 } else { p as u64 }, p);
             }
             at += per;
         }
         (u64::MAX, u32::MAX)
     }
 
-    /// The answer of the trees' best `(rank, id)` and the extra elements.
+    /// The answer of the trees' best `(order, place)` ([`Classifier::resolve`])
+    /// and the extra elements: the id of the first-ranked.
     #[inline(always)]
     fn with_extra(
         &self,
@@ -222,9 +222,10 @@ impl Classifier {
         verify: &impl Verify,
         mask: impl Fn(&[u32], usize, &[u32]) -> u32 + Copy,
     ) -> Option<u32> {
+        let t = &*self.tree;
         if self.extra_leaf.groups != 0 {
             let more = self.first_in(
-                (self.extra.words(), self.extra_leaf),
+                (self.extra.words(), self.extra_leaf, |id| id),
                 false,
                 vals,
                 key,
@@ -232,12 +233,17 @@ impl Classifier {
                 mask,
             );
             if let Some((id, at)) = more {
-                if self.extra_rank[at] < best.0 {
+                let tree = if best.0 == u64::MAX {
+                    u64::MAX
+                } else {
+                    t.ranks[best.1 as usize]
+                };
+                if self.extra_rank[at] < tree {
                     return Some(id);
                 }
             }
         }
-        (best.0 != u64::MAX).then_some(best.1)
+        (best.0 != u64::MAX).then(|| t.ids[best.1 as usize])
     }
 
     /// The dimension values of a key: read without a check per
