@@ -335,6 +335,8 @@ impl Classifier {
         let t = &*self.tree;
         let nd = if ND == 0 { t.dims.len() } else { ND };
         let exact = t.exact && self.gone.is_empty();
+        // `unranked`: one tree and no extra elements.
+        let direct = exact && self.unranked;
         for (c, outs) in out.chunks_mut(BURST).enumerate() {
             let keys = &keys[c * BURST * stride..];
             let n = outs.len();
@@ -405,6 +407,18 @@ impl Classifier {
                     let l = t.leaf_at(r & !LEAF);
                     crate::cpu::prefetch(words.wrapping_add(l.start as usize));
                 }
+                if direct {
+                    // One exact tree and nothing beside it: its answer is
+                    // the key's, with no best kept across trees (a store
+                    // and a load of it, and the extra elements' test, a
+                    // key).
+                    for (j, o) in outs.iter_mut().enumerate() {
+                        let (_, p) =
+                            self.resolve_exact(at[j] & !LEAF, u64::MAX, &vals[j][..nd], mask);
+                        *o = t.ids.get(p as usize).copied();
+                    }
+                    continue;
+                }
                 for j in 0..n {
                     let found = if exact {
                         self.resolve_exact(at[j] & !LEAF, best[j].0, &vals[j][..nd], mask)
@@ -425,6 +439,9 @@ impl Classifier {
                         best[j] = found;
                     }
                 }
+            }
+            if direct {
+                continue;
             }
             for (j, o) in outs.iter_mut().enumerate() {
                 *o = self.with_extra(best[j], &vals[j][..nd], (keys, j * stride), verify, mask);
