@@ -133,6 +133,14 @@ impl Classifier {
         None
     }
 
+    /// Leaf `leaf` of the tree, unless its first element ranks at or
+    /// after `bound` (nothing in it can then beat the answer so far).
+    #[inline(always)]
+    fn leaf_before(&self, leaf: u32, bound: u64) -> Option<Leaf> {
+        let l = self.tree.leaf_at(leaf);
+        (l.first < bound).then_some(l)
+    }
+
     /// The first-ranked element of leaf `leaf` holding `key`: its place in
     /// the tree's rank order, as the order to compare and as the place
     /// (`u64::MAX` and an unused place for none; an order of 0 for any
@@ -153,10 +161,9 @@ impl Classifier {
         mask: impl Fn(&[u32], usize, &[u32]) -> u32 + Copy,
     ) -> (u64, u32) {
         let t = &*self.tree;
-        let l = t.leaf_at(leaf);
-        if l.first >= bound {
+        let Some(l) = self.leaf_before(leaf, bound) else {
             return (u64::MAX, u32::MAX);
-        }
+        };
         match self.first_in(
             (t.groups.words(), l, |p| t.ids[p as usize]),
             !self.gone.is_empty(),
