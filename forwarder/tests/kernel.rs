@@ -633,9 +633,13 @@ fn bird_peers_over_bgp_through_the_tap() {
     assert!(flooded.2 > 10_000, "the flood was a flood: {}", flooded.2);
     // On this 2-core machine the two senders and the forwarder share the
     // cores: what is asserted is that forwarding goes on at a good share,
-    // not the share itself.
+    // not the share itself. The share is bimodal with the scheduler: on
+    // the Intel host of 2026-12-06, 0.3-0.9 of the lone rate in most
+    // runs, 0.19-0.23 in about one run of three (the same with the code
+    // of a day before, tests one at a time), so a fifth failed there; a
+    // starved forwarder would forward next to nothing.
     assert!(
-        flooded.1 * 4 >= alone.1,
+        flooded.1 * 8 >= alone.1,
         "forwarding fell from {} to {} under the flood",
         alone.1,
         flooded.1
