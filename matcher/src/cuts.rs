@@ -174,16 +174,8 @@ impl Dim {
     #[inline(always)]
     #[allow(unsafe_code)]
     unsafe fn value_within(&self, key: &[u8]) -> u32 {
-        debug_assert!(self.off as usize + 4 <= key.len());
-        // SAFETY: the four bytes at `off` are inside `key` (the caller's
-        // contract); an unaligned read of `[u8; 4]`.
-        let k = unsafe {
-            key.as_ptr()
-                .add(self.off as usize)
-                .cast::<[u8; 4]>()
-                .read_unaligned()
-        };
-        u32::from_be_bytes(k) >> self.drop
+        // SAFETY: the caller's contract.
+        unsafe { read_within(key, self.off as usize, self.drop as u32) }
     }
 
     /// The largest value of the dimension.
@@ -215,6 +207,23 @@ impl Dim {
             ((e >> self.shift) & m) as u32,
         )
     }
+}
+
+/// The four big-endian bytes of `key` at `off`, shifted right by `drop`
+/// ([`Dim::value_within`], and a burst's reads with the offsets and
+/// shifts held in locals), without a bounds check.
+///
+/// # Safety
+///
+/// `off + 4 <= key.len()`.
+#[inline(always)]
+#[allow(unsafe_code)]
+unsafe fn read_within(key: &[u8], off: usize, drop: u32) -> u32 {
+    debug_assert!(off + 4 <= key.len());
+    // SAFETY: the four bytes at `off` are inside `key` (the caller's
+    // contract); an unaligned read of `[u8; 4]`.
+    let k = unsafe { key.as_ptr().add(off).cast::<[u8; 4]>().read_unaligned() };
+    u32::from_be_bytes(k) >> drop
 }
 
 /// One element as the tree sees it: its id, rank and range per dimension.

@@ -373,17 +373,9 @@ impl Classifier {
                 for (j, row) in vals[..whole].iter_mut().enumerate() {
                     let at = j * stride;
                     for d in 0..nd {
-                        debug_assert!(at + off[d] + 4 <= keys.len());
                         // SAFETY: `at + off[d] + 4 <= at + read_end <=
-                        // keys.len()` for `j < whole` (its definition);
-                        // an unaligned read of four bytes.
-                        let k = unsafe {
-                            keys.as_ptr()
-                                .add(at + off[d])
-                                .cast::<[u8; 4]>()
-                                .read_unaligned()
-                        };
-                        row[d] = u32::from_be_bytes(k) >> drop[d];
+                        // keys.len()` for `j < whole` (its definition).
+                        row[d] = unsafe { read_within(keys, at + off[d], drop[d]) };
                     }
                 }
             }
