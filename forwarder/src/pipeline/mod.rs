@@ -213,6 +213,10 @@ pub struct Pipeline {
     mode: Mode,
     /// The worker's index, which picks its [`Slot`] in each snapshot.
     worker: usize,
+    /// Whether routed frames try the folded way out first (see
+    /// `send_plain`); off only in the test that pins it to the general
+    /// way.
+    plain: bool,
 }
 
 /// [`Pipeline::port_tag`] from the fields it reads (callers that hold
@@ -365,6 +369,7 @@ impl Pipeline {
             expired_at: 0,
             route_cache: tables.route_cache,
             mode,
+            plain: true,
             // No worker's slot while the pipeline is built: the state is
             // built here, as is everything else of it.
             worker: usize::MAX,

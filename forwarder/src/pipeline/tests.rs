@@ -68,3 +68,107 @@ fn new_generations_take_the_state_prepared_for_the_worker() {
     alone.process(&t2, &mut burst);
     assert_eq!(alone.counters.set_names, ["deny", "more"]);
 }
+
+/// Routed frames of every kind (IPv4 and IPv6, every TTL that matters,
+/// routes to a hop, an ECMP group, a hop on a VLAN sub-interface and to
+/// nowhere, frames arriving tagged, truncated, non-IP) leave the same way
+/// through the folded way out (`send_plain`) as through the general one:
+/// the same lists, the same bytes, the same counts. The general way is
+/// the reference: the folded one only decides sooner.
+#[test]
+fn the_folded_way_out_agrees_with_the_general_one() {
+    use crate::wire::build::ipv6;
+    use routecache::gen::Rng;
+    let text = r#"
+route = [
+  { prefix = "198.51.100.0/25", via = "a" },
+  { prefix = "198.51.100.128/26", via = "both" },
+  { prefix = "198.51.100.192/27", via = "tagged" },
+  { prefix = "2001:db8:1::/48", via = "b" },
+  { prefix = "2001:db8:2::/48", via = "both" },
+  { prefix = "2001:db8:3::/48", via = "tagged" },
+]
+[forwarder]
+cores = [0]
+[[port]]
+name = "p0"
+mac = "02:00:00:00:00:01"
+[[port]]
+name = "p1"
+mac = "02:00:00:00:00:02"
+[[port]]
+name = "p1.100"
+parent = "p1"
+vlan = 100
+[[next_hop]]
+name = "a"
+port = "p0"
+mac = "02:00:00:00:0a:01"
+[[next_hop]]
+name = "b"
+port = "p1"
+mac = "02:00:00:00:0a:02"
+[[next_hop]]
+name = "tagged"
+port = "p1.100"
+mac = "02:00:00:00:0a:03"
+[[ecmp]]
+name = "both"
+members = ["a", "b"]
+"#;
+    let cfg = config::parse("t.toml", text, std::path::Path::new(".")).unwrap();
+    let snap = build::snapshot(&cfg, 1).unwrap();
+    let mut rng = Rng(46);
+    let ttls = [0u8, 1, 2, 64, 255];
+    let mut kinds = [0usize; 4];
+    for round in 0..400 {
+        let mut burst = Burst::new();
+        let n = 1 + rng.below(64) as usize;
+        for _ in 0..n {
+            let ttl = ttls[rng.below(ttls.len() as u64) as usize];
+            let l4 = L4::Udp(rng.below(65536) as u16, rng.below(65536) as u16);
+            let mut f = if rng.below(4) == 0 {
+                let dst = 0x2001_0db8_0000_0000_0000_0000_0000_0000u128
+                    | (rng.below(5) as u128) << 80
+                    | rng.below(1 << 16) as u128;
+                ipv6(0x2001_0db8_00ff << 80, dst, ttl, l4, 0)
+            } else {
+                // Some beyond the routes (no route).
+                let dst = 0xc633_6400 | rng.below(256) as u32;
+                let dst = if rng.below(8) == 0 { 0xcb00_7100 } else { dst };
+                ipv4(0xc000_0201, dst, ttl, l4, rng.below(40) as usize)
+            };
+            match rng.below(16) {
+                // Arriving tagged (the trunk's VLAN 100).
+                0 => {
+                    f.splice(12..12, [0x81, 0x00, 0x00, 100]);
+                }
+                1 => f.truncate(rng.below(40) as usize),
+                2 => f[12..14].copy_from_slice(&[0x88, 0xb5]),
+                _ => {}
+            }
+            burst.push(&f);
+        }
+        let run = |plain: bool| {
+            let mut pipe = Pipeline::with_mode(&snap, 2, Mode::Route);
+            pipe.plain = plain;
+            pipe.rx_port = (round % 2) as u16;
+            let mut b = Burst::new();
+            for i in 0..burst.len() {
+                b.push(burst.frame(i));
+            }
+            pipe.process(&snap, &mut b);
+            let frames: Vec<Vec<u8>> = (0..b.len()).map(|i| b.frame(i).to_vec()).collect();
+            let c = &pipe.counters;
+            (pipe.out.clone(), frames, c.tx, c.drops)
+        };
+        let (folded, general) = (run(true), run(false));
+        assert_eq!(folded, general, "round {round}");
+        kinds[0] += folded.0.iter().map(Vec::len).sum::<usize>();
+        kinds[1] += folded.3[DropReason::TtlExpired.index()] as usize;
+        kinds[2] += folded.3[DropReason::NoRoute.index()] as usize;
+        kinds[3] += folded.1.iter().filter(|f| f.get(12) == Some(&0x81)).count();
+    }
+    // Each kind was met, many times.
+    assert!(kinds.iter().all(|&k| k > 100), "{kinds:?}");
+}

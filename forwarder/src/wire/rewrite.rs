@@ -53,3 +53,24 @@ pub fn rewrite_with(frame: &mut [u8], p: &Parsed, macs: &[u8; 12]) -> Result<(),
     }
     Ok(())
 }
+
+/// Writes `ttl` (one less than the packet's, which was at least 2) into
+/// `ip`, the first 12 bytes of an IP header of family `l3`: IPv6's hop
+/// limit, or IPv4's TTL with the header checksum updated incrementally.
+/// For the pipeline's usual frame, whose IP header is at byte 14.
+/// [`rewrite_with`] keeps its own lines: through this, with the header's
+/// 12 bytes taken at any offset, the flow cache's hit path ran 2-7 %
+/// slower (`examples/turns`, alternating builds).
+#[inline(always)]
+pub fn set_ttl(ip: &mut [u8; 12], l3: L3, ttl: u8) {
+    match l3 {
+        L3::V4 => {
+            // TTL is the high byte of a 16-bit word (the protocol the
+            // low one).
+            ip[8] = ttl;
+            let hc = u16::from_ne_bytes([ip[10], ip[11]]);
+            ip[10..12].copy_from_slice(&checksum_ttl_decrement_ne(hc).to_ne_bytes());
+        }
+        L3::V6 => ip[7] = ttl,
+    }
+}
