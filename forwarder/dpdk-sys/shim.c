@@ -101,6 +101,15 @@ static int fwd_rx_odd(const struct rte_mbuf *m, const uint8_t *p, const uint8_t 
 	return 0;
 }
 
+/* The most frames asked of the device at a time: each chunk's mbufs and
+ * data are read while the driver's writes to them are still in L1. After
+ * one call for 64 frames the first ones were gone (callgrind's cache
+ * model: 2 L1 misses a frame in this loop, none in testpmd's io), and
+ * `--mode io` on net_pcap ran at 28.5 against 31.6-32.4 Mpps in chunks
+ * of 32 (8 and 16: the same). 32 is also DPDK's usual burst, which
+ * vector receive paths are built around. */
+#define FWD_RX_CHUNK 32
+
 uint16_t fwd_rx_burst_for(uint16_t port, uint16_t queue, uint16_t n, const uint8_t *mac,
 			  int v6_multicast, uintptr_t *handles, uint8_t **data, uint16_t *len,
 			  uint64_t *segmented, uint64_t *ignored)
@@ -115,31 +124,38 @@ uint16_t fwd_rx_burst_for(uint16_t port, uint16_t queue, uint16_t n, const uint8
 	memcpy(&want, mac, 6);
 	/* The first 6 bytes of 8, whatever the byte order. */
 	memset(&mask, 0xff, 6);
-	r = rte_eth_rx_burst(port, queue, pkts, n);
-	for (i = 0; i < r; i++) {
-		struct rte_mbuf *m = pkts[i];
-		uint8_t *p = rte_pktmbuf_mtod(m, uint8_t *);
-		uint16_t dl = m->data_len;
-		uint64_t dst;
+	/* Kept frames move down to `k <= r`: the next chunk lands above them. */
+	for (r = 0; r < n;) {
+		unsigned int ask = n - r < FWD_RX_CHUNK ? n - r : FWD_RX_CHUNK;
+		unsigned int got = rte_eth_rx_burst(port, queue, pkts + r, ask);
+		for (i = r; i < r + got; i++) {
+			struct rte_mbuf *m = pkts[i];
+			uint8_t *p = rte_pktmbuf_mtod(m, uint8_t *);
+			uint16_t dl = m->data_len;
+			uint64_t dst;
 
-		/* One test for the usual frame: one segment, an Ethernet
-		 * header, our MAC (the first 6 of 8 bytes read: a frame of
-		 * 14 bytes or more has them). */
-		if (unlikely((m->nb_segs != 1) | (dl < 14) | (m->data_off < FWD_TAG_ROOM))) {
-			fwd_rx_odd(m, p, mac, v6_multicast, segmented, ignored);
-			drop[d++] = m;
-			continue;
+			/* One test for the usual frame: one segment, an Ethernet
+			 * header, our MAC (the first 6 of 8 bytes read: a frame of
+			 * 14 bytes or more has them). */
+			if (unlikely((m->nb_segs != 1) | (dl < 14) | (m->data_off < FWD_TAG_ROOM))) {
+				fwd_rx_odd(m, p, mac, v6_multicast, segmented, ignored);
+				drop[d++] = m;
+				continue;
+			}
+			memcpy(&dst, p, 8);
+			if (unlikely(((dst ^ want) & mask) != 0) &&
+			    !fwd_rx_odd(m, p, mac, v6_multicast, segmented, ignored)) {
+				drop[d++] = m;
+				continue;
+			}
+			pkts[k] = m;
+			data[k] = p;
+			len[k] = dl;
+			k++;
 		}
-		memcpy(&dst, p, 8);
-		if (unlikely(((dst ^ want) & mask) != 0) &&
-		    !fwd_rx_odd(m, p, mac, v6_multicast, segmented, ignored)) {
-			drop[d++] = m;
-			continue;
-		}
-		pkts[k] = m;
-		data[k] = p;
-		len[k] = dl;
-		k++;
+		r += got;
+		if (got < ask)
+			break;
 	}
 	if (d > 0)
 		rte_pktmbuf_free_bulk(drop, d);
