@@ -151,13 +151,37 @@ pub struct FlowKey {
 impl FlowKey {
     /// A stable hash of the 5-tuple: every packet of a flow gets the same
     /// value (for a given seed), so a flow stays on one ECMP member.
+    ///
+    /// Three folded multiplies (a 64x64->128-bit product, its halves
+    /// xored), as foldhash and wyhash mix: the addresses in one, the
+    /// ports, protocol and seed in another, both into the third. About
+    /// 25 instructions where `jhash_3words` over the folded words took
+    /// some 60 (callgrind: 14 of a routed frame's instructions on the
+    /// example, where a fifth of the frames route through ECMP). The
+    /// member is picked from the high bits (`resolve_index`'s
+    /// multiply-shift). Two multiplies were tried first and spread
+    /// unevenly where few bits differ (a subnet's hosts, protocols):
+    /// `the_member_hash_spreads_*` pin the spread. Not a keyed hash
+    /// against an adversary (neither was the jhash): the seed keeps a
+    /// flow's member from being the same on every forwarder.
     #[inline]
     pub fn hash(&self, seed: u32) -> u32 {
-        let fold =
-            |x: u128| (x as u32) ^ ((x >> 32) as u32) ^ ((x >> 64) as u32) ^ ((x >> 96) as u32);
-        let ports = ((self.sport as u32) << 16 | self.dport as u32) ^ ((self.proto as u32) << 8);
-        jhash_3words(fold(self.src), fold(self.dst), ports, seed)
+        let fold = |x: u128| (x as u64) ^ ((x >> 64) as u64);
+        let ports = ((self.sport as u64) << 16 | self.dport as u64) | (self.proto as u64) << 32;
+        // The seed spread over 64 bits, so that it moves high bits too.
+        let s = (seed as u64 | 1).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        let a = fold_mul(fold(self.src) ^ s, fold(self.dst) ^ 0x2436_a788_5a30_8d31);
+        let b = fold_mul(ports ^ 0x1319_8a2e_0370_7344, s ^ 0xa409_3822_299f_31d0);
+        let h = fold_mul(a ^ 0x082e_fa98_ec4e_6c89, b ^ 0x4528_21e6_38d0_1377);
+        (h >> 32) as u32 ^ h as u32
     }
+}
+
+/// The 128-bit product of `a` and `b`, its two halves xored.
+#[inline(always)]
+fn fold_mul(a: u64, b: u64) -> u64 {
+    let m = a as u128 * b as u128;
+    (m as u64) ^ ((m >> 64) as u64)
 }
 
 /// A random 32-bit seed, different in every process (from the standard
@@ -220,5 +244,142 @@ mod tests {
         let g = FlowKey { sport: 1235, ..f };
         assert_ne!(f.hash(9), g.hash(9));
         assert_ne!(f.hash(9), f.hash(10));
+    }
+
+    /// The member `resolve_index` picks from `n` for hash `h`.
+    fn member(h: u32, n: u64) -> usize {
+        ((h as u64 * n) >> 32) as usize
+    }
+
+    /// Each member's share of `flows` over `n` members stays within 5
+    /// standard deviations of the even share (as random choices would,
+    /// but for one in 1.7 million checks).
+    fn spreads_evenly(flows: &[FlowKey], seed: u32, n: u64, what: &str) {
+        let mut count = vec![0usize; n as usize];
+        for f in flows {
+            count[member(f.hash(seed), n)] += 1;
+        }
+        let even = flows.len() as f64 / n as f64;
+        let sd = (even * (1.0 - 1.0 / n as f64)).sqrt();
+        for (m, &c) in count.iter().enumerate() {
+            assert!(
+                (c as f64 - even).abs() <= 5.0 * sd,
+                "{what}: member {m} of {n} got {c} of {} flows (seed {seed:#x})",
+                flows.len()
+            );
+        }
+    }
+
+    #[test]
+    fn the_member_hash_spreads_random_flows() {
+        let mut rng = crate::gen::Rng(0xec3b);
+        let flows: Vec<FlowKey> = (0..40_000)
+            .map(|_| FlowKey {
+                src: rng.next_u64() as u32 as u128,
+                dst: rng.next_u64() as u128 | (rng.next_u64() as u128) << 64,
+                sport: rng.next_u64() as u16,
+                dport: rng.next_u64() as u16,
+                proto: [6, 17, 1][rng.below(3) as usize],
+            })
+            .collect();
+        for seed in [0, 1, 0xdead_beef, rng.next_u64() as u32] {
+            for n in 2..=8 {
+                spreads_evenly(&flows, seed, n, "random flows");
+            }
+        }
+    }
+
+    /// The shapes traffic has: one client's connections (source ports in
+    /// a row), a subnet's hosts to one service, IPv6 hosts differing in
+    /// the low bits of their interface identifiers, one protocol apart.
+    #[test]
+    fn the_member_hash_spreads_flows_that_differ_in_few_bits() {
+        let base = FlowKey {
+            src: 0xc000_0201,
+            dst: 0xcb00_7105,
+            sport: 0,
+            dport: 443,
+            proto: 6,
+        };
+        let ports: Vec<FlowKey> = (0..4096)
+            .map(|p| FlowKey {
+                sport: 32768 + p as u16,
+                ..base
+            })
+            .collect();
+        let hosts: Vec<FlowKey> = (0..4096u128)
+            .map(|h| FlowKey {
+                src: 0xc633_6400 + (h & 0xff),
+                sport: 40000 + (h >> 8) as u16,
+                ..base
+            })
+            .collect();
+        let v6: Vec<FlowKey> = (0..4096u128)
+            .map(|h| FlowKey {
+                src: 0x2001_0db8_0000_0001_0000_0000_0000_0000 | h,
+                dst: 0x2001_0db8_0000_0002_0000_0000_0000_0001,
+                ..base
+            })
+            .collect();
+        let protos: Vec<FlowKey> = (0..=255u8)
+            .flat_map(|p| {
+                (0..16).map(move |d| FlowKey {
+                    proto: p,
+                    dport: d,
+                    ..base
+                })
+            })
+            .collect();
+        // One source to many destinations, a grid of sources by
+        // destinations.
+        let dsts: Vec<FlowKey> = (0..4096u128)
+            .map(|d| FlowKey {
+                dst: 0xcb00_7100 + d,
+                ..base
+            })
+            .collect();
+        let grid: Vec<FlowKey> = (0..4096u128)
+            .map(|i| FlowKey {
+                src: 0xc000_0200 + (i & 63),
+                dst: 0xcb00_7100 + (i >> 6),
+                ..base
+            })
+            .collect();
+        // Many seeds: a weak mix shows on some seeds only.
+        let mut rng = crate::gen::Rng(0x5eed);
+        let seeds: Vec<u32> = [0, 7]
+            .into_iter()
+            .chain((0..30).map(|_| rng.next_u64() as u32))
+            .collect();
+        for seed in seeds {
+            for n in [2, 3, 4, 8] {
+                spreads_evenly(&dsts, seed, n, "one source to many destinations");
+                spreads_evenly(&grid, seed, n, "sources by destinations");
+                spreads_evenly(&ports, seed, n, "source ports in a row");
+                spreads_evenly(&hosts, seed, n, "a subnet's hosts");
+                spreads_evenly(&v6, seed, n, "IPv6 interface identifiers");
+                spreads_evenly(&protos, seed, n, "protocols and ports");
+            }
+        }
+    }
+
+    /// Another seed moves about half the flows between two members: the
+    /// seed reaches the bits the member is picked from.
+    #[test]
+    fn another_seed_moves_half_the_flows() {
+        let flows: Vec<FlowKey> = (0..8192u32)
+            .map(|i| FlowKey {
+                src: 0xc000_0200 | (i & 0xff) as u128,
+                dst: 0xcb00_7100 | (i >> 8) as u128,
+                sport: 1024 + i as u16,
+                dport: 53,
+                proto: 17,
+            })
+            .collect();
+        let moved = flows
+            .iter()
+            .filter(|f| member(f.hash(1), 2) != member(f.hash(2), 2))
+            .count();
+        assert!((3500..=4700).contains(&moved), "{moved} of 8192 moved");
     }
 }
