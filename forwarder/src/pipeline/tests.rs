@@ -172,3 +172,30 @@ members = ["a", "b"]
     // Each kind was met, many times.
     assert!(kinds.iter().all(|&k| k > 100), "{kinds:?}");
 }
+
+/// The going mask read eight fate bytes at a time agrees with a match on
+/// each fate, for every kind of fate in every position and every count.
+#[test]
+fn the_going_mask_agrees_with_each_fate() {
+    let kinds: Vec<Fate> = [Fate::Go, Fate::Accepted, Fate::Cached]
+        .into_iter()
+        .chain(DropReason::ALL.into_iter().map(Fate::Dropped))
+        .collect();
+    let mut rng = routecache::gen::Rng(0x90);
+    for round in 0..2000 {
+        let mut fate = [Fate::Go; MAX_BURST];
+        for f in fate.iter_mut() {
+            // Runs of one kind, and mixes: every byte pattern near another.
+            *f = kinds[if round % 3 == 0 {
+                round % kinds.len()
+            } else {
+                rng.below(kinds.len() as u64) as usize
+            }];
+        }
+        let n = rng.below(MAX_BURST as u64 + 1) as usize;
+        let want = (0..n).fold(0u64, |m, i| {
+            m | (matches!(fate[i], Fate::Go | Fate::Accepted) as u64) << i
+        });
+        assert_eq!(going(&fate, n), want, "round {round}, n {n}");
+    }
+}
