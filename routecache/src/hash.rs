@@ -177,9 +177,11 @@ impl FlowKey {
     }
 }
 
-/// The 128-bit product of `a` and `b`, its two halves xored.
+/// The 128-bit product of `a` and `b`, its two halves xored: the mixing
+/// step of ahash's fallback and of wyhash (the ECMP member hash here,
+/// the forwarder's flow cache hash).
 #[inline(always)]
-fn fold_mul(a: u64, b: u64) -> u64 {
+pub fn fold_mul(a: u64, b: u64) -> u64 {
     let m = a as u128 * b as u128;
     (m as u64) ^ ((m >> 64) as u64)
 }

@@ -34,6 +34,7 @@
 pub use crate::decision::Decision;
 use crate::tables::FlowCacheConfig;
 use crate::wire::Parsed;
+use routecache::hash::fold_mul;
 use routecache::pages::prefetch_ptr;
 
 /// Ways per bucket.
@@ -233,14 +234,6 @@ impl std::fmt::Debug for FlowCache {
     }
 }
 
-/// The folded 128-bit product: the mixing step of ahash's fallback and
-/// of wyhash.
-#[inline(always)]
-fn mix(a: u64, b: u64) -> u64 {
-    let p = a as u128 * b as u128;
-    p as u64 ^ (p >> 64) as u64
-}
-
 impl FlowCache {
     /// A cache of at least `entries` entries (rounded up to a power of two
     /// of 4-way buckets), keyed randomly, storing every miss.
@@ -365,8 +358,8 @@ impl FlowCache {
     pub fn hash(&self, id: &FlowId) -> Loc {
         let k = &self.keys;
         let w = &id.w;
-        let h = mix(w[0] ^ k[0], w[2] ^ ((id.m as u64) << 32) ^ k[1])
-            ^ mix(w[1] ^ w[5] ^ k[2], w[3] ^ w[4] ^ k[3]);
+        let h = fold_mul(w[0] ^ k[0], w[2] ^ ((id.m as u64) << 32) ^ k[1])
+            ^ fold_mul(w[1] ^ w[5] ^ k[2], w[3] ^ w[4] ^ k[3]);
         let b0 = h as usize & self.mask;
         let b1 = (b0 ^ ((h >> 24) as usize | 1)) & self.mask;
         // Only the first bucket's bookkeeping: flows fill their first
