@@ -52,6 +52,7 @@ mod tests;
 pub(crate) use classify::{Classifier, Rows, Verify, BURST};
 
 use crate::tree::Block;
+use pages::Huge;
 
 /// Lanes of a leaf group.
 pub(crate) const LANES: usize = 16;
@@ -264,11 +265,30 @@ pub(crate) fn entry(dims: &[Dim], id: u32, rank: u64, key: &[crate::Range]) -> E
 /// A group of `w`
 /// lanes starts at a multiple of `w` words of a 64-byte-aligned array, so
 /// no vector load of it straddles a cache line.
-#[derive(Clone, Debug, Default)]
+///
+/// The blocks are a [`Huge`] allocation: a key's leaves are a few lines
+/// at random places in megabytes of groups (13 MiB for ClassBench's
+/// ipc1_100K), and with 4 KiB pages nearly each of them also missed the
+/// TLB (BENCHMARKS.md: ipc1_100K 83 -> 77 ns a lookup).
+#[derive(Clone, Debug)]
 pub(crate) struct Groups {
-    blocks: Vec<Block>,
+    /// The blocks in use, then (while a tree is being built) zeroed room
+    /// to grow into; [`Groups::settle`] drops the room.
+    blocks: Huge<Block>,
+    /// Blocks in use.
+    used: usize,
     /// Words in use.
     len: usize,
+}
+
+impl Default for Groups {
+    fn default() -> Groups {
+        Groups {
+            blocks: Huge::new(0),
+            used: 0,
+            len: 0,
+        }
+    }
 }
 
 /// Where a leaf's groups are: first word, group count, lanes a group,
@@ -298,8 +318,34 @@ impl Leaf {
 }
 
 impl Groups {
+    /// The blocks' words: those in use, and after them, while a tree is
+    /// being built, zeroed room (a leaf's checked end, [`Leaf::fits`],
+    /// stays inside the allocation either way).
     fn words(&self) -> &[u32] {
         bytemuck::cast_slice(&self.blocks)
+    }
+
+    /// Makes `blocks` blocks in use, growing the allocation by doubling
+    /// (a copy; blocks past those in use are zero, as the leaves' padding
+    /// needs).
+    fn use_blocks(&mut self, blocks: usize) {
+        if blocks > self.blocks.len() {
+            let mut more = Huge::new(blocks.max(2 * self.blocks.len()).max(64));
+            more[..self.used].copy_from_slice(&self.blocks[..self.used]);
+            self.blocks = more;
+        }
+        self.used = self.used.max(blocks);
+    }
+
+    /// Drops the room to grow (one copy, at the end of a tree's build):
+    /// the groups then take what they hold, rounded to huge pages where
+    /// they span one.
+    pub(crate) fn settle(&mut self) {
+        if self.blocks.len() > self.used {
+            let mut exact = Huge::new(self.used);
+            exact.copy_from_slice(&self.blocks[..self.used]);
+            self.blocks = exact;
+        }
     }
 
     /// Appends the leaf of the `n` elements `entry(0..n)`, in rank order,
@@ -322,8 +368,7 @@ impl Groups {
         let groups = n.div_ceil(width);
         let start = self.len.next_multiple_of(width);
         self.len = start + per * groups;
-        self.blocks
-            .resize(self.len.div_ceil(LANES), Block([0; LANES]));
+        self.use_blocks(self.len.div_ceil(LANES));
         let words: &mut [u32] = bytemuck::cast_slice_mut(&mut self.blocks);
         // Row by row, each a slice of its own: indexing the whole array
         // per value (bounds checks and offsets) was most of the build's
@@ -356,7 +401,7 @@ impl Groups {
     }
 
     fn memory_usage(&self) -> usize {
-        self.blocks.capacity() * std::mem::size_of::<Block>()
+        self.blocks.allocated()
     }
 }
 

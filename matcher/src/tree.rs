@@ -40,6 +40,11 @@ const LIST: u32 = 1 << 31;
 #[repr(C, align(64))]
 pub(crate) struct Block(pub(crate) [u32; FANOUT]);
 
+// SAFETY: a block is sixteen `u32`s and nothing else (`repr(C)`, its
+// padding none: 64 bytes, 64-aligned); all zero bytes is a valid block.
+#[allow(unsafe_code)]
+unsafe impl pages::Zeroable for Block {}
+
 /// Counts the values of `b` at or below `x`, sixteen scalar compares.
 #[inline(always)]
 pub(crate) fn count_le(b: &Block, x: u32) -> u32 {

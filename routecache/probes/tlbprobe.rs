@@ -15,8 +15,8 @@
 //! entry covers 4 KiB whatever the guest asked for: reads spread over
 //! 64 MiB then cost several times what the same lines cost packed into
 //! 1 MiB, though both fit the caches.
+use pages::{prefetch, Page, ENTRIES, HUGE};
 use routecache::gen::Rng;
-use routecache::pages::{prefetch, Page, ENTRIES, HUGE};
 use std::time::Instant;
 
 /// Reads timed per case.

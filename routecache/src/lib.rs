@@ -15,7 +15,6 @@ pub mod fib;
 pub mod gen;
 pub mod hash;
 pub mod lpm;
-pub mod pages;
 pub mod ranges;
 pub mod reference;
 

@@ -42,14 +42,14 @@ const MAX_GROUPS: u32 = VALUE_MASK;
 pub const PREFETCH_ROUTES: usize = 16_384;
 
 /// Entries per first-level page, and groups per group page: one 2 MiB
-/// huge page ([`crate::pages`]). The first update of a page after a
+/// huge page ([`pages`]). The first update of a page after a
 /// publication copies it (2 MiB), not the whole table.
 const PAGE_BITS: u32 = 19;
 const PAGE: usize = 1 << PAGE_BITS;
 const GROUPS_PER_PAGE: usize = PAGE / 256;
 
-use crate::pages::{prefetch, Page};
-const _: () = assert!(PAGE == crate::pages::ENTRIES);
+use pages::{prefetch, Page};
+const _: () = assert!(PAGE == pages::ENTRIES);
 
 #[inline(always)]
 fn leaf(len: u32, target: u32) -> u32 {

@@ -20,7 +20,7 @@
 #![allow(unsafe_code)]
 
 use crate::lpm::{LpmTable, RUN_LONG, RUN_NONE};
-use crate::pages::prefetch;
+use pages::prefetch;
 
 /// Starts per block: one cache line of `u64`.
 const FANOUT: usize = 8;

@@ -15,7 +15,7 @@
 //! time (linear hashing: [`Table::grow`]), so that a few thousand
 //! connections read a few hundred KiB of them (BENCHMARKS.md,
 //! `full+conntrack`). Both arrays are huge-page backed
-//! where the kernel grants it ([`routecache::pages::Huge`]): the buckets
+//! where the kernel grants it ([`pages::Huge`]): the buckets
 //! a burst reads are random lines among megabytes, and with 4 KiB pages
 //! each was also a TLB miss (a tracked packet 58 -> 49 ns at 4,096
 //! flows on this machine).
@@ -27,7 +27,7 @@
 use super::key::Key;
 use crate::decision::Decision;
 use crate::wire::L3;
-use routecache::pages::{Huge, Zeroable};
+use pages::{Huge, Zeroable};
 
 /// Ways per bucket.
 pub const WAYS: usize = 8;
@@ -396,7 +396,7 @@ impl Table {
     #[inline(always)]
     pub fn prefetch(&self, h: u64) -> u32 {
         let b = self.addr(h);
-        routecache::pages::prefetch_ptr(self.buckets.as_ptr().wrapping_add(b));
+        pages::prefetch_ptr(self.buckets.as_ptr().wrapping_add(b));
         b as u32
     }
 
@@ -415,11 +415,11 @@ impl Table {
         if m != 0 {
             // A way (`tagged` sets 8 bits at most): masked, not checked.
             let s = b.at[(m.trailing_zeros() & 7) as usize];
-            routecache::pages::prefetch_ptr(self.entries.as_ptr().wrapping_add(s as usize));
+            pages::prefetch_ptr(self.entries.as_ptr().wrapping_add(s as usize));
             s
         } else {
             let b1 = self.addr(h >> 24);
-            routecache::pages::prefetch_ptr(self.buckets.as_ptr().wrapping_add(b1));
+            pages::prefetch_ptr(self.buckets.as_ptr().wrapping_add(b1));
             NO_SLOT
         }
     }

@@ -34,8 +34,8 @@
 pub use crate::decision::Decision;
 use crate::tables::FlowCacheConfig;
 use crate::wire::Parsed;
+use pages::prefetch_ptr;
 use routecache::hash::fold_mul;
-use routecache::pages::prefetch_ptr;
 
 /// Ways per bucket.
 pub const WAYS: usize = 4;

@@ -537,6 +537,7 @@ impl Cuts {
         }
         let mut out = b.out;
         out.roots = roots;
+        out.groups.settle();
         // The lookups read nodes, leaves and leaf groups unchecked
         // (`step`, `leaf_at`, `first_in`): a reference or group past them
         // would be a bug of this builder, stopped here.

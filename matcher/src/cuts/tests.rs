@@ -96,3 +96,45 @@ fn padded_rank_is_partition_point() {
         }
     }
 }
+
+#[test]
+fn groups_keep_their_words_as_they_grow_and_settle() {
+    // Leaves of every width, enough to grow the blocks past a huge page
+    // (5 dimensions: 704 bytes a group of 16) through several copies.
+    let dims = 5;
+    let entries: Vec<Entry> = (0..40u32)
+        .map(|i| Entry {
+            id: i,
+            rank: i as u64,
+            ranges: (0..dims as u32)
+                .map(|d| (i * 10 + d, i * 10 + d + 7))
+                .collect(),
+        })
+        .collect();
+    let mut groups = Groups::default();
+    let mut leaves = Vec::new();
+    let mut seen = Vec::new();
+    for k in 0..6_000usize {
+        let n = [1, 3, 4, 5, 8, 9, 16, 17, 40][k % 9];
+        let leaf = groups.push_entries(dims, n, |i| &entries[i], |i| (k * 64 + i) as u32);
+        assert!(leaf.fits(groups.words().len(), dims));
+        let per = leaf.width as usize * (1 + 2 * dims);
+        let at = leaf.start as usize;
+        seen.push(groups.words()[at..at + leaf.groups as usize * per].to_vec());
+        leaves.push(leaf);
+    }
+    assert!(groups.memory_usage() > pages::HUGE);
+    let room = groups.words().len();
+    groups.settle();
+    let words = groups.words();
+    assert!(words.len() <= room && words.len() >= groups.len);
+    assert_eq!(words.len(), groups.len.div_ceil(LANES) * LANES);
+    for (leaf, was) in leaves.iter().zip(&seen) {
+        assert!(leaf.fits(words.len(), dims));
+        let at = leaf.start as usize;
+        assert_eq!(&words[at..at + was.len()], &was[..]);
+    }
+    // Whole huge pages from one up: the figure `memory_usage` reports.
+    assert_eq!(groups.memory_usage() % pages::HUGE, 0);
+    assert!(groups.memory_usage() >= words.len() * 4);
+}

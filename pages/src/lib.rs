@@ -6,9 +6,15 @@
 //! walks the page table. Each page here is one 2 MiB-aligned allocation
 //! of 2 MiB, advised `MADV_HUGEPAGE`, so a single TLB entry covers it;
 //! [`Huge`] is the same for any table of a huge page or more (the
-//! connection table's buckets and entries). Where huge pages are off or
-//! exhausted it is ordinary memory.
+//! connection table's buckets and entries, the classifier's leaf groups).
+//! Where huge pages are off or exhausted it is ordinary memory.
+//!
+//! A crate of its own because both `routecache` and `matcher` need it and
+//! neither should depend on the other. All of it is allocation and
+//! hints to the CPU and the kernel, so `unsafe` is allowed throughout,
+//! each block with its SAFETY comment.
 #![allow(unsafe_code)]
+#![warn(missing_docs)]
 
 use std::alloc::{alloc, dealloc, handle_alloc_error, Layout};
 use std::ops::{Deref, DerefMut};
@@ -166,6 +172,14 @@ fn advise_huge(p: *mut u8, len: usize) {
 #[cfg(not(target_os = "linux"))]
 fn advise_huge(_: *mut u8, _: usize) {}
 
+impl<T: Zeroable> Huge<T> {
+    /// Bytes allocated: the values' own, rounded up to whole huge pages
+    /// from one huge page up (what a table's memory figure should say).
+    pub fn allocated(&self) -> usize {
+        layout_for::<T>(self.len).map_or(0, |l| l.size())
+    }
+}
+
 impl<T: Zeroable> Deref for Huge<T> {
     type Target = [T];
     #[inline(always)]
@@ -239,6 +253,11 @@ mod tests {
                 _ => 64,
             };
             assert_eq!(s.as_ptr() as usize % align, 0, "{len}");
+            let bytes = match len * 8 {
+                b if b >= HUGE => b.next_multiple_of(HUGE),
+                b => b,
+            };
+            assert_eq!(s.allocated(), bytes, "{len}");
             if let Some(last) = s.last_mut() {
                 *last = 5;
             }
