@@ -266,27 +266,29 @@ pub(crate) fn entry(dims: &[Dim], id: u32, rank: u64, key: &[crate::Range]) -> E
 /// lanes starts at a multiple of `w` words of a 64-byte-aligned array, so
 /// no vector load of it straddles a cache line.
 ///
-/// The blocks are a [`Huge`] allocation: a key's leaves are a few lines
-/// at random places in megabytes of groups (13 MiB for ClassBench's
-/// ipc1_100K), and with 4 KiB pages nearly each of them also missed the
-/// TLB (BENCHMARKS.md: ipc1_100K 83 -> 77 ns a lookup).
+/// Built in a vector, then settled into a [`Huge`] allocation, which is
+/// what lookups read: a key's leaves are a few lines at random places in
+/// megabytes of groups (13 MiB for ClassBench's ipc1_100K), and with
+/// 4 KiB pages nearly each of them also missed the TLB. Only a chosen
+/// tree is settled: a build's trial trees (a forest's merges, the one
+/// tree that ran out of budget) grow to tens of megabytes, and growing
+/// those in huge pages doubled fw1_100K's build.
 #[derive(Clone, Debug)]
 pub(crate) struct Groups {
-    /// The blocks in use, then (while a tree is being built) zeroed room
-    /// to grow into; [`Groups::settle`] drops the room.
-    blocks: Huge<Block>,
-    /// Blocks in use.
-    used: usize,
+    /// The blocks as they are built; empty once settled.
+    blocks: Vec<Block>,
     /// Words in use.
     len: usize,
+    /// The blocks lookups read ([`Groups::settle`]).
+    settled: Huge<Block>,
 }
 
 impl Default for Groups {
     fn default() -> Groups {
         Groups {
-            blocks: Huge::new(0),
-            used: 0,
+            blocks: Vec::new(),
             len: 0,
+            settled: Huge::new(0),
         }
     }
 }
@@ -318,34 +320,24 @@ impl Leaf {
 }
 
 impl Groups {
-    /// The blocks' words: those in use, and after them, while a tree is
-    /// being built, zeroed room (a leaf's checked end, [`Leaf::fits`],
-    /// stays inside the allocation either way).
+    /// The settled words (none before [`Groups::settle`]: a leaf's
+    /// checked end, [`Leaf::fits`], is then past them).
     fn words(&self) -> &[u32] {
-        bytemuck::cast_slice(&self.blocks)
+        bytemuck::cast_slice(&self.settled)
     }
 
-    /// Makes `blocks` blocks in use, growing the allocation by doubling
-    /// (a copy; blocks past those in use are zero, as the leaves' padding
-    /// needs).
-    fn use_blocks(&mut self, blocks: usize) {
-        if blocks > self.blocks.len() {
-            let mut more = Huge::new(blocks.max(2 * self.blocks.len()).max(64));
-            more[..self.used].copy_from_slice(&self.blocks[..self.used]);
-            self.blocks = more;
-        }
-        self.used = self.used.max(blocks);
-    }
-
-    /// Drops the room to grow (one copy, at the end of a tree's build):
-    /// the groups then take what they hold, rounded to huge pages where
-    /// they span one.
+    /// Moves the blocks built so far where lookups read them (one copy):
+    /// exactly as many as they hold, in huge pages from 2 MiB up.
     pub(crate) fn settle(&mut self) {
-        if self.blocks.len() > self.used {
-            let mut exact = Huge::new(self.used);
-            exact.copy_from_slice(&self.blocks[..self.used]);
-            self.blocks = exact;
+        if self.blocks.is_empty() {
+            // Nothing built since (settled already, or no leaf holds an
+            // element).
+            return;
         }
+        let mut settled = Huge::new(self.blocks.len());
+        settled.copy_from_slice(&self.blocks);
+        self.settled = settled;
+        self.blocks = Vec::new();
     }
 
     /// Appends the leaf of the `n` elements `entry(0..n)`, in rank order,
@@ -368,7 +360,8 @@ impl Groups {
         let groups = n.div_ceil(width);
         let start = self.len.next_multiple_of(width);
         self.len = start + per * groups;
-        self.use_blocks(self.len.div_ceil(LANES));
+        self.blocks
+            .resize(self.len.div_ceil(LANES), Block([0; LANES]));
         let words: &mut [u32] = bytemuck::cast_slice_mut(&mut self.blocks);
         // Row by row, each a slice of its own: indexing the whole array
         // per value (bounds checks and offsets) was most of the build's
@@ -401,7 +394,7 @@ impl Groups {
     }
 
     fn memory_usage(&self) -> usize {
-        self.blocks.allocated()
+        self.blocks.capacity() * std::mem::size_of::<Block>() + self.settled.allocated()
     }
 }
 

@@ -340,19 +340,19 @@ impl Cuts {
     ) -> Cuts {
         all.sort_by_key(|e| e.rank);
         if let Some(split) = like {
-            return Cuts::build_forest(&dims, exact, &all, split, plan);
+            return Cuts::chosen(Cuts::build_forest(&dims, exact, &all, split, plan));
         }
         let one = Cuts::build_forest(&dims, exact, &all, false, &[]);
         if !one.exhausted {
-            return one;
+            return Cuts::chosen(one);
         }
         let split = Cuts::build_forest(&dims, exact, &all, true, &[]);
         let points = points_inside(&all);
-        if split.cost(&points) < one.cost(&points) {
+        Cuts::chosen(if split.cost(&points) < one.cost(&points) {
             split
         } else {
             one
-        }
+        })
     }
 
     /// What looking `points` up costs, in a model: a node visited counts
@@ -537,14 +537,20 @@ impl Cuts {
         }
         let mut out = b.out;
         out.roots = roots;
-        out.groups.settle();
+        out
+    }
+
+    /// `tree`, the one a build chose, with its groups settled where
+    /// lookups read them.
+    fn chosen(mut tree: Cuts) -> Cuts {
+        tree.groups.settle();
         // The lookups read nodes, leaves and leaf groups unchecked
         // (`step`, `leaf_at`, `first_in`): a reference or group past them
         // would be a bug of this builder, stopped here.
         assert!(
-            out.refs_valid(),
+            tree.refs_valid(),
             "a tree of cuts refers past its nodes or leaves"
         );
-        out
+        tree
     }
 }

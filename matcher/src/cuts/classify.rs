@@ -37,6 +37,7 @@ impl Classifier {
         let mut groups = Groups::default();
         let leaf =
             groups.push_entries(tree.dims.len(), extra.len(), |i| &extra[i], |i| extra[i].id);
+        groups.settle();
         // `first_in` reads the groups unchecked: a leaf past them would
         // be a bug of `push_entries`, stopped here.
         assert!(

@@ -98,9 +98,9 @@ fn padded_rank_is_partition_point() {
 }
 
 #[test]
-fn groups_keep_their_words_as_they_grow_and_settle() {
-    // Leaves of every width, enough to grow the blocks past a huge page
-    // (5 dimensions: 704 bytes a group of 16) through several copies.
+fn groups_keep_their_words_when_settled() {
+    // Leaves of every width, enough to span a few huge pages once settled
+    // (5 dimensions: 704 bytes a group of 16).
     let dims = 5;
     let entries: Vec<Entry> = (0..40u32)
         .map(|i| Entry {
@@ -113,28 +113,28 @@ fn groups_keep_their_words_as_they_grow_and_settle() {
         .collect();
     let mut groups = Groups::default();
     let mut leaves = Vec::new();
-    let mut seen = Vec::new();
     for k in 0..6_000usize {
         let n = [1, 3, 4, 5, 8, 9, 16, 17, 40][k % 9];
-        let leaf = groups.push_entries(dims, n, |i| &entries[i], |i| (k * 64 + i) as u32);
-        assert!(leaf.fits(groups.words().len(), dims));
-        let per = leaf.width as usize * (1 + 2 * dims);
-        let at = leaf.start as usize;
-        seen.push(groups.words()[at..at + leaf.groups as usize * per].to_vec());
-        leaves.push(leaf);
+        leaves.push(groups.push_entries(dims, n, |i| &entries[i], |i| (k * 64 + i) as u32));
     }
-    assert!(groups.memory_usage() > pages::HUGE);
-    let room = groups.words().len();
+    let built: Vec<u32> = bytemuck::cast_slice(&groups.blocks).to_vec();
+    // Nothing for lookups to read before it is settled: every leaf is
+    // past the (empty) words, which `refs_valid` asserts against.
+    assert!(groups.words().is_empty());
+    assert!(leaves.iter().all(|l| !l.fits(0, dims)));
     groups.settle();
     let words = groups.words();
-    assert!(words.len() <= room && words.len() >= groups.len);
+    assert_eq!(words, &built[..]);
     assert_eq!(words.len(), groups.len.div_ceil(LANES) * LANES);
-    for (leaf, was) in leaves.iter().zip(&seen) {
-        assert!(leaf.fits(words.len(), dims));
-        let at = leaf.start as usize;
-        assert_eq!(&words[at..at + was.len()], &was[..]);
-    }
-    // Whole huge pages from one up: the figure `memory_usage` reports.
+    assert!(leaves.iter().all(|l| l.fits(words.len(), dims)));
+    // A leaf's lanes: its tags, then its elements' rows.
+    let l = leaves[8];
+    assert_eq!(words[l.start as usize], 8 * 64);
+    // Whole huge pages from one up (the figure `memory_usage` reports),
+    // aligned to one; settling again changes nothing.
+    assert!(groups.memory_usage() > pages::HUGE);
     assert_eq!(groups.memory_usage() % pages::HUGE, 0);
-    assert!(groups.memory_usage() >= words.len() * 4);
+    assert_eq!(words.as_ptr() as usize % pages::HUGE, 0);
+    groups.settle();
+    assert_eq!(groups.words(), &built[..]);
 }
