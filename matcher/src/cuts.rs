@@ -266,32 +266,31 @@ pub(crate) fn entry(dims: &[Dim], id: u32, rank: u64, key: &[crate::Range]) -> E
 /// lanes starts at a multiple of `w` words of a 64-byte-aligned array, so
 /// no vector load of it straddles a cache line.
 ///
-/// Built in a vector, then settled into a [`Huge`] allocation, which is
-/// what lookups read: a key's leaves are a few lines at random places in
-/// megabytes of groups (13 MiB for ClassBench's ipc1_100K), and with
-/// 4 KiB pages nearly each of them also missed the TLB. Only a chosen
-/// tree is settled: a build's trial trees (a forest's merges, the one
-/// tree that ran out of budget) grow to tens of megabytes, and growing
-/// those in huge pages doubled fw1_100K's build.
-#[derive(Clone, Debug)]
+/// Built in a vector; a chosen tree's groups of [`HUGE_FROM`] bytes or
+/// more are then settled into a [`Huge`] allocation ([`Groups::settle`]).
+#[derive(Clone, Debug, Default)]
 pub(crate) struct Groups {
-    /// The blocks as they are built; empty once settled.
+    /// The blocks as they are built, and as lookups read them unless
+    /// settled in huge pages (then empty).
     blocks: Vec<Block>,
     /// Words in use.
     len: usize,
-    /// The blocks lookups read ([`Groups::settle`]).
-    settled: Huge<Block>,
+    /// The blocks of large groups, settled.
+    huge: Option<Huge<Block>>,
 }
 
-impl Default for Groups {
-    fn default() -> Groups {
-        Groups {
-            blocks: Vec::new(),
-            len: 0,
-            settled: Huge::new(0),
-        }
-    }
-}
+/// Groups from this size up are settled in huge pages. A key's leaves
+/// are a few lines at random places in the groups, and past what the
+/// TLB covers with 4 KiB pages (2,048 entries, 8 MiB, on the Xeon of
+/// BENCHMARKS.md) nearly each of them also walks the page table:
+/// ClassBench's ipc1_100K (17 MiB of groups) 80.3 -> 76.6 ns a lookup
+/// in huge pages. Below it they gained nothing measurable, and the copy
+/// (with the kernel's compaction for 2 MiB pages) cost fw1_1K's build
+/// 2-13 ms of its 22. Only a chosen tree is settled: a build's trial
+/// trees (a forest's merges, the one tree that ran out of budget) grow
+/// to tens of megabytes, and growing those in huge pages doubled
+/// fw1_100K's build.
+pub(crate) const HUGE_FROM: usize = 8 << 20;
 
 /// Where a leaf's groups are: first word, group count, lanes a group,
 /// lanes used in the last group; and the tag of its first element
@@ -320,24 +319,27 @@ impl Leaf {
 }
 
 impl Groups {
-    /// The settled words (none before [`Groups::settle`]: a leaf's
-    /// checked end, [`Leaf::fits`], is then past them).
-    fn words(&self) -> &[u32] {
-        bytemuck::cast_slice(&self.settled)
+    /// The words lookups read (a branch: callers on the lookup path
+    /// take them once a burst).
+    pub(crate) fn words(&self) -> &[u32] {
+        match &self.huge {
+            Some(h) => bytemuck::cast_slice(h),
+            None => bytemuck::cast_slice(&self.blocks),
+        }
     }
 
-    /// Moves the blocks built so far where lookups read them (one copy):
-    /// exactly as many as they hold, in huge pages from 2 MiB up.
+    /// Once a tree is built: its groups in huge pages (one copy) from
+    /// [`HUGE_FROM`] bytes up. Smaller ones stay as built, slack and all:
+    /// shrinking the vector copied it (an over-aligned reallocation),
+    /// 4.5 ms of fw1_1K's 22 ms build.
     pub(crate) fn settle(&mut self) {
-        if self.blocks.is_empty() {
-            // Nothing built since (settled already, or no leaf holds an
-            // element).
+        if self.huge.is_some() {
             return;
         }
-        let mut settled = Huge::new(self.blocks.len());
-        settled.copy_from_slice(&self.blocks);
-        self.settled = settled;
-        self.blocks = Vec::new();
+        if self.blocks.len() * std::mem::size_of::<Block>() >= HUGE_FROM {
+            self.huge = Some(Huge::from_slice(&self.blocks));
+            self.blocks = Vec::new();
+        }
     }
 
     /// Appends the leaf of the `n` elements `entry(0..n)`, in rank order,
@@ -394,7 +396,8 @@ impl Groups {
     }
 
     fn memory_usage(&self) -> usize {
-        self.blocks.capacity() * std::mem::size_of::<Block>() + self.settled.allocated()
+        self.blocks.capacity() * std::mem::size_of::<Block>()
+            + self.huge.as_ref().map_or(0, |h| h.allocated())
     }
 }
 

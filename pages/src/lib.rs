@@ -85,6 +85,25 @@ fn layout_for<T>(len: usize) -> Option<Layout> {
 impl<T: Zeroable> Huge<T> {
     /// `len` zeroed values.
     pub fn new(len: usize) -> Huge<T> {
+        Huge::filled(len, |_| 0)
+    }
+
+    /// A copy of `values`: written once, where `new` and a copy wrote
+    /// the bytes twice (a built table settled into huge pages: megabytes
+    /// on every rebuild of a large set).
+    pub fn from_slice(values: &[T]) -> Huge<T> {
+        Huge::filled(values.len(), |p| {
+            // SAFETY: `p` has room for `values.len()` values (`filled`'s
+            // allocation for that length), a fresh allocation that cannot
+            // overlap `values`.
+            unsafe { std::ptr::copy_nonoverlapping(values.as_ptr(), p, values.len()) };
+            values.len()
+        })
+    }
+
+    /// `len` values: as many as `fill` says it wrote (at most `len`,
+    /// given where they go), then every byte after them zeroed.
+    fn filled(len: usize, fill: impl FnOnce(*mut T) -> usize) -> Huge<T> {
         let Some(layout) = layout_for::<T>(len) else {
             return Huge {
                 ptr: NonNull::dangling(),
@@ -101,10 +120,11 @@ impl<T: Zeroable> Huge<T> {
         if layout.align() == HUGE {
             advise_huge(raw, layout.size());
         }
+        let written = fill(ptr.as_ptr()).min(len) * std::mem::size_of::<T>();
         // SAFETY: `raw` is valid for `layout.size()` bytes of writes (just
-        // allocated with that size), and zero bytes are valid `T`s
-        // (`Zeroable`).
-        unsafe { std::ptr::write_bytes(raw, 0, layout.size()) };
+        // allocated with that size, at least `written`), and zero bytes
+        // are valid `T`s (`Zeroable`).
+        unsafe { std::ptr::write_bytes(raw.add(written), 0, layout.size() - written) };
         Huge { ptr, len }
     }
 }
@@ -202,9 +222,7 @@ impl<T: Zeroable> DerefMut for Huge<T> {
 
 impl<T: Zeroable> Clone for Huge<T> {
     fn clone(&self) -> Huge<T> {
-        let mut p = Huge::new(self.len);
-        p.copy_from_slice(self);
-        p
+        Huge::from_slice(self)
     }
 }
 
@@ -238,6 +256,22 @@ mod tests {
         let q = p.clone();
         assert_eq!((q[7], q[ENTRIES - 1]), (9, 3));
         assert_ne!(p.as_ptr(), q.as_ptr());
+    }
+
+    #[test]
+    fn copies_of_slices_hold_their_values() {
+        for len in [0, 1, 7, HUGE / 8 - 1, HUGE / 8 + 1, 3 * HUGE / 8] {
+            let v: Vec<u64> = (0..len as u64)
+                .map(|i| i.wrapping_mul(0x9e37_79b9) | 1)
+                .collect();
+            let h = Huge::from_slice(&v);
+            assert_eq!(&h[..], &v[..], "{len}");
+            assert_eq!(
+                h.as_ptr() as usize % if len * 8 >= HUGE { HUGE } else { 8 },
+                0
+            );
+            assert_eq!(h.allocated(), Huge::<u64>::new(len).allocated());
+        }
     }
 
     #[test]

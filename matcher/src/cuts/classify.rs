@@ -142,7 +142,8 @@ impl Classifier {
         (l.first < bound).then_some(l)
     }
 
-    /// The first-ranked element of leaf `leaf` holding `key`: its place in
+    /// The first-ranked element of leaf `leaf` (of the tree's `words`)
+    /// holding `key`: its place in
     /// the tree's rank order, as the order to compare and as the place
     /// (`u64::MAX` and an unused place for none; an order of 0 for any
     /// match where the classifier is unranked), if it ranks before
@@ -151,10 +152,14 @@ impl Classifier {
     /// A leaf whose first element ranks after `bound` is not read: in a
     /// forest, a key that an earlier tree matched skips every later
     /// leaf of lower-ranked elements.
+    ///
+    /// `words` must be the tree's groups' words (`Groups::words`, which
+    /// branches on where they are: read once a burst): the leaf's groups
+    /// are read from them unchecked.
     #[inline(always)]
     fn resolve(
         &self,
-        leaf: u32,
+        (words, leaf): (&[u32], u32),
         bound: u64,
         vals: &[u32],
         key: (&[u8], usize),
@@ -166,7 +171,7 @@ impl Classifier {
             return (u64::MAX, u32::MAX);
         };
         match self.first_in(
-            (t.groups.words(), l, |p| t.ids[p as usize]),
+            (words, l, |p| t.ids[p as usize]),
             !self.gone.is_empty(),
             vals,
             key,
@@ -183,11 +188,12 @@ impl Classifier {
     /// (no element needs a full check): a group's first matching lane is
     /// the answer. Kept apart so that the checks' loop holds nothing
     /// else live (callgrind: the general loop spilled a dozen values a
-    /// leaf to the stack).
+    /// leaf to the stack). `words` as for [`Classifier::resolve`].
     #[inline(always)]
     #[allow(unsafe_code)]
     fn resolve_exact(
         &self,
+        words: &[u32],
         leaf: u32,
         bound: u64,
         vals: &[u32],
@@ -198,14 +204,14 @@ impl Classifier {
         if l.first >= bound {
             return (u64::MAX, u32::MAX);
         }
-        let words = t.groups.words();
         let w = l.width as usize;
         let per = w * (1 + 2 * vals.len());
         let mut at = l.start as usize;
         for _ in 0..l.groups {
             debug_assert!(at + per <= words.len());
             // SAFETY: as in `first_in`: the leaf's groups lie inside the
-            // tree's words (`Leaf::fits`, asserted when built).
+            // tree's words (`Leaf::fits`, asserted when built), which
+            // `words` are (this function's contract).
             let b = unsafe { words.get_unchecked(at..at + per) };
             let m = mask(&b[w..], w, vals);
             if m != 0 {
@@ -290,9 +296,10 @@ impl Classifier {
         self.values(key, &mut buf[..nd]);
         let vals = &buf[..nd];
         let mut best = (u64::MAX, u32::MAX);
+        let words = self.tree.groups.words();
         for &root in &self.tree.roots {
             let leaf = self.descend(root, &buf, &pick);
-            let found = self.resolve(leaf, best.0, vals, (key, 0), verify, mask);
+            let found = self.resolve((words, leaf), best.0, vals, (key, 0), verify, mask);
             if found.0 < best.0 {
                 best = found;
             }
@@ -385,6 +392,7 @@ impl Classifier {
             }
             let mut best = [(u64::MAX, u32::MAX); BURST];
             let nodes = &t.nodes[..];
+            let words = t.groups.words();
             for &root in &t.roots {
                 let start = match first {
                     // SAFETY: `root` is a node of this tree
@@ -402,10 +410,9 @@ impl Classifier {
                 // each key's checks. One line a key pays; all of a leaf's
                 // lines cost more than they save (BENCHMARKS.md, "What did
                 // not pay").
-                let words = t.groups.words().as_ptr();
                 for &r in &at[..n] {
                     let l = t.leaf_at(r & !LEAF);
-                    crate::cpu::prefetch(words.wrapping_add(l.start as usize));
+                    crate::cpu::prefetch(words.as_ptr().wrapping_add(l.start as usize));
                 }
                 if direct {
                     // One exact tree and nothing beside it: its answer is
@@ -413,18 +420,23 @@ impl Classifier {
                     // and a load of it, and the extra elements' test, a
                     // key).
                     for (j, o) in outs.iter_mut().enumerate() {
-                        let (_, p) =
-                            self.resolve_exact(at[j] & !LEAF, u64::MAX, &vals[j][..nd], mask);
+                        let (_, p) = self.resolve_exact(
+                            words,
+                            at[j] & !LEAF,
+                            u64::MAX,
+                            &vals[j][..nd],
+                            mask,
+                        );
                         *o = t.ids.get(p as usize).copied();
                     }
                     continue;
                 }
                 for j in 0..n {
                     let found = if exact {
-                        self.resolve_exact(at[j] & !LEAF, best[j].0, &vals[j][..nd], mask)
+                        self.resolve_exact(words, at[j] & !LEAF, best[j].0, &vals[j][..nd], mask)
                     } else {
                         self.resolve(
-                            at[j] & !LEAF,
+                            (words, at[j] & !LEAF),
                             best[j].0,
                             &vals[j][..nd],
                             (keys, j * stride),

@@ -99,8 +99,8 @@ fn padded_rank_is_partition_point() {
 
 #[test]
 fn groups_keep_their_words_when_settled() {
-    // Leaves of every width, enough to span a few huge pages once settled
-    // (5 dimensions: 704 bytes a group of 16).
+    // Leaves of every width (5 dimensions: 704 bytes a group of 16),
+    // small groups and groups past `HUGE_FROM`.
     let dims = 5;
     let entries: Vec<Entry> = (0..40u32)
         .map(|i| Entry {
@@ -111,30 +111,34 @@ fn groups_keep_their_words_when_settled() {
                 .collect(),
         })
         .collect();
-    let mut groups = Groups::default();
-    let mut leaves = Vec::new();
-    for k in 0..6_000usize {
-        let n = [1, 3, 4, 5, 8, 9, 16, 17, 40][k % 9];
-        leaves.push(groups.push_entries(dims, n, |i| &entries[i], |i| (k * 64 + i) as u32));
+    for bytes in [100_000, HUGE_FROM + pages::HUGE / 2] {
+        let mut groups = Groups::default();
+        let mut leaves = Vec::new();
+        while groups.words().len() * 4 < bytes {
+            let k = leaves.len();
+            let n = [1, 3, 4, 5, 8, 9, 16, 17, 40][k % 9];
+            leaves.push(groups.push_entries(dims, n, |i| &entries[i], |i| (k * 64 + i) as u32));
+        }
+        let built = groups.words().to_vec();
+        groups.settle();
+        let words = groups.words();
+        assert_eq!(words, &built[..]);
+        assert_eq!(words.len(), groups.len.div_ceil(LANES) * LANES);
+        assert!(leaves.iter().all(|l| l.fits(words.len(), dims)));
+        // A leaf's lanes: its tags, then its elements' rows.
+        assert_eq!(words[leaves[8].start as usize], 8 * 64);
+        let huge = bytes >= HUGE_FROM;
+        assert_eq!(groups.huge.is_some(), huge, "{bytes}");
+        if huge {
+            // Whole huge pages, aligned to one: what `memory_usage` says.
+            assert_eq!(words.as_ptr() as usize % pages::HUGE, 0);
+            assert_eq!(groups.memory_usage() % pages::HUGE, 0);
+            assert!(groups.blocks.is_empty());
+        } else {
+            assert!(groups.memory_usage() >= words.len() * 4);
+        }
+        // Settling again changes nothing.
+        groups.settle();
+        assert_eq!(groups.words(), &built[..]);
     }
-    let built: Vec<u32> = bytemuck::cast_slice(&groups.blocks).to_vec();
-    // Nothing for lookups to read before it is settled: every leaf is
-    // past the (empty) words, which `refs_valid` asserts against.
-    assert!(groups.words().is_empty());
-    assert!(leaves.iter().all(|l| !l.fits(0, dims)));
-    groups.settle();
-    let words = groups.words();
-    assert_eq!(words, &built[..]);
-    assert_eq!(words.len(), groups.len.div_ceil(LANES) * LANES);
-    assert!(leaves.iter().all(|l| l.fits(words.len(), dims)));
-    // A leaf's lanes: its tags, then its elements' rows.
-    let l = leaves[8];
-    assert_eq!(words[l.start as usize], 8 * 64);
-    // Whole huge pages from one up (the figure `memory_usage` reports),
-    // aligned to one; settling again changes nothing.
-    assert!(groups.memory_usage() > pages::HUGE);
-    assert_eq!(groups.memory_usage() % pages::HUGE, 0);
-    assert_eq!(words.as_ptr() as usize % pages::HUGE, 0);
-    groups.settle();
-    assert_eq!(groups.words(), &built[..]);
 }
