@@ -283,7 +283,7 @@ pub(crate) struct Groups {
 /// are a few lines at random places in the groups, and past what the
 /// TLB covers with 4 KiB pages (2,048 entries, 8 MiB, on the Xeon of
 /// BENCHMARKS.md) nearly each of them also walks the page table:
-/// ClassBench's ipc1_100K (17 MiB of groups) 80.3 -> 76.6 ns a lookup
+/// ClassBench's ipc1_100K (17 MiB of groups) 81.1 -> 75.8 ns a lookup
 /// in huge pages. Below it they gained nothing measurable, and the copy
 /// (with the kernel's compaction for 2 MiB pages) cost fw1_1K's build
 /// 2-13 ms of its 22. Only a chosen tree is settled: a build's trial
