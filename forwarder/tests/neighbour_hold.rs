@@ -151,6 +151,31 @@ fn judged(who: &str, family: &str, (got, rate, asked): (Vec<u32>, f64, Option<Du
         got.len(),
         rate
     );
+    // Which ones are missing says where they were lost: the first few
+    // (held while resolving), a run in the middle (a ring or a queue that
+    // overflowed while a thread was off the CPU) or the end.
+    let mut seen = vec![false; FLOW as usize];
+    for &i in got {
+        if let Some(s) = seen.get_mut(i as usize) {
+            *s = true;
+        }
+    }
+    let mut missing = Vec::new();
+    let mut i = 0;
+    while i < seen.len() {
+        if seen[i] {
+            i += 1;
+            continue;
+        }
+        let from = i;
+        while i < seen.len() && !seen[i] {
+            i += 1;
+        }
+        missing.push(from..i);
+    }
+    if !missing.is_empty() {
+        eprintln!("{who}, {family}: missing {missing:?}");
+    }
     assert_eq!(
         got.len(),
         FLOW as usize,
@@ -257,11 +282,18 @@ address = ["198.51.100.1/24", "2001:db8:2::1/64"]
     .unwrap();
     let (child, _lines) = start_forwarder(topo.ns(1), &cfg, None);
     let _child = Running(child);
-    for (family, src, dst, port) in flows {
-        judged("the forwarder", family, flow(&topo, src, dst, port));
-    }
-    let router = &stats(&cfg)["router"];
+    let got: Vec<_> = flows
+        .iter()
+        .map(|&(family, src, dst, port)| (family, flow(&topo, src, dst, port)))
+        .collect();
+    // The counters before any judgement, so that a loss comes with them.
+    let all = stats(&cfg);
+    let router = &all["router"];
     eprintln!("the forwarder's slow path: {router}");
+    eprintln!("the forwarder's ports: {}", all["ports"]);
+    for (family, flow) in got {
+        judged("the forwarder", family, flow);
+    }
     assert_eq!(router["unresolved_dropped"], 0, "{router}");
     assert!(router["held"].as_u64() > Some(0), "{router}");
     std::fs::remove_dir_all(dir).ok();
