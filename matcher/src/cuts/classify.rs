@@ -37,7 +37,6 @@ impl Classifier {
         let mut groups = Groups::default();
         let leaf =
             groups.push_entries(tree.dims.len(), extra.len(), |i| &extra[i], |i| extra[i].id);
-        groups.settle();
         // `first_in` reads the groups unchecked: a leaf past them would
         // be a bug of `push_entries`, stopped here.
         assert!(
@@ -352,6 +351,7 @@ impl Classifier {
         let exact = t.exact && self.gone.is_empty();
         // `unranked`: one tree and no extra elements.
         let direct = exact && self.unranked;
+        let words = t.groups.words();
         for (c, outs) in out.chunks_mut(BURST).enumerate() {
             let keys = &keys[c * BURST * stride..];
             let n = outs.len();
@@ -392,7 +392,6 @@ impl Classifier {
             }
             let mut best = [(u64::MAX, u32::MAX); BURST];
             let nodes = &t.nodes[..];
-            let words = t.groups.words();
             for &root in &t.roots {
                 let start = match first {
                     // SAFETY: `root` is a node of this tree
