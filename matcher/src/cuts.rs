@@ -447,6 +447,9 @@ pub(crate) struct Cuts {
     groups: Groups,
     /// One tree per anchor dimension (see [`Cuts::build`]).
     roots: Vec<u32>,
+    /// Per tree, the place in rank order of its first element: a burst
+    /// whose every key has an answer ranked before it skips the tree.
+    firsts: Vec<u64>,
     /// Rank of every id the tree holds (`u64::MAX` for others).
     rank: Vec<u64>,
     /// The ids and ranks of the tree's elements in rank order: a leaf
@@ -608,6 +611,7 @@ impl Cuts {
         };
         let words = self.groups.words().len();
         self.roots.iter().all(|&r| ok(r))
+            && self.firsts.len() == self.roots.len()
             && self.nodes.iter().all(|n| n.child.iter().all(|&r| ok(r)))
             && self.leaves.iter().all(|l| l.fits(words, self.dims.len()))
     }

@@ -456,6 +456,7 @@ impl Cuts {
             leaves: Vec::new(),
             groups: Groups::default(),
             roots: Vec::new(),
+            firsts: Vec::new(),
             rank,
             ids: all.iter().map(|e| e.id).collect(),
             ranks: all.iter().map(|e| e.rank).collect(),
@@ -528,15 +529,21 @@ impl Cuts {
         };
         let mut region: Vec<(u32, u32)> = dims.iter().map(|d| (0, d.max())).collect();
         let mut roots = Vec::new();
+        let mut firsts = Vec::new();
         for rules in groups.iter().filter(|r| !r.is_empty()) {
             let cap = b.budget.saturating_sub(b.out.entries);
             roots.push(b.build(rules, &mut region, 0, cap));
+            // `rules` are in rank order, and an element's place in rank
+            // order is its index in `all`.
+            firsts.push(rules[0] as u64);
         }
         if roots.is_empty() {
             roots.push(b.leaf(&[]));
+            firsts.push(u64::MAX);
         }
         let mut out = b.out;
         out.roots = roots;
+        out.firsts = firsts;
         out
     }
 

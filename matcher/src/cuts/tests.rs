@@ -142,3 +142,101 @@ fn groups_keep_their_words_when_settled() {
         assert_eq!(groups.words(), &built[..]);
     }
 }
+
+/// A forest's later tree is skipped for a burst only where every key's
+/// answer ranks before the tree's first element: elements narrow in the
+/// first dimension (ranked first, bar a few) and elements narrow in the
+/// second, some of them ranked before the first group's last; bursts
+/// whose keys all match the first group early, and bursts mixing keys
+/// that only the second holds or that it holds better. Every answer is
+/// the linear scan's, one key at a time and in bursts.
+#[test]
+fn forest_trees_skipped_only_below_every_answer() {
+    struct Exact;
+    impl Verify for Exact {
+        fn holds(&self, _: u32, _: &[u8]) -> bool {
+            true
+        }
+    }
+    let dims = Dim::of_fields(&[4, 2, 2]);
+    let any = (0, 0xffff);
+    let mut all: Vec<Entry> = (0..400u32)
+        .map(|i| (vec![(i * 1000, i * 1000 + 9), any, any], 10 * i as u64))
+        .chain((0..40u32).map(|i| {
+            // Most rank after every element of the first group; every
+            // tenth before half of them.
+            let rank = if i % 10 == 0 {
+                2_001 + 50 * i as u64
+            } else {
+                5_000 + i as u64
+            };
+            (vec![(0, u32::MAX), (i * 100, i * 100 + 49), any], rank)
+        }))
+        .enumerate()
+        .map(|(id, (ranges, rank))| Entry {
+            id: id as u32,
+            rank,
+            ranges,
+        })
+        .collect();
+    all.sort_by_key(|e| e.rank);
+    let tree = Cuts::build_forest(&dims, true, &all, true, &[]);
+    assert_eq!(tree.roots.len(), 2);
+    assert!(tree.firsts[1] > 0 && tree.firsts[1] < 400);
+    let c = Classifier::new(std::sync::Arc::new(tree), Vec::new(), &[]);
+    let key = |a: u32, p: u16| {
+        let mut k = a.to_be_bytes().to_vec();
+        k.extend(p.to_be_bytes());
+        k.extend(7u16.to_be_bytes());
+        k
+    };
+    let want = |k: &[u8]| {
+        let v = [
+            u32::from_be_bytes([k[0], k[1], k[2], k[3]]),
+            u16::from_be_bytes([k[4], k[5]]) as u32,
+            7,
+        ];
+        all.iter()
+            .find(|e| {
+                e.ranges
+                    .iter()
+                    .zip(v)
+                    .all(|(&(lo, hi), x)| lo <= x && x <= hi)
+            })
+            .map(|e| e.id)
+    };
+    let mut bursts: Vec<Vec<Vec<u8>>> = Vec::new();
+    // Every key in the first group's early elements, each also in a
+    // second-group element ranked after: the second tree is skipped.
+    bursts.push((0..BURST as u32).map(|j| key(j * 1000 + 3, 150)).collect());
+    // The same with one key that only the second group holds.
+    let mut one = bursts[0].clone();
+    one[17] = key(999_999_999, 1205);
+    bursts.push(one);
+    // Keys in late first-group elements that a second-group element
+    // ranked earlier also holds (every tenth: 0..49, 1000..1049, ...).
+    bursts.push(
+        (0..BURST as u32)
+            .map(|j| key((300 + j) * 1000 + 5, if j % 2 == 0 { 20 } else { 1020 }))
+            .collect(),
+    );
+    // And no key in any element.
+    bursts.push(
+        (0..BURST as u32)
+            .map(|j| key(j * 1000 + 500, 150))
+            .collect(),
+    );
+    let mut held = 0;
+    for burst in &bursts {
+        let flat: Vec<u8> = burst.iter().flatten().copied().collect();
+        let mut out = [None; BURST];
+        c.burst((&flat, 8), &mut out, &Exact, pick_scalar, mask_scalar, None);
+        for (k, got) in burst.iter().zip(out) {
+            let w = want(k);
+            assert_eq!(got, w, "key {k:?}");
+            assert_eq!(c.lookup(k, &Exact, pick_scalar, mask_scalar), w);
+            held += w.is_some() as usize;
+        }
+    }
+    assert!(held >= 3 * BURST, "{held}");
+}
