@@ -67,6 +67,10 @@ const LEAF_WIDE: usize = 32;
 /// Deepest a tree grows; past this, leaves stay as large as they are.
 const MAX_DEPTH: usize = 12;
 
+/// Most levels of a tree's top that a key goes through without a test
+/// for leaves ([`Cuts::same_dim_depth`]).
+const MAX_PREFIX: usize = 4;
+
 /// Cuts per node (a block of sixteen values, the last always padding).
 const MAX_CUTS: usize = 15;
 
@@ -450,6 +454,9 @@ pub(crate) struct Cuts {
     /// Per tree, the place in rank order of its first element: a burst
     /// whose every key has an answer ranked before it skips the tree.
     firsts: Vec<u64>,
+    /// Per tree, how many levels from its root are nodes of the root's
+    /// dimension on every path (see [`Cuts::same_dim_depth`]).
+    prefix: Vec<u8>,
     /// Rank of every id the tree holds (`u64::MAX` for others).
     rank: Vec<u64>,
     /// The ids and ranks of the tree's elements in rank order: a leaf
@@ -493,9 +500,10 @@ fn step(
     let i = (r >> NODE_SHIFT) as usize;
     debug_assert!(i < nodes.len());
     // SAFETY: `r` is a node reference of this tree (its caller stops at
-    // leaves), and every node reference a tree holds is below its node
-    // count (`Cuts::refs_valid`, asserted when the tree is built); nodes
-    // are never removed from a built tree.
+    // leaves, or goes no deeper than a tree's top of nodes, which
+    // `Cuts::refs_valid` checks), and every node reference a tree holds
+    // is below its node count (`Cuts::refs_valid`, asserted when the tree
+    // is built); nodes are never removed from a built tree.
     let n = unsafe { nodes.get_unchecked(i) };
     pick(n, val(((r & DIM_BITS) >> 1) as usize))
 }
@@ -612,6 +620,12 @@ impl Cuts {
         let words = self.groups.words().len();
         self.roots.iter().all(|&r| ok(r))
             && self.firsts.len() == self.roots.len()
+            && self.prefix.len() == self.roots.len()
+            && self
+                .roots
+                .iter()
+                .zip(&self.prefix)
+                .all(|(&r, &k)| k as usize <= self.same_dim_depth(r))
             && self.nodes.iter().all(|n| n.child.iter().all(|&r| ok(r)))
             && self.leaves.iter().all(|l| l.fits(words, self.dims.len()))
     }

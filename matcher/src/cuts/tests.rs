@@ -183,6 +183,9 @@ fn forest_trees_skipped_only_below_every_answer() {
     let tree = Cuts::build_forest(&dims, true, &all, true, &[]);
     assert_eq!(tree.roots.len(), 2);
     assert!(tree.firsts[1] > 0 && tree.firsts[1] < 400);
+    // The first tree's top cuts only its anchor: keys go through it
+    // without a test for leaves.
+    assert!(tree.prefix[0] >= 2, "{:?}", tree.prefix);
     let c = Classifier::new(std::sync::Arc::new(tree), Vec::new(), &[]);
     let key = |a: u32, p: u16| {
         let mut k = a.to_be_bytes().to_vec();
@@ -239,4 +242,37 @@ fn forest_trees_skipped_only_below_every_answer() {
         }
     }
     assert!(held >= 3 * BURST, "{held}");
+}
+
+/// The levels a key goes through without a test for leaves end at the
+/// first leaf or node of another dimension on any path, and a tree that
+/// claims more fails its check.
+#[test]
+fn same_dim_prefix_ends_at_a_leaf_or_another_dimension() {
+    let dims = Dim::of_fields(&[4, 2, 2]);
+    let any = (0, 0xffff);
+    let all: Vec<Entry> = (0..400u32)
+        .map(|i| Entry {
+            id: i,
+            rank: i as u64,
+            ranges: vec![(i * 1000, i * 1000 + 9), any, any],
+        })
+        .collect();
+    let t = Cuts::build_forest(&dims, true, &all, false, &[]);
+    let root = t.roots[0];
+    let k = t.same_dim_depth(root);
+    assert!(k >= 2 && t.prefix == [k as u8], "{k} {:?}", t.prefix);
+    assert!(t.refs_valid());
+    let i = (root >> NODE_SHIFT) as usize;
+    // A leaf among the root's children.
+    let mut leaf = t.clone();
+    leaf.nodes[i].child[3] = LEAF;
+    assert_eq!(leaf.same_dim_depth(root), 1);
+    assert!(!leaf.refs_valid());
+    // A child cutting the second dimension.
+    let mut other = t.clone();
+    other.nodes[i].child[0] = other.nodes[i].child[0] & !DIM_BITS | 2;
+    assert_eq!(other.same_dim_depth(root), 1);
+    // A root that is a leaf.
+    assert_eq!(t.same_dim_depth(LEAF), 0);
 }
