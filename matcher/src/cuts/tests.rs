@@ -144,12 +144,12 @@ fn groups_keep_their_words_when_settled() {
 }
 
 /// A forest's later tree is skipped for a burst only where every key's
-/// answer ranks before the tree's first element: elements narrow in the
-/// first dimension (ranked first, bar a few) and elements narrow in the
-/// second, some of them ranked before the first group's last; bursts
-/// whose keys all match the first group early, and bursts mixing keys
-/// that only the second holds or that it holds better. Every answer is
-/// the linear scan's, one key at a time and in bursts.
+/// answer ranks before the tree's first element: elements narrow in the first
+/// dimension (ranked first, bar a few) and as many narrow in the second,
+/// every tenth of them ranked before the first group's later half;
+/// bursts whose keys all match the first group early, bursts mixing such
+/// keys with keys that only the second holds or that it holds better.
+/// Every answer is the linear scan's, one key at a time and in bursts.
 #[test]
 fn forest_trees_skipped_only_below_every_answer() {
     struct Exact;
@@ -162,15 +162,13 @@ fn forest_trees_skipped_only_below_every_answer() {
     let any = (0, 0xffff);
     let mut all: Vec<Entry> = (0..400u32)
         .map(|i| (vec![(i * 1000, i * 1000 + 9), any, any], 10 * i as u64))
-        .chain((0..40u32).map(|i| {
-            // Most rank after every element of the first group; every
-            // tenth before half of them.
+        .chain((0..400u32).map(|i| {
             let rank = if i % 10 == 0 {
-                2_001 + 50 * i as u64
+                2_001 + 5 * i as u64
             } else {
                 5_000 + i as u64
             };
-            (vec![(0, u32::MAX), (i * 100, i * 100 + 49), any], rank)
+            (vec![(0, u32::MAX), (i * 150, i * 150 + 49), any], rank)
         }))
         .enumerate()
         .map(|(id, (ranges, rank))| Entry {
@@ -182,10 +180,14 @@ fn forest_trees_skipped_only_below_every_answer() {
     all.sort_by_key(|e| e.rank);
     let tree = Cuts::build_forest(&dims, true, &all, true, &[]);
     assert_eq!(tree.roots.len(), 2);
-    assert!(tree.firsts[1] > 0 && tree.firsts[1] < 400);
-    // The first tree's top cuts only its anchor: keys go through it
+    assert_eq!(tree.firsts[1], 201);
+    // Both trees' tops cut only their anchors: keys go through them
     // without a test for leaves.
-    assert!(tree.prefix[0] >= 2, "{:?}", tree.prefix);
+    assert!(
+        tree.prefix[0] >= 2 && tree.prefix[1] >= 2,
+        "{:?}",
+        tree.prefix
+    );
     let c = Classifier::new(std::sync::Arc::new(tree), Vec::new(), &[]);
     let key = |a: u32, p: u16| {
         let mut k = a.to_be_bytes().to_vec();
@@ -216,11 +218,26 @@ fn forest_trees_skipped_only_below_every_answer() {
     let mut one = bursts[0].clone();
     one[17] = key(999_999_999, 1205);
     bursts.push(one);
-    // Keys in late first-group elements that a second-group element
-    // ranked earlier also holds (every tenth: 0..49, 1000..1049, ...).
+    // Keys in late first-group elements, half of them also in an early
+    // second-group element (every tenth: ports 0..49, 1500..1549, ...),
+    // half in a late one.
+    let late = |j: u32| {
+        key(
+            (300 + j) * 1000 + 5,
+            if j.is_multiple_of(2) { 20 } else { 1205 },
+        )
+    };
+    bursts.push((0..BURST as u32).map(late).collect());
+    // Early first-group keys and those, alternating.
     bursts.push(
         (0..BURST as u32)
-            .map(|j| key((300 + j) * 1000 + 5, if j % 2 == 0 { 20 } else { 1020 }))
+            .map(|j| {
+                if j % 2 == 0 {
+                    key(j * 1000 + 3, 150)
+                } else {
+                    late(j)
+                }
+            })
             .collect(),
     );
     // And no key in any element.
