@@ -566,9 +566,7 @@ impl Cuts {
         );
         tree
     }
-}
 
-impl Cuts {
     /// The levels from `root` down that are, on every path, nodes of
     /// `root`'s dimension (at most [`MAX_PREFIX`]; 0 for a leaf): a key
     /// goes through them with one value and no test for leaves
@@ -582,12 +580,13 @@ impl Cuts {
         while k < MAX_PREFIX
             && level
                 .iter()
-                .all(|&r| r & LEAF == 0 && r & DIM_BITS == dim && self.node_index(r).is_some())
+                .all(|&r| r & DIM_BITS == dim && self.node_index(r).is_some())
         {
             k += 1;
             let mut next: Vec<u32> = level
                 .iter()
-                .flat_map(|&r| self.nodes[(r >> NODE_SHIFT) as usize].child)
+                .filter_map(|&r| self.node_index(r))
+                .flat_map(|i| self.nodes[i].child)
                 .collect();
             next.sort_unstable();
             next.dedup();

@@ -402,7 +402,7 @@ impl Classifier {
                 // holds for every key of the burst (a forest's trees of
                 // late, wide rules: ClassBench's fw1_100K, whose third
                 // tree starts at place 83,266 of 92,420 while most of
-                // its trace is answered at 28,634: 34.3 -> 31.6 ns).
+                // its trace is answered at 28,634: 35.1 -> 31.6 ns).
                 // Skipping key by key instead (each such key sent to an
                 // empty leaf) made the descents' leaf tests mispredict:
                 // ipc1_100K 81 -> 86-92 ns.
