@@ -591,6 +591,13 @@ impl Cuts {
         unsafe { self.nodes.get_unchecked(i) }
     }
 
+    /// The index of node reference `r`, if it names one of the nodes
+    /// (the checked form of [`Cuts::node_at`], for the build's checks).
+    fn node_index(&self, r: u32) -> Option<usize> {
+        let i = (r >> NODE_SHIFT) as usize;
+        (r & LEAF == 0 && i < self.nodes.len()).then_some(i)
+    }
+
     /// Leaf `i` of the tree, where `i` comes from a reference the tree
     /// holds (a descent's end): read without a bounds check, as nodes are
     /// ([`step`]); two instructions a tree of every lookup.
@@ -613,8 +620,7 @@ impl Cuts {
             if r & LEAF != 0 {
                 ((r & !LEAF) as usize) < self.leaves.len()
             } else {
-                ((r >> NODE_SHIFT) as usize) < self.nodes.len()
-                    && (((r & DIM_BITS) >> 1) as usize) < self.dims.len()
+                self.node_index(r).is_some() && (((r & DIM_BITS) >> 1) as usize) < self.dims.len()
             }
         };
         let words = self.groups.words().len();

@@ -594,10 +594,4 @@ impl Cuts {
         }
         k
     }
-
-    /// The index of node reference `r`, if it names one of the nodes.
-    fn node_index(&self, r: u32) -> Option<usize> {
-        let i = (r >> NODE_SHIFT) as usize;
-        (r & LEAF == 0 && i < self.nodes.len()).then_some(i)
-    }
 }

@@ -142,11 +142,10 @@ impl Classifier {
     }
 
     /// The first-ranked element of leaf `leaf` (of the tree's `words`)
-    /// holding `key`: its place in
-    /// the tree's rank order, as the order to compare and as the place
-    /// (`u64::MAX` and an unused place for none; an order of 0 for any
-    /// match where the classifier is unranked), if it ranks before
-    /// `bound` (the best answer of the trees before).
+    /// holding `key`: its place in the tree's rank order, as the order to
+    /// compare and as the place (`u64::MAX` and an unused place for none;
+    /// an order of 0 for any match where the classifier is unranked), if
+    /// it ranks before `bound` (the best answer of the trees before).
     ///
     /// A leaf whose first element ranks after `bound` is not read: in a
     /// forest, a key that an earlier tree matched skips every later
