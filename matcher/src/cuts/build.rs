@@ -3,6 +3,7 @@
 //! dimension.
 
 use super::*;
+use std::collections::HashMap;
 
 struct Builder<'a> {
     dims: &'a [Dim],
@@ -204,6 +205,39 @@ impl Builder<'_> {
     }
 }
 
+/// Leaf entries that cost each lookup as much as a node visited, in the
+/// cost model ([`Cuts::cost`]): the larger a forest's groups, the more of
+/// a key's leaf reads miss the caches. Without this term, merging trees
+/// (see [`Cuts::merge_small`]) took any merge that saved a tree, however
+/// many copies it made: ClassBench's ipc1_100K merged into 1,104,047
+/// entries, 81 ns a lookup, where the merge this weight picks holds
+/// 613,808 and takes 73; fw1_100K's choices are 30 ns with 4 trees, 28
+/// with this weight's two (417,909 entries), 26 with 955,054 entries and
+/// no weight. (128K entries of a 5-tuple are 5.5 MiB of groups.)
+const ENTRIES_UNIT: f64 = 131_072.0;
+
+/// Leaf entries the trees of `all` may hold together before they stop
+/// cutting (the replication guard: wide elements are copied into every
+/// child they span).
+fn budget(all: &[Entry]) -> usize {
+    (16 * all.len()).max(1 << 17)
+}
+
+/// How many times the entries of two trees their merged tree may hold
+/// (see [`Cuts::merge_small`]): the merges that paid on ClassBench grew
+/// them at most 3.8 times, and a trial that copies wide rules without
+/// end stops here rather than at the budget (ipc1_100K's build, 2.5 s
+/// with every trial run to the budget).
+const MERGE_GROWTH: usize = 8;
+
+/// A forest's group of elements while trees are merged: its anchors, its
+/// elements, and its tree's modelled cost and entries once built.
+struct Group {
+    mask: u64,
+    members: Vec<u32>,
+    tree: Option<(f64, usize)>,
+}
+
 /// Points inside random elements of `all` (a trace's headers are), where
 /// the cost model looks trees up.
 fn points_inside(all: &[Entry]) -> Vec<Vec<u32>> {
@@ -356,7 +390,8 @@ impl Cuts {
     }
 
     /// What looking `points` up costs, in a model: a node visited counts
-    /// 1, a leaf group 1 plus a half per 4 lanes, a tree 6 more. (A
+    /// 1, a leaf group 1 plus a half per 4 lanes, a tree 6 more, and every
+    /// point 1 more per [`ENTRIES_UNIT`] leaf entries the trees hold. (A
     /// tree's own cost, its pass over the burst and its leaf's resolve, is
     /// fitted to what dropping trees saved on ClassBench's fw1 sets in
     /// `bench matcher --classbench`; a lower weight preferred forests
@@ -377,7 +412,7 @@ impl Cuts {
                 total += l.groups as f64 * (1.0 + l.width as f64 / 8.0);
             }
         }
-        total
+        total + (points.len() * self.entries) as f64 / ENTRIES_UNIT
     }
 
     /// The trees of `all` (sorted by rank): one, or one per anchor.
@@ -402,7 +437,7 @@ impl Cuts {
         };
         if !split {
             let one: Vec<u32> = (0..all.len() as u32).collect();
-            return Cuts::build_groups(dims, all, &[one], out);
+            return Cuts::build_groups(dims, all, &[one], out, budget(all));
         }
         // A tree per anchor, or per mask of anchors that the plan merged
         // (an anchor it does not name gets a tree of its own).
@@ -435,7 +470,7 @@ impl Cuts {
         }
         out.plan = by_anchor.iter().map(|g| g.0).collect();
         let groups: Vec<Vec<u32>> = by_anchor.into_iter().map(|g| g.1).collect();
-        Cuts::build_groups(dims, all, &groups, out)
+        Cuts::build_groups(dims, all, &groups, out, budget(all))
     }
 
     /// A forest's anchors per tree (see [`Cuts::build`]).
@@ -472,61 +507,120 @@ impl Cuts {
         }
     }
 
-    /// Merges the smallest trees of a forest, two at a time, while the
-    /// modelled cost of the merged tree is below the two trees' (EffiCuts'
-    /// tree merging): every tree costs each key a descent and a leaf
-    /// (fw1_10K's trees of 76 and 131 port-anchored rules were a quarter
-    /// of its lookup time), and a tree of a few hundred rules absorbs
-    /// another's wide rules in a few copies. Only groups that together
-    /// hold at most an eighth of the elements are tried, so the trial
-    /// builds stay small beside the forest's.
+    /// Merges trees of a forest, two at a time, while the modelled cost
+    /// of a merged tree is below the two trees' (EffiCuts' tree merging):
+    /// every tree costs each key a descent and a leaf (fw1_10K's trees of
+    /// 76 and 131 port-anchored rules were a quarter of its lookup time).
+    /// A small tree (at most an eighth of the elements) is tried with
+    /// every other, large ones included, and the merge that saves most is
+    /// made first: a large tree takes in another's rules in a few copies
+    /// where its cuts already split them, where two small trees merged
+    /// alone copied their wide rules past the budget. On ClassBench
+    /// (probe, median of 3 alternating): fw1_10K 3 trees to 2, 42 -> 34
+    /// ns a lookup; fw1_100K 4 to 2, 31 -> 28; ipc1_100K 4 to 3 (its
+    /// source-port and protocol anchors with the destination's), 80 ->
+    /// 75. Each trial is a build of the two groups' tree, kept until a
+    /// merge changes one of them; the trials are most of such a build's
+    /// time (fw1_100K 0.5 -> 0.9 s, ipc1_100K 0.6 -> 2.1 s), which a
+    /// rebuild with the plan skips.
     fn merge_small(
         dims: &[Dim],
         exact: bool,
         all: &[Entry],
-        mut groups: Vec<(u64, Vec<u32>)>,
+        groups: Vec<(u64, Vec<u32>)>,
     ) -> Vec<(u64, Vec<u32>)> {
-        let mut points = None;
-        loop {
-            groups.sort_by_key(|g| std::cmp::Reverse(g.1.len()));
-            let n = groups.len();
-            if n < 2 || (groups[n - 1].1.len() + groups[n - 2].1.len()) * 8 > all.len() {
-                return groups;
-            }
-            let points = points.get_or_insert_with(|| points_inside(all));
-            let a = groups.pop().unwrap_or_default();
-            let b = groups.pop().unwrap_or_default();
-            let mut merged: Vec<u32> = a.1.iter().chain(&b.1).copied().collect();
-            merged.sort_unstable();
-            let tree = |g: &[u32]| {
-                Cuts::build_groups(
+        let small = |g: &Group| g.members.len() * 8 <= all.len();
+        let mut groups: Vec<Group> = groups
+            .into_iter()
+            .map(|(mask, members)| Group {
+                mask,
+                members,
+                tree: None,
+            })
+            .collect();
+        if groups.len() >= 2 && groups.iter().any(small) {
+            let points = points_inside(all);
+            // The modelled cost and the entries of a tree of `members`,
+            // `None` where it ran past `cap` entries.
+            let trial = |members: &[u32], cap: usize| {
+                let t = Cuts::build_groups(
                     dims,
                     all,
-                    &[g.to_vec()],
+                    &[members.to_vec()],
                     Cuts::empty(dims, exact, all, true),
-                )
+                    cap,
+                );
+                (!t.exhausted).then(|| (t.cost(&points), t.entries))
             };
-            let apart = tree(&a.1).cost(points) + tree(&b.1).cost(points);
-            let together = tree(&merged);
-            if together.exhausted || together.cost(points) >= apart {
-                groups.push(b);
-                groups.push(a);
-                return groups;
+            // Trials by the pair of masks, the smaller first: a merge
+            // makes a new mask, so an entry whose group changed is never
+            // asked for again.
+            let mut trials: HashMap<(u64, u64), Option<(f64, usize)>> = HashMap::new();
+            loop {
+                for g in groups.iter_mut().filter(|g| g.tree.is_none()) {
+                    g.tree = Some(trial(&g.members, budget(all)).unwrap_or((f64::INFINITY, 0)));
+                }
+                // The pair whose merge saves most: (a, b, the merged tree,
+                // the saving).
+                let mut best: Option<(usize, usize, (f64, usize), f64)> = None;
+                for a in 0..groups.len() {
+                    for b in a + 1..groups.len() {
+                        let (ga, gb) = (&groups[a], &groups[b]);
+                        if !small(ga) && !small(gb) {
+                            continue;
+                        }
+                        let ((ca, ea), (cb, eb)) =
+                            (ga.tree.unwrap_or_default(), gb.tree.unwrap_or_default());
+                        let merged = *trials
+                            .entry((ga.mask.min(gb.mask), ga.mask.max(gb.mask)))
+                            .or_insert_with(|| {
+                                let mut m: Vec<u32> =
+                                    ga.members.iter().chain(&gb.members).copied().collect();
+                                m.sort_unstable();
+                                trial(&m, budget(all).min(MERGE_GROWTH * (ea + eb) + 4096))
+                            });
+                        let apart = ca + cb;
+                        if let Some(t) = merged.filter(|t| t.0 < apart) {
+                            if best.is_none_or(|(.., s)| apart - t.0 > s) {
+                                best = Some((a, b, t, apart - t.0));
+                            }
+                        }
+                    }
+                }
+                let Some((a, b, t, _)) = best else {
+                    break;
+                };
+                // `a < b`: removing `b` leaves `a` where it is.
+                let gb = groups.swap_remove(b);
+                let ga = &mut groups[a];
+                ga.mask |= gb.mask;
+                ga.members.extend_from_slice(&gb.members);
+                ga.members.sort_unstable();
+                ga.tree = Some(t);
             }
-            groups.push((a.0 | b.0, merged));
         }
+        // The largest tree first: the budget is shared in order
+        // ([`Cuts::build_groups`]).
+        groups.sort_by_key(|g| std::cmp::Reverse(g.members.len()));
+        groups.into_iter().map(|g| (g.mask, g.members)).collect()
     }
 
     /// The trees of `groups` (indices into `all`, each in rank order),
     /// built into `out`.
-    fn build_groups(dims: &[Dim], all: &[Entry], groups: &[Vec<u32>], out: Cuts) -> Cuts {
+    fn build_groups(
+        dims: &[Dim],
+        all: &[Entry],
+        groups: &[Vec<u32>],
+        out: Cuts,
+        budget: usize,
+    ) -> Cuts {
         let exact = out.exact;
         let mut b = Builder {
             dims,
             exact,
             all,
             out,
-            budget: (16 * all.len()).max(1 << 17),
+            budget,
         };
         let mut region: Vec<(u32, u32)> = dims.iter().map(|d| (0, d.max())).collect();
         let mut roots = Vec::new();

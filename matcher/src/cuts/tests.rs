@@ -24,22 +24,28 @@ fn dims_project_wide_fields_onto_chunks() {
     );
 }
 
-#[test]
-fn small_anchor_groups_share_a_tree() {
-    // 300 elements narrow in the first dimension, and two groups of 12
-    // narrow only in the second or only in the third.
-    let dims = Dim::of_fields(&[4, 2, 2]);
+/// 300 elements narrow in the first dimension, and two groups of `wide`
+/// narrow only in the second or only in the third.
+fn anchored(wide: u32) -> Vec<Entry> {
     let any = (0, 0xffff);
-    let mut all: Vec<Entry> = (0..300u32)
+    (0..300u32)
         .map(|i| (vec![(i * 1000, i * 1000 + 9), any, any], i))
-        .chain((0..12).map(|i| (vec![(0, u32::MAX), (i * 100, i * 100 + 1), any], 300 + i)))
-        .chain((0..12).map(|i| (vec![(0, u32::MAX), any, (i * 7, i * 7 + 3)], 312 + i)))
+        .chain((0..wide).map(|i| (vec![(0, u32::MAX), (i * 100, i * 100 + 1), any], 300 + i)))
+        .chain((0..wide).map(|i| (vec![(0, u32::MAX), any, (i * 7, i * 7 + 3)], 300 + wide + i)))
         .map(|(ranges, id)| Entry {
             id,
             rank: id as u64,
             ranges,
         })
-        .collect();
+        .collect()
+}
+
+#[test]
+fn small_anchor_groups_share_a_tree() {
+    let dims = Dim::of_fields(&[4, 2, 2]);
+    // Sixty wide elements would be copied into every leaf of the large
+    // tree: the two small groups share a tree of their own.
+    let mut all = anchored(30);
     let t = Cuts::build_forest(&dims, true, &all, true, &[]);
     assert_eq!(t.roots.len(), 2);
     assert_eq!(t.plan(), &[0b001, 0b110]);
@@ -55,6 +61,11 @@ fn small_anchor_groups_share_a_tree() {
         Cuts::build_forest(&dims, true, &all, true, &[0b011]).plan(),
         &[0b011, 0b100]
     );
+    // Twenty-four are few enough for the large tree to take them in:
+    // one tree, where the model counts a tree more than their copies.
+    let few = Cuts::build_forest(&dims, true, &anchored(12), true, &[]);
+    assert_eq!(few.plan(), &[0b111]);
+    assert!(few.entries > 324 && few.refs_valid());
     // Without the small groups there is nothing to merge.
     all.truncate(300);
     assert_eq!(
