@@ -349,7 +349,7 @@ impl Cuts {
     /// of each cut of that dimension, and a tree whose elements are all
     /// narrow in some dimension copies few. A lookup descends every tree
     /// (a few: ACLs anchor on addresses, ports and protocols) and keeps the
-    /// first-ranked answer; the smallest groups share a tree where the
+    /// first-ranked answer; a small group shares a tree with another where the
     /// model says it pays (see [`Cuts::merge_small`]).
     ///
     /// Every tree costs each key a descent, so one tree is built first;
