@@ -230,6 +230,11 @@ fn budget(all: &[Entry]) -> usize {
 /// with every trial run to the budget).
 const MERGE_GROWTH: usize = 8;
 
+/// Budgets of entries ([`budget`]) that a forest's merge trials may build
+/// in all, past which no more are tried: a bound on the build's time
+/// whatever the anchors (ClassBench's ipc1_100K builds 7 budgets' worth).
+const TRIAL_BUDGETS: usize = 16;
+
 /// A forest's group of elements while trees are merged: its anchors, its
 /// elements, and its tree's modelled cost and entries once built.
 struct Group {
@@ -511,9 +516,9 @@ impl Cuts {
     /// of a merged tree is below the two trees' (EffiCuts' tree merging):
     /// every tree costs each key a descent and a leaf (fw1_10K's trees of
     /// 76 and 131 port-anchored rules were a quarter of its lookup time).
-    /// A small tree (at most an eighth of the elements) is tried with
-    /// every other, large ones included, and the merge that saves most is
-    /// made first: a large tree takes in another's rules in a few copies
+    /// A small tree (at most an eighth of the elements) is tried with the
+    /// next in size and with every large one, and the merge that saves
+    /// most is made first: a large tree takes in another's rules in a few copies
     /// where its cuts already split them, where two small trees merged
     /// alone copied their wide rules past the budget. On ClassBench
     /// (probe, median of 3 alternating): fw1_10K 3 trees to 2, 42 -> 34
@@ -540,9 +545,15 @@ impl Cuts {
             .collect();
         if groups.len() >= 2 && groups.iter().any(small) {
             let points = points_inside(all);
+            // Entries the trials have built, against `TRIAL_BUDGETS`.
+            let spent = std::cell::Cell::new(0);
             // The modelled cost and the entries of a tree of `members`,
-            // `None` where it ran past `cap` entries.
+            // `None` where it ran past `cap` entries (or the trials past
+            // theirs).
             let trial = |members: &[u32], cap: usize| {
+                if spent.get() > TRIAL_BUDGETS * budget(all) {
+                    return None;
+                }
                 let t = Cuts::build_groups(
                     dims,
                     all,
@@ -550,6 +561,7 @@ impl Cuts {
                     Cuts::empty(dims, exact, all, true),
                     cap,
                 );
+                spent.set(spent.get() + t.entries);
                 (!t.exhausted).then(|| (t.cost(&points), t.entries))
             };
             // Trials by the pair of masks, the smaller first: a merge
@@ -560,30 +572,39 @@ impl Cuts {
                 for g in groups.iter_mut().filter(|g| g.tree.is_none()) {
                     g.tree = Some(trial(&g.members, budget(all)).unwrap_or((f64::INFINITY, 0)));
                 }
+                // A small group is tried with the next in size and with
+                // every large one: all pairs of many small groups (a key
+                // of many 4-byte chunks, each some elements' anchor) made
+                // a build of 16 anchors 6 times slower.
+                groups.sort_by_key(|g| g.members.len());
+                let pairs = (0..groups.len())
+                    .filter(|&a| small(&groups[a]))
+                    .flat_map(|a| {
+                        let large = (a + 2..groups.len()).filter(|&b| !small(&groups[b]));
+                        (a + 1..groups.len())
+                            .take(1)
+                            .chain(large)
+                            .map(move |b| (a, b))
+                    });
                 // The pair whose merge saves most: (a, b, the merged tree,
                 // the saving).
                 let mut best: Option<(usize, usize, (f64, usize), f64)> = None;
-                for a in 0..groups.len() {
-                    for b in a + 1..groups.len() {
-                        let (ga, gb) = (&groups[a], &groups[b]);
-                        if !small(ga) && !small(gb) {
-                            continue;
-                        }
-                        let ((ca, ea), (cb, eb)) =
-                            (ga.tree.unwrap_or_default(), gb.tree.unwrap_or_default());
-                        let merged = *trials
-                            .entry((ga.mask.min(gb.mask), ga.mask.max(gb.mask)))
-                            .or_insert_with(|| {
-                                let mut m: Vec<u32> =
-                                    ga.members.iter().chain(&gb.members).copied().collect();
-                                m.sort_unstable();
-                                trial(&m, budget(all).min(MERGE_GROWTH * (ea + eb) + 4096))
-                            });
-                        let apart = ca + cb;
-                        if let Some(t) = merged.filter(|t| t.0 < apart) {
-                            if best.is_none_or(|(.., s)| apart - t.0 > s) {
-                                best = Some((a, b, t, apart - t.0));
-                            }
+                for (a, b) in pairs {
+                    let (ga, gb) = (&groups[a], &groups[b]);
+                    let ((ca, ea), (cb, eb)) =
+                        (ga.tree.unwrap_or_default(), gb.tree.unwrap_or_default());
+                    let merged = *trials
+                        .entry((ga.mask.min(gb.mask), ga.mask.max(gb.mask)))
+                        .or_insert_with(|| {
+                            let mut m: Vec<u32> =
+                                ga.members.iter().chain(&gb.members).copied().collect();
+                            m.sort_unstable();
+                            trial(&m, budget(all).min(MERGE_GROWTH * (ea + eb) + 4096))
+                        });
+                    let apart = ca + cb;
+                    if let Some(t) = merged.filter(|t| t.0 < apart) {
+                        if best.is_none_or(|(.., s)| apart - t.0 > s) {
+                            best = Some((a, b, t, apart - t.0));
                         }
                     }
                 }
