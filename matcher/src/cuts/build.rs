@@ -232,7 +232,7 @@ const MERGE_GROWTH: usize = 8;
 
 /// Budgets of entries ([`budget`]) that a forest's merge trials may build
 /// in all, past which no more are tried: a bound on the build's time
-/// whatever the anchors (ClassBench's ipc1_100K builds 7 budgets' worth).
+/// whatever the anchors (ClassBench's ipc1_100K builds 6.7 budgets' worth).
 const TRIAL_BUDGETS: usize = 16;
 
 /// A forest's group of elements while trees are merged: its anchors, its
@@ -354,8 +354,8 @@ impl Cuts {
     /// of each cut of that dimension, and a tree whose elements are all
     /// narrow in some dimension copies few. A lookup descends every tree
     /// (a few: ACLs anchor on addresses, ports and protocols) and keeps the
-    /// first-ranked answer; a small group shares a tree with another where the
-    /// model says it pays (see [`Cuts::merge_small`]).
+    /// first-ranked answer; a small group shares a tree with another
+    /// where the model says it pays (see [`Cuts::merge_small`]).
     ///
     /// Every tree costs each key a descent, so one tree is built first;
     /// only when it copied wide elements until its budget ran out (and
@@ -366,7 +366,8 @@ impl Cuts {
     ///
     /// `like`: build only this kind (a forest when `true`), as the last
     /// choice for nearly the same elements was: the tree that ran out of
-    /// budget is most of a choosing build's time, and a few changes to thousands of elements do not turn the choice.
+    /// budget is most of a choosing build's time, and a few changes to
+    /// thousands of elements do not turn the choice.
     /// `plan`: a forest's anchors per tree as the last build merged them
     /// (empty: merge anew), for the same reason: a merge's trial trees
     /// cost as much as the forest.
@@ -518,9 +519,9 @@ impl Cuts {
     /// 76 and 131 port-anchored rules were a quarter of its lookup time).
     /// A small tree (at most an eighth of the elements) is tried with the
     /// next in size and with every large one, and the merge that saves
-    /// most is made first: a large tree takes in another's rules in a few copies
-    /// where its cuts already split them, where two small trees merged
-    /// alone copied their wide rules past the budget. On ClassBench
+    /// most is made first: a large tree takes in another's rules in a few
+    /// copies where its cuts already split them, where two small trees
+    /// merged alone copied their wide rules past the budget. On ClassBench
     /// (probe, median of 3 alternating): fw1_10K 3 trees to 2, 42 -> 34
     /// ns a lookup; fw1_100K 4 to 2, 31 -> 28; ipc1_100K 4 to 3 (its
     /// source-port and protocol anchors with the destination's), 80 ->
