@@ -571,7 +571,11 @@ impl Cuts {
             let mut trials: HashMap<(u64, u64), Option<(f64, usize)>> = HashMap::new();
             loop {
                 for g in groups.iter_mut().filter(|g| g.tree.is_none()) {
-                    g.tree = Some(trial(&g.members, budget(all)).unwrap_or((f64::INFINITY, 0)));
+                    // A tree that ran past the budget alone costs without
+                    // end and holds the budget: a merge's trial with it
+                    // may then grow to the budget too.
+                    let over = (f64::INFINITY, budget(all));
+                    g.tree = Some(trial(&g.members, budget(all)).unwrap_or(over));
                 }
                 // A small group is tried with the next in size and with
                 // every large one: all pairs of many small groups (a key
