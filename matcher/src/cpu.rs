@@ -11,7 +11,7 @@ pub enum Impl {
     Scalar,
     /// 256-bit vectors (x86-64 with AVX2).
     Avx2,
-    /// 512-bit vectors (x86-64 with AVX-512F).
+    /// 512-bit vectors (x86-64 with AVX-512F, BW and VL).
     Avx512,
 }
 
@@ -59,10 +59,13 @@ impl Impl {
                     && std::arch::is_x86_feature_detected!("popcnt")
             }
             #[cfg(target_arch = "x86_64")]
-            // The classifier's narrow leaf groups use AVX2 beside it (every
-            // AVX-512 CPU has it).
+            // The classifier's narrow leaf groups use AVX2 beside it, and
+            // its rows of 16-bit halves BW and VL (every AVX-512 CPU but
+            // the Xeon Phi has them).
             Impl::Avx512 => {
                 std::arch::is_x86_feature_detected!("avx512f")
+                    && std::arch::is_x86_feature_detected!("avx512bw")
+                    && std::arch::is_x86_feature_detected!("avx512vl")
                     && std::arch::is_x86_feature_detected!("avx2")
                     && std::arch::is_x86_feature_detected!("popcnt")
             }

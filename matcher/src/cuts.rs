@@ -255,11 +255,51 @@ pub(crate) fn entry(dims: &[Dim], id: u32, rank: u64, key: &[crate::Range]) -> E
     }
 }
 
+/// The dimensions of `dims` whose lows and spans a leaf group stores as
+/// words: every one up to the last of more than two bytes. The ones after
+/// it (ports, protocols: values below 65,536) store theirs as 16-bit
+/// halves, a row of lows and spans in the room of one row of words
+/// ([`Groups`]), where the layout is one of [`PACKED`]; in other
+/// layouts every dimension is stored as words.
+pub(crate) fn word_dims(dims: &[Dim]) -> usize {
+    let n = dims.len();
+    let wd = dims.iter().rposition(|d| d.len > 2).map_or(0, |i| i + 1);
+    if PACKED.contains(&(n, wd)) {
+        wd
+    } else {
+        n
+    }
+}
+
+/// The layouts (dimensions, of which the first stored as words) whose
+/// 16-bit dimensions are stored as halves: those the lookups have a form
+/// of their own for, with the rows' offsets constant (each form is code
+/// of its own, so not every layout has one): a port or protocol alone;
+/// an address and a port; addresses, ports and protocols as firewall
+/// rules name them, the IPv4 5-tuple among them. A layout with halves
+/// and no form of its own would check them with the layout read at each
+/// group, a quarter more instructions than words.
+pub(crate) const PACKED: [(usize, usize); 6] = [(1, 0), (2, 1), (3, 1), (3, 2), (4, 2), (5, 2)];
+
+/// Words a lane of a leaf group takes, of `dims` dimensions, the first
+/// `word_dims` of them stored as words ([`word_dims`]): its tag, two per
+/// such dimension, one per other.
+pub(crate) fn lane_words(dims: usize, word_dims: usize) -> usize {
+    1 + dims + word_dims
+}
+
 /// Elements checked together, in groups of 4, 8 or 16 lanes (a leaf's
-/// width: the fewest that hold it, so a leaf of three elements reads 176
-/// bytes of a 5-tuple, not 704): per group, the lanes' tags (ids, or
+/// width: the fewest that hold it, so a leaf of three elements reads 128
+/// bytes of a 5-tuple, not 512): per group, the lanes' tags (ids, or
 /// places in rank order: [`Groups::push_entries`]), then per
-/// dimension their lows and their spans (high minus low). A value `v` is
+/// dimension their lows and their spans (high minus low): a row of lows
+/// and a row of spans, `u32` each, for the first [`word_dims`]
+/// dimensions; for the others (16-bit values after the last wider one) a
+/// single row of words holding the lanes' 16-bit lows then their 16-bit
+/// spans. A 5-tuple's group of 16 is then 8 cache lines, not 11: a key's
+/// leaves are most of a large set's memory traffic (ClassBench's
+/// ipc1_100K), and the halves cost no instruction more (the extending
+/// loads `vpmovzxwd` take them). A value `v` is
 /// in a lane's range when `v - low <= span`, wrapping: a subtraction and
 /// an unsigned minimum against the rows in memory, four AVX2 instructions
 /// for eight lanes where a low and a high took seven (AVX2 has no
@@ -310,11 +350,12 @@ pub(crate) struct Leaf {
 }
 
 impl Leaf {
-    /// Whether the leaf's groups of `dims` dimensions lie inside `words`
+    /// Whether the leaf's groups of `lane_words` a lane ([`lane_words`])
+    /// lie inside `words`
     /// words, at a width the checks handle, its last group no wider: what
     /// a leaf's unchecked group reads rest on (`Classifier::first_in`).
-    pub(crate) fn fits(&self, words: usize, dims: usize) -> bool {
-        let per = self.width as usize * (1 + 2 * dims);
+    pub(crate) fn fits(&self, words: usize, lane_words: usize) -> bool {
+        let per = self.width as usize * lane_words;
         self.groups == 0
             || (matches!(self.width, 4 | 8 | 16)
                 && self.last <= self.width
@@ -350,7 +391,7 @@ impl Groups {
     /// elements with their ids.
     fn push_entries<'e>(
         &mut self,
-        dims: usize,
+        (dims, word_dims): (usize, usize),
         n: usize,
         entry: impl Fn(usize) -> &'e Entry,
         tag: impl Fn(usize) -> u32,
@@ -360,7 +401,7 @@ impl Groups {
             5..=8 => 8,
             _ => LANES,
         };
-        let per = width * (1 + 2 * dims);
+        let per = width * lane_words(dims, word_dims);
         let groups = n.div_ceil(width);
         let start = self.len.next_multiple_of(width);
         self.len = start + per * groups;
@@ -380,11 +421,22 @@ impl Groups {
             for (id, i) in ids.iter_mut().zip(lanes.clone()) {
                 *id = tag(i);
             }
-            for (d, row) in rows.chunks_exact_mut(2 * width).enumerate() {
+            let (words, halves) = rows.split_at_mut(2 * width * word_dims);
+            for (d, row) in words.chunks_exact_mut(2 * width).enumerate() {
                 let (lo, span) = row.split_at_mut(width);
                 for ((lo, span), i) in lo.iter_mut().zip(span.iter_mut()).zip(lanes.clone()) {
                     let (l, h) = entry(i).ranges[d];
                     (*lo, *span) = (l, h - l);
+                }
+            }
+            for (d, row) in (word_dims..).zip(halves.chunks_exact_mut(width)) {
+                let (lo, span) = bytemuck::cast_slice_mut::<u32, u16>(row).split_at_mut(width);
+                for ((lo, span), i) in lo.iter_mut().zip(span.iter_mut()).zip(lanes.clone()) {
+                    // Dimensions after the last of more than two bytes
+                    // have values below 65,536 (`word_dims`).
+                    let (l, h) = entry(i).ranges[d];
+                    debug_assert!(h <= u16::MAX as u32);
+                    (*lo, *span) = (l as u16, (h - l) as u16);
                 }
             }
         }
@@ -405,19 +457,27 @@ impl Groups {
 
 /// The check of one group, scalar (the compiler vectorises its lane
 /// loop): the mask of the lanes whose ranges hold `vals` (one value per
-/// dimension), bit `l` for lane `l`. `r`
-/// holds the group's ranges, `w` lanes a row: the lows then the spans of
-/// each dimension.
+/// dimension), bit `l` for lane `l`. `r` holds the group's ranges, `w`
+/// lanes a row: the lows then the spans of each dimension, the first
+/// `word_dims` as words, the rest as 16-bit halves ([`Groups`]).
 #[inline(always)]
-pub(crate) fn mask_scalar(r: &[u32], w: usize, vals: &[u32]) -> u32 {
+pub(crate) fn mask_scalar(r: &[u32], w: usize, word_dims: usize, vals: &[u32]) -> u32 {
     let mut ok = [true; LANES];
     for (d, &v) in vals.iter().enumerate() {
-        let (lo, span) = (
-            &r[2 * d * w..(2 * d + 1) * w],
-            &r[(2 * d + 1) * w..(2 * d + 2) * w],
-        );
-        for l in 0..w {
-            ok[l] &= v.wrapping_sub(lo[l]) <= span[l];
+        if d < word_dims {
+            let (lo, span) = (
+                &r[2 * d * w..(2 * d + 1) * w],
+                &r[(2 * d + 1) * w..(2 * d + 2) * w],
+            );
+            for l in 0..w {
+                ok[l] &= v.wrapping_sub(lo[l]) <= span[l];
+            }
+        } else {
+            let row = &r[(word_dims + d) * w..(word_dims + d + 1) * w];
+            let (lo, span) = bytemuck::cast_slice::<u32, u16>(row).split_at(w);
+            for l in 0..w {
+                ok[l] &= v.wrapping_sub(lo[l] as u32) <= span[l] as u32;
+            }
         }
     }
     ok[..w]
@@ -438,6 +498,8 @@ pub(crate) struct Node {
 #[derive(Clone, Debug)]
 pub(crate) struct Cuts {
     dims: Vec<Dim>,
+    /// The first dimensions, whose leaf rows are words ([`word_dims`]).
+    word_dims: usize,
     /// The end of the last four bytes a dimension reads (the largest
     /// `off + 4`): a key at least this long has every dimension's value
     /// read without a check ([`Dim::value_within`]).
@@ -633,7 +695,18 @@ impl Cuts {
                 .zip(&self.prefix)
                 .all(|(&r, &k)| k as usize <= self.same_dim_depth(r))
             && self.nodes.iter().all(|n| n.child.iter().all(|&r| ok(r)))
-            && self.leaves.iter().all(|l| l.fits(words, self.dims.len()))
+            && self.leaves.iter().all(|l| l.fits(words, self.lane_words()))
+    }
+
+    /// How a leaf group's rows lie: its dimensions, and how many of the
+    /// first are stored as words ([`Groups`]).
+    pub(crate) fn rows(&self) -> (usize, usize) {
+        (self.dims.len(), self.word_dims)
+    }
+
+    /// Words a lane of a leaf group takes ([`lane_words`]).
+    pub(crate) fn lane_words(&self) -> usize {
+        lane_words(self.dims.len(), self.word_dims)
     }
 
     /// Whether `id` shadows elements that the tree dropped somewhere

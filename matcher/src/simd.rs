@@ -57,33 +57,66 @@ mod x86 {
     /// The mask of the lanes `$at..$at + 8` of a leaf group (rows of `$w`
     /// words at `$p`: lows, spans per dimension) whose ranges hold every
     /// value of `$vals`: `v - low <= span` is `min(v - low, span) == v -
-    /// low`, unsigned, four instructions per dimension.
+    /// low`, unsigned, four instructions per dimension. The first `$wd`
+    /// dimensions' rows are words; the others' are 16-bit halves (a row
+    /// of lows then one of spans, in one row of words: [`Groups`]),
+    /// compared in 16-bit lanes (the same four instructions, the wrap of
+    /// `v - low` below 65,536 as exact as in 32 bits: every value, low
+    /// and high is below it) and widened once.
+    ///
+    /// [`Groups`]: crate::cuts
     macro_rules! lanes8_avx2 {
-        ($p:expr, $w:expr, $at:expr, $vals:expr) => {{
+        ($p:expr, $w:expr, $at:expr, $wd:expr, $vals:expr) => {{
             let mut a = _mm256_set1_epi32(-1);
+            let mut h = _mm_set1_epi32(-1);
             for (d, &v) in $vals.iter().enumerate() {
-                let x = _mm256_set1_epi32(v as i32);
-                let l = _mm256_loadu_si256($p.add(2 * d * $w + $at).cast());
-                let s = _mm256_loadu_si256($p.add((2 * d + 1) * $w + $at).cast());
-                let off = _mm256_sub_epi32(x, l);
-                let ok = _mm256_cmpeq_epi32(_mm256_min_epu32(off, s), off);
-                a = _mm256_and_si256(a, ok);
+                if d < $wd {
+                    let x = _mm256_set1_epi32(v as i32);
+                    let l = _mm256_loadu_si256($p.add(2 * d * $w + $at).cast());
+                    let s = _mm256_loadu_si256($p.add((2 * d + 1) * $w + $at).cast());
+                    let off = _mm256_sub_epi32(x, l);
+                    a = _mm256_and_si256(a, _mm256_cmpeq_epi32(_mm256_min_epu32(off, s), off));
+                } else {
+                    // Lane `i`'s halves: `u16` `i` and `w + i` of the row.
+                    let q = $p.add(($wd + d) * $w + $at / 2);
+                    let x = _mm_set1_epi16(v as i16);
+                    let l = _mm_loadu_si128(q.cast());
+                    let s = _mm_loadu_si128(q.add($w / 2).cast());
+                    let off = _mm_sub_epi16(x, l);
+                    h = _mm_and_si128(h, _mm_cmpeq_epi16(_mm_min_epu16(off, s), off));
+                }
+            }
+            if $wd < $vals.len() {
+                a = _mm256_and_si256(a, _mm256_cvtepi16_epi32(h));
             }
             _mm256_movemask_ps(_mm256_castsi256_ps(a)) as u32
         }};
     }
 
-    /// [`lanes8_avx2`] for a group of 4 lanes, with 128-bit compares.
+    /// [`lanes8_avx2`] for a group of 4 lanes, with 128-bit compares (a
+    /// row of halves is 4 lows then 4 spans, 8 bytes each).
     macro_rules! lanes4_sse {
-        ($p:expr, $vals:expr) => {{
+        ($p:expr, $wd:expr, $vals:expr) => {{
             let mut a = _mm_set1_epi32(-1);
+            let mut h = _mm_set1_epi32(-1);
             for (d, &v) in $vals.iter().enumerate() {
-                let x = _mm_set1_epi32(v as i32);
-                let l = _mm_loadu_si128($p.add(2 * d * 4).cast());
-                let s = _mm_loadu_si128($p.add((2 * d + 1) * 4).cast());
-                let off = _mm_sub_epi32(x, l);
-                let ok = _mm_cmpeq_epi32(_mm_min_epu32(off, s), off);
-                a = _mm_and_si128(a, ok);
+                if d < $wd {
+                    let x = _mm_set1_epi32(v as i32);
+                    let l = _mm_loadu_si128($p.add(2 * d * 4).cast());
+                    let s = _mm_loadu_si128($p.add((2 * d + 1) * 4).cast());
+                    let off = _mm_sub_epi32(x, l);
+                    a = _mm_and_si128(a, _mm_cmpeq_epi32(_mm_min_epu32(off, s), off));
+                } else {
+                    let q = $p.add(($wd + d) * 4);
+                    let x = _mm_set1_epi16(v as i16);
+                    let l = _mm_loadl_epi64(q.cast());
+                    let s = _mm_loadl_epi64(q.add(2).cast());
+                    let off = _mm_sub_epi16(x, l);
+                    h = _mm_and_si128(h, _mm_cmpeq_epi16(_mm_min_epu16(off, s), off));
+                }
+            }
+            if $wd < $vals.len() {
+                a = _mm_and_si128(a, _mm_cvtepi16_epi32(h));
             }
             _mm_movemask_ps(_mm_castsi128_ps(a)) as u32
         }};
@@ -201,16 +234,17 @@ mod x86 {
                     .read()
             }
         };
-        let mask = |r: &[u32], w: usize, vals: &[u32]| -> u32 {
-            assert!(r.len() >= 2 * w * vals.len() && matches!(w, 4 | 8 | 16));
+        let mask = |r: &[u32], w: usize, wd: usize, vals: &[u32]| -> u32 {
+            assert!(r.len() >= w * (vals.len() + wd) && matches!(w, 4 | 8 | 16));
             let p = r.as_ptr();
-            // SAFETY: every load reads `w` words of row `2d` or `2d + 1`
-            // of `r`, inside it (checked above); SSE4.1 is part of AVX2.
+            // SAFETY: every load reads at most `w` words of a row of `w`
+            // words, the last row being `vals.len() + wd - 1`: inside `r`
+            // (checked above); SSE4.1 is part of AVX2.
             unsafe {
                 match w {
-                    4 => lanes4_sse!(p, vals),
-                    8 => lanes8_avx2!(p, 8, 0, vals),
-                    _ => lanes8_avx2!(p, 16, 0, vals) | lanes8_avx2!(p, 16, 8, vals) << 8,
+                    4 => lanes4_sse!(p, wd, vals),
+                    8 => lanes8_avx2!(p, 8, 0, wd, vals),
+                    _ => lanes8_avx2!(p, 16, 0, wd, vals) | lanes8_avx2!(p, 16, 8, wd, vals) << 8,
                 }
             }
         };
@@ -221,8 +255,8 @@ mod x86 {
     /// compare into a mask, a leaf group's lanes by two per dimension
     /// (groups of 4 and 8 lanes as with AVX2).
     ///
-    /// SAFETY: the CPU has AVX-512F.
-    #[target_feature(enable = "avx512f,avx2,popcnt")]
+    /// SAFETY: the CPU has AVX-512F, BW and VL.
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,popcnt")]
     #[inline(never)]
     pub(crate) unsafe fn classify_avx512(
         c: &Classifier,
@@ -239,27 +273,39 @@ mod x86 {
                 .count_ones();
             n.child[c as usize % 16]
         };
-        let mask = |r: &[u32], w: usize, vals: &[u32]| -> u32 {
-            assert!(r.len() >= 2 * w * vals.len() && matches!(w, 4 | 8 | 16));
+        let mask = |r: &[u32], w: usize, wd: usize, vals: &[u32]| -> u32 {
+            assert!(r.len() >= w * (vals.len() + wd) && matches!(w, 4 | 8 | 16));
             let p = r.as_ptr();
-            // SAFETY: every load reads `w` words of row `2d` or `2d + 1`
-            // of `r`, inside it (checked above); AVX2 and SSE4.1 come with
-            // AVX-512F (`Impl::Avx512` checks for AVX2 too).
+            // SAFETY: every load reads at most `w` words of a row of `w`
+            // words, the last row being `vals.len() + wd - 1`: inside `r`
+            // (checked above); AVX2 and SSE4.1 come with AVX-512F
+            // (`Impl::Avx512` checks for AVX2, BW and VL too).
             unsafe {
                 match w {
                     16 => {
                         let mut m: __mmask16 = 0xffff;
-                        // Rows of lows and spans: `v - low <= span`.
+                        // Rows of lows and spans: `v - low <= span`, in
+                        // 32-bit lanes, or 16-bit ones for rows of halves
+                        // (AVX-512BW and VL).
                         for (d, &v) in vals.iter().enumerate() {
-                            let x = _mm512_set1_epi32(v as i32);
-                            let l = _mm512_loadu_si512(p.add(2 * d * 16).cast());
-                            let s = _mm512_loadu_si512(p.add((2 * d + 1) * 16).cast());
-                            m = _mm512_mask_cmple_epu32_mask(m, _mm512_sub_epi32(x, l), s);
+                            if d < wd {
+                                let x = _mm512_set1_epi32(v as i32);
+                                let l = _mm512_loadu_si512(p.add(2 * d * 16).cast());
+                                let s = _mm512_loadu_si512(p.add((2 * d + 1) * 16).cast());
+                                m = _mm512_mask_cmple_epu32_mask(m, _mm512_sub_epi32(x, l), s);
+                            } else {
+                                // Sixteen 16-bit lows, then spans.
+                                let q = p.add((wd + d) * 16);
+                                let x = _mm256_set1_epi16(v as i16);
+                                let l = _mm256_loadu_si256(q.cast());
+                                let s = _mm256_loadu_si256(q.add(8).cast());
+                                m = _mm256_mask_cmple_epu16_mask(m, _mm256_sub_epi16(x, l), s);
+                            }
                         }
                         m as u32
                     }
-                    8 => lanes8_avx2!(p, 8, 0, vals),
-                    _ => lanes4_sse!(p, vals),
+                    8 => lanes8_avx2!(p, 8, 0, wd, vals),
+                    _ => lanes4_sse!(p, wd, vals),
                 }
             }
         };

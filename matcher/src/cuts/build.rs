@@ -6,7 +6,6 @@ use super::*;
 use std::collections::HashMap;
 
 struct Builder<'a> {
-    dims: &'a [Dim],
     exact: bool,
     all: &'a [Entry],
     out: Cuts,
@@ -194,7 +193,7 @@ impl Builder<'_> {
     fn leaf(&mut self, rules: &[u32]) -> u32 {
         let all = self.all;
         let g = self.out.groups.push_entries(
-            self.dims.len(),
+            self.out.rows(),
             rules.len(),
             |i| &all[rules[i] as usize],
             |i| rules[i],
@@ -509,6 +508,7 @@ impl Cuts {
             split,
             plan: Vec::new(),
             dims: dims.to_vec(),
+            word_dims: word_dims(dims),
             read_end: dims.iter().map(|d| d.off as usize + 4).max().unwrap_or(0),
         }
     }
@@ -642,7 +642,6 @@ impl Cuts {
     ) -> Cuts {
         let exact = out.exact;
         let mut b = Builder {
-            dims,
             exact,
             all,
             out,

@@ -110,9 +110,9 @@ fn padded_rank_is_partition_point() {
 
 #[test]
 fn groups_keep_their_words_when_settled() {
-    // Leaves of every width (5 dimensions: 704 bytes a group of 16),
-    // small groups and groups past `HUGE_FROM`.
-    let dims = 5;
+    // Leaves of every width (5 dimensions, 2 of them stored as words:
+    // 512 bytes a group of 16), small groups and groups past `HUGE_FROM`.
+    let (dims, word_dims) = (5, 2);
     let entries: Vec<Entry> = (0..40u32)
         .map(|i| Entry {
             id: i,
@@ -128,14 +128,20 @@ fn groups_keep_their_words_when_settled() {
         while groups.words().len() * 4 < bytes {
             let k = leaves.len();
             let n = [1, 3, 4, 5, 8, 9, 16, 17, 40][k % 9];
-            leaves.push(groups.push_entries(dims, n, |i| &entries[i], |i| (k * 64 + i) as u32));
+            leaves.push(groups.push_entries(
+                (dims, word_dims),
+                n,
+                |i| &entries[i],
+                |i| (k * 64 + i) as u32,
+            ));
         }
         let built = groups.words().to_vec();
         groups.settle();
         let words = groups.words();
         assert_eq!(words, &built[..]);
         assert_eq!(words.len(), groups.len.div_ceil(LANES) * LANES);
-        assert!(leaves.iter().all(|l| l.fits(words.len(), dims)));
+        let lane = lane_words(dims, word_dims);
+        assert!(leaves.iter().all(|l| l.fits(words.len(), lane)));
         // A leaf's lanes: its tags, then its elements' rows.
         assert_eq!(words[leaves[8].start as usize], 8 * 64);
         let huge = bytes >= HUGE_FROM;
@@ -303,4 +309,22 @@ fn same_dim_prefix_ends_at_a_leaf_or_another_dimension() {
     assert_eq!(other.same_dim_depth(root), 1);
     // A root that is a leaf.
     assert_eq!(t.same_dim_depth(LEAF), 0);
+}
+
+/// Every packed layout, and every layout of words up to six dimensions,
+/// has a form of the burst of its own (the rows' offsets constant).
+#[test]
+fn packed_layouts_have_a_form_of_their_own() {
+    for rows in PACKED.into_iter().chain((1..=6).map(|n| (n, n))) {
+        assert!(Classifier::has_own_form(rows), "{rows:?}");
+    }
+    // The IPv4 5-tuple's ports and protocol are halves; a port before an
+    // address keeps words; a MAC's last two bytes are a 16-bit chunk;
+    // layouts without a form of their own keep words.
+    assert_eq!(word_dims(&Dim::of_fields(&[4, 4, 2, 2, 1])), 2);
+    assert_eq!(word_dims(&Dim::of_fields(&[2, 4])), 2);
+    assert_eq!(word_dims(&Dim::of_fields(&[4, 2])), 1);
+    assert_eq!(word_dims(&Dim::of_fields(&[6])), 1);
+    assert_eq!(word_dims(&Dim::of_fields(&[16])), 4);
+    assert_eq!(word_dims(&Dim::of_fields(&[4, 2, 2, 2, 2, 1])), 6);
 }
