@@ -46,13 +46,15 @@
 
 mod build;
 mod classify;
+mod sieve;
 #[cfg(test)]
 mod tests;
 
-pub(crate) use classify::{Classifier, Rows, Verify, BURST};
+pub(crate) use classify::{Classifier, Rows, Verify, BURST, BURST_DIMS};
 
 use crate::tree::Block;
 use pages::Huge;
+pub(crate) use sieve::{sieve_bit, NO_SIEVE};
 
 /// Lanes of a leaf group.
 pub(crate) const LANES: usize = 16;
@@ -541,6 +543,13 @@ pub(crate) struct Cuts {
     /// The anchor dimensions of each tree of a forest (a bitmask), as
     /// merged (see [`Cuts::merge_small`]).
     plan: Vec<u64>,
+    /// Per tree, the dimension its leaves' sieves hold ([`NO_SIEVE`]:
+    /// none), and per leaf its sieve ([`sieve_bit`]): a key whose value's
+    /// bit is clear in its leaf's sieve goes to `empty_leaf` instead.
+    sieve_dim: Vec<u8>,
+    sieves: Vec<u64>,
+    /// A leaf of no elements, ranked after everything.
+    empty_leaf: u32,
 }
 
 /// [`Cuts::child`] of `nodes`, a tree's nodes held apart from the tree
@@ -696,6 +705,16 @@ impl Cuts {
                 .all(|(&r, &k)| k as usize <= self.same_dim_depth(r))
             && self.nodes.iter().all(|n| n.child.iter().all(|&r| ok(r)))
             && self.leaves.iter().all(|l| l.fits(words, self.lane_words()))
+            && self.sieves.len() == self.leaves.len()
+            && self.sieve_dim.len() == self.roots.len()
+            && self
+                .sieve_dim
+                .iter()
+                .all(|&d| d == NO_SIEVE || (d as usize) < self.dims.len().min(BURST_DIMS))
+            && self
+                .leaves
+                .get(self.empty_leaf as usize)
+                .is_some_and(|l| l.groups == 0 && l.first == u64::MAX)
     }
 
     /// How a leaf group's rows lie: its dimensions, and how many of the
@@ -737,6 +756,7 @@ impl Cuts {
             + self.ids.capacity() * 4
             + self.ranks.capacity() * 8
             + self.shadows.capacity() * 8
+            + self.sieves.capacity() * 8
     }
 
     /// Leaves by their lanes in sixteens: `[g]` leaves have `16g` lanes

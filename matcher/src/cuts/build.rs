@@ -2,10 +2,14 @@
 //! and the choice between one tree and a forest of trees per anchor
 //! dimension.
 
+use super::sieve::{self, leaf_sieve};
 use super::*;
 use std::collections::HashMap;
 
 struct Builder<'a> {
+    /// Per leaf, a sieve of each dimension ([`Cuts::sieves`]), leaf by
+    /// leaf.
+    sieves: Vec<u64>,
     exact: bool,
     all: &'a [Entry],
     out: Cuts,
@@ -200,6 +204,9 @@ impl Builder<'_> {
         );
         self.out.entries += rules.len();
         self.out.leaves.push(g);
+        for d in 0..self.out.dims.len() {
+            self.sieves.push(leaf_sieve(all, rules, d));
+        }
         (self.out.leaves.len() - 1) as u32 | LEAF
     }
 }
@@ -509,6 +516,9 @@ impl Cuts {
             exhausted: false,
             split,
             plan: Vec::new(),
+            sieve_dim: Vec::new(),
+            sieves: Vec::new(),
+            empty_leaf: 0,
             dims: dims.to_vec(),
             word_dims: word_dims(dims),
             read_end: dims.iter().map(|d| d.off as usize + 4).max().unwrap_or(0),
@@ -643,7 +653,9 @@ impl Cuts {
         budget: usize,
     ) -> Cuts {
         let exact = out.exact;
+        debug_assert!(out.leaves.is_empty());
         let mut b = Builder {
+            sieves: Vec::new(),
             exact,
             all,
             out,
@@ -652,18 +664,35 @@ impl Cuts {
         let mut region: Vec<(u32, u32)> = dims.iter().map(|d| (0, d.max())).collect();
         let mut roots = Vec::new();
         let mut firsts = Vec::new();
+        let mut sieve_dim = Vec::new();
+        // Sieved-out keys go to this leaf (`Cuts::empty_leaf`).
+        let empty = b.leaf(&[]);
+        let mut sieves = vec![u64::MAX; 1];
         for rules in groups.iter().filter(|r| !r.is_empty()) {
             let cap = b.budget.saturating_sub(b.out.entries);
+            let from = b.out.leaves.len();
             roots.push(b.build(rules, &mut region, 0, cap));
             // `rules` are in rank order, and an element's place in rank
             // order is its index in `all`.
             firsts.push(rules[0] as u64);
+            let nd = b.out.dims.len();
+            let leaves = &b.out.leaves[from..];
+            let d = sieve::sieve_dim((all, rules), leaves, &b.sieves[from * nd..], nd);
+            sieve_dim.push(d);
+            sieves.extend((from..b.out.leaves.len()).map(|l| match d {
+                NO_SIEVE => u64::MAX,
+                d => b.sieves[l * nd + d as usize],
+            }));
         }
         if roots.is_empty() {
-            roots.push(b.leaf(&[]));
+            roots.push(empty);
             firsts.push(u64::MAX);
+            sieve_dim.push(NO_SIEVE);
         }
         let mut out = b.out;
+        out.sieves = sieves;
+        out.sieve_dim = sieve_dim;
+        out.empty_leaf = empty & !LEAF;
         out.roots = roots;
         out.firsts = firsts;
         out.prefix = out

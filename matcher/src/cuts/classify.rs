@@ -296,6 +296,22 @@ impl Classifier {
         }
     }
 
+    /// Sends each key of `at` (leaf references of one tree, whose leaves
+    /// keep sieves of dimension `d`) whose value in `d` (its row of
+    /// `rows`) is not in its leaf's sieve to the empty leaf, which ranks
+    /// after every answer: its groups are not read. A select, not a
+    /// branch, a key.
+    #[inline(always)]
+    fn sieve(&self, at: &mut [u32], rows: &[[u32; BURST_DIMS]], d: usize) {
+        let t = &*self.tree;
+        let empty = t.empty_leaf | LEAF;
+        for (r, row) in at.iter_mut().zip(rows) {
+            let s = t.sieves[(*r & !LEAF) as usize];
+            let pass = s >> sieve_bit(row[d % BURST_DIMS]) & 1 != 0;
+            *r = if pass { *r } else { empty };
+        }
+    }
+
     /// Looks one key up.
     #[inline(always)]
     pub(crate) fn lookup(
@@ -313,12 +329,18 @@ impl Classifier {
         let vals = &buf[..nd];
         let mut best = (u64::MAX, u32::MAX);
         let words = self.tree.groups.words();
-        for (&root, &first) in self.tree.roots.iter().zip(&self.tree.firsts) {
+        for (ti, (&root, &first)) in self.tree.roots.iter().zip(&self.tree.firsts).enumerate() {
             // Nothing in this tree ranks before the answer so far.
             if first >= best.0 {
                 continue;
             }
-            let leaf = self.descend(root, &buf, &pick);
+            let mut leaf = self.descend(root, &buf, &pick);
+            if let Some(&d) = self.tree.sieve_dim.get(ti).filter(|&&d| d != NO_SIEVE) {
+                let mut at = [leaf | LEAF];
+                let row: [u32; BURST_DIMS] = std::array::from_fn(|i| buf[i]);
+                self.sieve(&mut at, &[row], d as usize);
+                leaf = at[0] & !LEAF;
+            }
             let found = self.resolve((words, leaf), best.0, vals, (key, 0), verify, mask);
             if found.0 < best.0 {
                 best = found;
@@ -500,7 +522,10 @@ impl Classifier {
                         _ => [root; BURST],
                     }
                 };
-                let at = descend_burst(nodes, start, n, &vals, &pick);
+                let mut at = descend_burst(nodes, start, n, &vals, &pick);
+                if let Some(&d) = t.sieve_dim.get(ti).filter(|&&d| d != NO_SIEVE) {
+                    self.sieve(&mut at[..n], &vals, d as usize);
+                }
                 // Every key's leaf is known now: ask for the first line of
                 // each (its ids and its first rows) before reading any, so
                 // that the leaves' misses overlap rather than queue behind

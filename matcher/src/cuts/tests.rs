@@ -169,12 +169,6 @@ fn groups_keep_their_words_when_settled() {
 /// Every answer is the linear scan's, one key at a time and in bursts.
 #[test]
 fn forest_trees_skipped_only_below_every_answer() {
-    struct Exact;
-    impl Verify for Exact {
-        fn holds(&self, _: u32, _: &[u8]) -> bool {
-            true
-        }
-    }
     let dims = Dim::of_fields(&[4, 2, 2]);
     let any = (0, 0xffff);
     let mut all: Vec<Entry> = (0..400u32)
@@ -218,14 +212,7 @@ fn forest_trees_skipped_only_below_every_answer() {
             u16::from_be_bytes([k[4], k[5]]) as u32,
             7,
         ];
-        all.iter()
-            .find(|e| {
-                e.ranges
-                    .iter()
-                    .zip(v)
-                    .all(|(&(lo, hi), x)| lo <= x && x <= hi)
-            })
-            .map(|e| e.id)
+        first_holding(&all, &v)
     };
     let mut bursts: Vec<Vec<Vec<u8>>> = Vec::new();
     // Every key in the first group's early elements, each also in a
@@ -263,18 +250,7 @@ fn forest_trees_skipped_only_below_every_answer() {
             .map(|j| key(j * 1000 + 500, 150))
             .collect(),
     );
-    let mut held = 0;
-    for burst in &bursts {
-        let flat: Vec<u8> = burst.iter().flatten().copied().collect();
-        let mut out = [None; BURST];
-        c.burst((&flat, 8), &mut out, &Exact, pick_scalar, mask_scalar, None);
-        for (k, got) in burst.iter().zip(out) {
-            let w = want(k);
-            assert_eq!(got, w, "key {k:?}");
-            assert_eq!(c.lookup(k, &Exact, pick_scalar, mask_scalar), w);
-            held += w.is_some() as usize;
-        }
-    }
+    let held: usize = bursts.iter().map(|b| agree(&c, b, want)).sum();
     assert!(held >= 3 * BURST, "{held}");
 }
 
@@ -327,4 +303,148 @@ fn packed_layouts_have_a_form_of_their_own() {
     assert_eq!(word_dims(&Dim::of_fields(&[6])), 1);
     assert_eq!(word_dims(&Dim::of_fields(&[16])), 4);
     assert_eq!(word_dims(&Dim::of_fields(&[4, 2, 2, 2, 2, 1])), 6);
+}
+
+/// A tree whose leaves hold few values of a dimension keeps sieves of it:
+/// addresses in blocks of ten elements, each element one port of 200 (or
+/// six ports from it).
+/// Keys whose port is in no element of their leaf skip it (48 of these
+/// 1,280: the tree cuts ports too), and
+/// every answer is the linear scan's, in bursts and one by one, with and
+/// without elements inserted beside the tree.
+#[test]
+fn sieves_skip_leaves_without_the_keys_value() {
+    let dims = Dim::of_fields(&[4, 2]);
+    let port = |i: u32| 1000 + (i * 37) % 200 * 7;
+    let all: Vec<Entry> = (0..3000u32)
+        .map(|i| Entry {
+            id: i,
+            rank: i as u64,
+            // Every third element a few ports from its own.
+            ranges: vec![
+                ((i / 10) * 1000, (i / 10) * 1000 + 999),
+                (port(i), port(i) + if i.is_multiple_of(3) { 5 } else { 0 }),
+            ],
+        })
+        .collect();
+    let t = Cuts::build(dims.clone(), true, all.clone(), None, &[]);
+    assert_eq!(t.sieve_dim, [1], "{:?}", t.plan);
+    assert!(t.refs_valid());
+    let key = |a: u32, p: u32| {
+        let mut k = a.to_be_bytes().to_vec();
+        k.extend((p as u16).to_be_bytes());
+        k.extend([0, 0]);
+        k
+    };
+    let mut rng = 0x2545_f491_4f6c_dd1du64;
+    let mut next = || {
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        rng
+    };
+    let keys: Vec<Vec<u8>> = (0..BURST * 40)
+        .map(|j| {
+            let r = next();
+            let i = (r % 3000) as u32;
+            // Half the keys in an element's block with its own port, the
+            // rest with any port of the pool.
+            let p = if j % 2 == 0 {
+                port(i)
+                    + if i.is_multiple_of(3) {
+                        (r >> 40) as u32 % 6
+                    } else {
+                        0
+                    }
+            } else {
+                port((r >> 32) as u32 % 200)
+            };
+            key((i / 10) * 1000 + (r >> 20) as u32 % 1000, p)
+        })
+        .collect();
+    // Some keys' leaves hold no element of their port.
+    let sieved = keys
+        .iter()
+        .filter(|k| {
+            let mut vals = [0u32; MAX_DIMS];
+            vals[0] = u32::from_be_bytes([k[0], k[1], k[2], k[3]]);
+            vals[1] = u16::from_be_bytes([k[4], k[5]]) as u32;
+            let mut r = t.roots[0];
+            while r & LEAF == 0 {
+                r = t.child(r, &vals, pick_scalar);
+            }
+            t.sieves[(r & !LEAF) as usize] >> sieve_bit(vals[1]) & 1 == 0
+        })
+        .count();
+    assert!(sieved >= 20, "{sieved} of {}", keys.len());
+    let tree = std::sync::Arc::new(t);
+    let extra = vec![
+        Entry {
+            id: 5000,
+            rank: 5,
+            ranges: vec![(0, u32::MAX), (port(7), port(7))],
+        },
+        Entry {
+            id: 5001,
+            rank: 1500,
+            ranges: vec![(0, 1_000_000), (0, 0xffff)],
+        },
+    ];
+    let mut held = 0;
+    for extra in [Vec::new(), extra] {
+        let mut every = all.clone();
+        every.extend(extra.iter().cloned());
+        every.sort_by_key(|e| e.rank);
+        let c = Classifier::new(tree.clone(), extra, &[]);
+        let want = |k: &[u8]| {
+            let v = [
+                u32::from_be_bytes([k[0], k[1], k[2], k[3]]),
+                u16::from_be_bytes([k[4], k[5]]) as u32,
+            ];
+            first_holding(&every, &v)
+        };
+        held += keys
+            .chunks(BURST)
+            .map(|b| agree(&c, b, want))
+            .sum::<usize>();
+    }
+    assert!(held >= keys.len() / 2, "{held}");
+}
+
+/// Elements of exact sets need no full check.
+struct Exact;
+
+impl Verify for Exact {
+    fn holds(&self, _: u32, _: &[u8]) -> bool {
+        true
+    }
+}
+
+/// Whether every key of `burst` (keys of 8 bytes, at most [`BURST`])
+/// gets `want`'s answer from `c`, in a burst and alone: how many have one.
+fn agree(c: &Classifier, burst: &[Vec<u8>], want: impl Fn(&[u8]) -> Option<u32>) -> usize {
+    let flat: Vec<u8> = burst.iter().flatten().copied().collect();
+    let mut out = [None; BURST];
+    c.burst((&flat, 8), &mut out, &Exact, pick_scalar, mask_scalar, None);
+    let mut held = 0;
+    for (k, got) in burst.iter().zip(out) {
+        let w = want(k);
+        assert_eq!(got, w, "key {k:?}");
+        assert_eq!(c.lookup(k, &Exact, pick_scalar, mask_scalar), w);
+        held += w.is_some() as usize;
+    }
+    held
+}
+
+/// The id of the first of `all` (in rank order) whose ranges hold `v`:
+/// the linear scan.
+fn first_holding(all: &[Entry], v: &[u32]) -> Option<u32> {
+    all.iter()
+        .find(|e| {
+            e.ranges
+                .iter()
+                .zip(v)
+                .all(|(&(lo, hi), &x)| lo <= x && x <= hi)
+        })
+        .map(|e| e.id)
 }
