@@ -59,12 +59,10 @@ mod x86 {
     /// value of `$vals`: `v - low <= span` is `min(v - low, span) == v -
     /// low`, unsigned, four instructions per dimension. The first `$wd`
     /// dimensions' rows are words; the others' are 16-bit halves (a row
-    /// of lows then one of spans, in one row of words: [`Groups`]),
+    /// of lows then one of spans, in one row of words: `cuts::Groups`),
     /// compared in 16-bit lanes (the same four instructions, the wrap of
     /// `v - low` below 65,536 as exact as in 32 bits: every value, low
     /// and high is below it) and widened once.
-    ///
-    /// [`Groups`]: crate::cuts
     macro_rules! lanes8_avx2 {
         ($p:expr, $w:expr, $at:expr, $wd:expr, $vals:expr) => {{
             let mut a = _mm256_set1_epi32(-1);
