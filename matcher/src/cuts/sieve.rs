@@ -17,8 +17,8 @@ pub(crate) const NO_SIEVE: u8 = u8::MAX;
 const SIEVE_SPAN: u32 = 16;
 
 /// A tree's leaves get sieves where a sieve would pass at most this share
-/// of its leaf groups' reads (its bits set, over the groups, for keys of
-/// values spread evenly).
+/// of its leaf groups' reads (its bits set, over the groups, for keys
+/// whose values spread like the tree's rules': [`sieve_dim`]).
 const SIEVE_PASS: f64 = 0.5;
 
 /// The bit of a leaf's sieve that value `v` of the sieve's dimension
@@ -48,10 +48,11 @@ pub(super) fn leaf_sieve(all: &[Entry], rules: &[u32], d: usize) -> u64 {
 /// The dimension whose sieves a tree's `leaves` (of `rules`, indices into
 /// `all`; `sieves`, each leaf's of each of `nd` dimensions, leaf by leaf)
 /// keep: the one whose sieves would pass the fewest of their groups'
-/// reads, if at most [`SIEVE_PASS`] of them; else [`NO_SIEVE`]. Keys' values are taken as spread like the tree's
-/// rules' (a protocol most rules name is most keys'; taken as spread
-/// evenly over the bits, fw1_100K's first tree chose a protocol sieve
-/// that passed nearly every key, 27.1 -> 28.6 ns). ClassBench's
+/// reads, if at most [`SIEVE_PASS`] of them; else [`NO_SIEVE`]. Keys'
+/// values are taken as spread like the tree's rules' (a protocol most
+/// rules name is most keys'; taken as spread evenly over the bits,
+/// fw1_100K's first tree chose a protocol sieve that passed nearly every
+/// key, 27.1 -> 28.6 ns). ClassBench's
 /// ipc1_100K: its destination-port tree, whose leaves hold a few ports
 /// each (of its 157,582 group reads over the trace, 110,042 find no
 /// port of the key's): 74 -> 67 ns.

@@ -307,11 +307,10 @@ fn packed_layouts_have_a_form_of_their_own() {
 
 /// A tree whose leaves hold few values of a dimension keeps sieves of it:
 /// addresses in blocks of ten elements, each element one port of 200 (or
-/// six ports from it).
-/// Keys whose port is in no element of their leaf skip it (48 of these
-/// 1,280: the tree cuts ports too), and
-/// every answer is the linear scan's, in bursts and one by one, with and
-/// without elements inserted beside the tree.
+/// six ports from it). Keys whose port is in no element of their leaf
+/// skip it (48 of these 1,280: the tree cuts ports too), and every answer
+/// is the linear scan's, in bursts and one by one, with and without
+/// elements inserted beside the tree.
 #[test]
 fn sieves_skip_leaves_without_the_keys_value() {
     let dims = Dim::of_fields(&[4, 2]);
@@ -420,8 +419,9 @@ impl Verify for Exact {
     }
 }
 
-/// Whether every key of `burst` (keys of 8 bytes, at most [`BURST`])
-/// gets `want`'s answer from `c`, in a burst and alone: how many have one.
+/// Asserts that every key of `burst` (keys of 8 bytes, at most
+/// [`BURST`]) gets `want`'s answer from `c`, in a burst and alone;
+/// returns how many have one.
 fn agree(c: &Classifier, burst: &[Vec<u8>], want: impl Fn(&[u8]) -> Option<u32>) -> usize {
     let flat: Vec<u8> = burst.iter().flatten().copied().collect();
     let mut out = [None; BURST];
