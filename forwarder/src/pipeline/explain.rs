@@ -208,7 +208,10 @@ impl Pipeline {
         for (_, f) in &mut self.keys {
             f.m = 0;
         }
+        // The general way: its state is what the stages are read from.
+        let off = std::mem::replace(&mut self.express_off, true);
         self.process(tables, burst);
+        self.express_off = off;
         let aside = self.flow_cache_stats().bypassed > bypassed;
         for (i, s) in out.iter_mut().enumerate().take(n) {
             s.generation = self.generation;

@@ -6,6 +6,7 @@ mod ask;
 pub mod classify;
 mod counters;
 mod explain;
+mod express;
 pub mod flowcache;
 mod flows;
 mod modes;
@@ -269,6 +270,15 @@ pub struct Pipeline {
     /// `send_plain`); off only in the test that pins it to the general
     /// way.
     plain: bool,
+    /// Whether the snapshot asks nothing of a packet but its route, so
+    /// that bursts may take the express way (see `express`); off while
+    /// explaining (whose stages read the general way's state) and in the
+    /// tests that pin it to the general way (`express_off`); the bursts
+    /// left to wait after one it could not take; the bursts it took.
+    express_ok: bool,
+    express_off: bool,
+    express_wait: u16,
+    express_bursts: u64,
 }
 
 /// [`Pipeline::port_tag`] from the fields it reads (callers that hold
@@ -422,6 +432,10 @@ impl Pipeline {
             route_cache: tables.route_cache,
             mode,
             plain: true,
+            express_ok: false,
+            express_off: false,
+            express_wait: 0,
+            express_bursts: 0,
             // No worker's slot while the pipeline is built: the state is
             // built here, as is everything else of it.
             worker: usize::MAX,
@@ -510,6 +524,14 @@ impl Pipeline {
             }
             _ => self.flows = (c.entries > 0).then(|| FlowCache::with_config(c)),
         }
+        self.express_ok = match self.mode {
+            Mode::Route => true,
+            Mode::Full => {
+                tables.sets.is_empty() && self.conntrack.is_none() && self.flows.is_none()
+            }
+            _ => false,
+        };
+        self.express_wait = 0;
         self.generation = tables.generation;
     }
 
@@ -537,6 +559,11 @@ impl Pipeline {
     /// The flow cache's counters (zero when it is off).
     pub fn flow_cache_stats(&self) -> FlowCacheStats {
         self.flows.as_ref().map(|f| f.stats()).unwrap_or_default()
+    }
+
+    /// Bursts that took the express way (see `express`).
+    pub fn express_bursts(&self) -> u64 {
+        self.express_bursts
     }
 
     /// The route caches' counters, IPv4 and IPv6 added up.
@@ -613,6 +640,13 @@ impl Pipeline {
         }
         self.tagged = 0;
         self.base_vrf = tables.vrf_of(self.rx_port);
+        if self.express_ok
+            && !self.express_off
+            && self.base_vrf == 0
+            && self.express(tables, burst, n)
+        {
+            return;
+        }
         // The frames that may carry tags: IP past byte 14 (tags are the
         // only way there), or not IP at all. A bit each, looked at once
         // the burst is parsed.

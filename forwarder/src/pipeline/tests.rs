@@ -74,9 +74,12 @@ fn new_generations_take_the_state_prepared_for_the_worker() {
 /// nowhere, frames arriving tagged, truncated, non-IP) leave the same way
 /// through the folded way out (`send_plain`) as through the general one:
 /// the same lists, the same bytes, the same counts. The general way is
-/// the reference: the folded one only decides sooner.
+/// the reference: the folded one only decides sooner. So does the
+/// express way (`express`), in route mode and in the full pipeline with
+/// no set, on bursts of plain frames only (which it takes) and on mixed
+/// ones (which it leaves), with the route hint and dst cache off and on.
 #[test]
-fn the_folded_way_out_agrees_with_the_general_one() {
+fn the_folded_and_express_ways_agree_with_the_general_one() {
     use crate::wire::build::ipv6;
     use routecache::gen::Rng;
     let text = r#"
@@ -84,6 +87,7 @@ route = [
   { prefix = "198.51.100.0/25", via = "a" },
   { prefix = "198.51.100.128/26", via = "both" },
   { prefix = "198.51.100.192/27", via = "tagged" },
+  { prefix = "198.51.100.224/28", via = "gw" },
   { prefix = "2001:db8:1::/48", via = "b" },
   { prefix = "2001:db8:2::/48", via = "both" },
   { prefix = "2001:db8:3::/48", via = "tagged" },
@@ -93,6 +97,7 @@ cores = [0]
 [[port]]
 name = "p0"
 mac = "02:00:00:00:00:01"
+address = ["192.0.2.1/24"]
 [[port]]
 name = "p1"
 mac = "02:00:00:00:00:02"
@@ -112,16 +117,39 @@ mac = "02:00:00:00:0a:02"
 name = "tagged"
 port = "p1.100"
 mac = "02:00:00:00:0a:03"
+[[next_hop]]
+name = "gw"
+port = "p0"
+address = "192.0.2.7"
 [[ecmp]]
 name = "both"
 members = ["a", "b"]
 "#;
-    let cfg = config::parse("t.toml", text, std::path::Path::new(".")).unwrap();
-    let snap = build::snapshot(&cfg, 1).unwrap();
+    let snap_of = |extra: &str| {
+        let cfg = config::parse(
+            "t.toml",
+            &format!("{text}{extra}"),
+            std::path::Path::new("."),
+        )
+        .unwrap();
+        build::snapshot(&cfg, 1).unwrap()
+    };
+    // No flow cache: the full pipeline with it is not the express way's
+    // (and its hash, seeded at random, makes two pipelines look up
+    // different frames).
+    let snaps = [
+        snap_of("[flow_cache]\nentries = 0\n"),
+        snap_of("[flow_cache]\nentries = 0\n[route_cache]\nhint = true\ndst_cache_entries = 64\n"),
+    ];
     let mut rng = Rng(46);
     let ttls = [0u8, 1, 2, 64, 255];
-    let mut kinds = [0usize; 4];
-    for round in 0..400 {
+    let mut kinds = [0usize; 5];
+    let mut express = 0;
+    for round in 0..800 {
+        let snap = &snaps[round % 2];
+        // Every other pair of rounds only plain frames (untagged, whole,
+        // IP): bursts the express way takes.
+        let mixed = round % 4 < 2;
         let mut burst = Burst::new();
         let n = 1 + rng.below(64) as usize;
         for _ in 0..n {
@@ -138,7 +166,7 @@ members = ["a", "b"]
                 let dst = if rng.below(8) == 0 { 0xcb00_7100 } else { dst };
                 ipv4(0xc000_0201, dst, ttl, l4, rng.below(40) as usize)
             };
-            match rng.below(16) {
+            match if mixed { rng.below(16) } else { 16 } {
                 // Arriving tagged (the trunk's VLAN 100).
                 0 => {
                     f.splice(12..12, [0x81, 0x00, 0x00, 100]);
@@ -149,28 +177,66 @@ members = ["a", "b"]
             }
             burst.push(&f);
         }
-        let run = |plain: bool| {
-            let mut pipe = Pipeline::with_mode(&snap, 2, Mode::Route);
+        // Route mode, or the full pipeline (no set here).
+        let mode = [Mode::Route, Mode::Full][round / 4 % 2];
+        let run = |plain: bool, express: bool| {
+            let mut pipe = Pipeline::with_mode(snap, 2, mode);
             pipe.plain = plain;
-            pipe.rx_port = (round % 2) as u16;
+            pipe.express_off = !express;
+            pipe.rx_port = (round / 8 % 2) as u16;
             let mut b = Burst::new();
-            for i in 0..burst.len() {
-                b.push(burst.frame(i));
+            let mut out = Vec::new();
+            // Twice: the second burst meets the route caches filled.
+            for _ in 0..2 {
+                b.clear();
+                for i in 0..burst.len() {
+                    b.push(burst.frame(i));
+                }
+                pipe.process(snap, &mut b);
+                out.push(pipe.out.clone());
             }
-            pipe.process(&snap, &mut b);
             let frames: Vec<Vec<u8>> = (0..b.len()).map(|i| b.frame(i).to_vec()).collect();
             let c = &pipe.counters;
-            (pipe.out.clone(), frames, c.tx, c.drops)
+            let r = pipe.cache_stats();
+            // The dst cache's hash is seeded at random in each
+            // pipeline: which lookups hit is not the same in two, how
+            // many it answered is.
+            let routed = (r.hint_hits, r.hits + r.misses, r.stale);
+            (
+                (out, frames, c.tx, c.drops, c.rx, routed),
+                pipe.express_bursts(),
+            )
         };
-        let (folded, general) = (run(true), run(false));
-        assert_eq!(folded, general, "round {round}");
-        kinds[0] += folded.0.iter().map(Vec::len).sum::<usize>();
+        let (general, none) = run(false, false);
+        let (folded, _) = run(true, false);
+        let (fast, taken) = run(true, true);
+        assert_eq!(none, 0);
+        for (k, (a, b)) in [(&folded, &general), (&fast, &general)]
+            .into_iter()
+            .enumerate()
+        {
+            let way = ["folded", "express"][k];
+            assert_eq!(a.0, b.0, "round {round}: the {way} way's lists");
+            assert_eq!(a.1, b.1, "round {round}: the {way} way's frames");
+            assert_eq!(a.2, b.2, "round {round}: the {way} way's sent");
+            assert_eq!(a.3, b.3, "round {round}: the {way} way's drops");
+            assert_eq!(a.4, b.4, "round {round}: the {way} way's received");
+            assert_eq!(a.5, b.5, "round {round}: the {way} way's routes");
+        }
+        // It takes every burst of plain frames, and no other.
+        let plain = (0..burst.len()).all(|i| wire::plain_dst(burst.frame(i)).is_some());
+        assert_eq!(taken, if plain { 2 } else { 0 }, "round {round}");
+        express += taken;
+        kinds[0] += folded.0[1].iter().map(Vec::len).sum::<usize>();
         kinds[1] += folded.3[DropReason::TtlExpired.index()] as usize;
         kinds[2] += folded.3[DropReason::NoRoute.index()] as usize;
         kinds[3] += folded.1.iter().filter(|f| f.get(12) == Some(&0x81)).count();
+        kinds[4] += folded.3[DropReason::Unresolved.index()] as usize;
     }
-    // Each kind was met, many times.
+    // Each kind was met, many times; the express way took hundreds of
+    // bursts (half the rounds are plain, a few of their bursts wholly).
     assert!(kinds.iter().all(|&k| k > 100), "{kinds:?}");
+    assert!(express > 300, "{express} bursts the express way");
 }
 
 /// The going mask read eight fate bytes at a time agrees with a match on

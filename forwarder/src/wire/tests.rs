@@ -61,6 +61,52 @@ fn plain_frames_take_the_fast_path() {
     assert!(!parse_plain(&g, &mut p));
 }
 
+proptest::proptest! {
+    /// The express way's reading of a frame takes exactly the frames
+    /// the plain parse takes, with the same family and destination:
+    /// plain frames of both families with a byte of the headers set to
+    /// a value that matters (or any), cut short or not.
+    #[test]
+    fn the_express_reading_takes_the_frames_the_plain_parse_takes(
+        v6 in proptest::bool::ANY,
+        dst in proptest::num::u128::ANY,
+        proto in proptest::sample::select(vec![6u8, 17, 1]),
+        at in 0usize..64,
+        byte in proptest::sample::select(vec![
+            0u8, 1, 20, 24, 43, 44, 51, 60, 0x08, 0x45, 0x46, 0x60, 0x81, 0x86, 0xdd, 0xff,
+        ]),
+        cut in 0usize..100,
+    ) {
+        let l4 = match proto {
+            6 => L4::Tcp(1, 2),
+            1 => L4::Icmp(8, 0),
+            _ => L4::Udp(3, 4),
+        };
+        let mut f = if v6 {
+            ipv6(1, dst, 64, l4, cut % 7)
+        } else {
+            ipv4(1, dst as u32, 64, l4, cut % 7)
+        };
+        if let Some(b) = f.get_mut(at) {
+            *b = byte;
+        }
+        if cut < 40 {
+            f.truncate(cut + 20);
+        }
+        let mut p = Parsed::default();
+        let want = parse_plain(&f, &mut p).then_some(match p.l3 {
+            L3::V4 => PlainDst::V4(p.dst as u32),
+            L3::V6 => PlainDst::V6(p.dst),
+        });
+        proptest::prop_assert_eq!(plain_dst(&f), want);
+        if let Some(d) = want {
+            let flow = (p.src, p.dst, p.sport, p.dport, p.proto);
+            let v6 = matches!(d, PlainDst::V6(_));
+            proptest::prop_assert_eq!(plain_flow(&f, v6), Some(flow));
+        }
+    }
+}
+
 #[test]
 fn vlan_tags_are_skipped() {
     let f = ipv4(1, 2, 9, L4::Udp(5, 6), 0);

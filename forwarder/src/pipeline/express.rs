@@ -1,0 +1,216 @@
+//! The express way: a burst that is only routed, taken in l3fwd's manner.
+//!
+//! Where a snapshot asks nothing of a packet but its route (no rule set,
+//! no connection tracking, no flow cache; `--mode route` too), and a
+//! burst of the default VRF is made only of plain frames (untagged IPv4
+//! without options and not a later fragment, untagged IPv6 straight to a
+//! transport header: what [`wire::plain_dst`] takes), the burst skips the
+//! general stages: no parse into `Parsed`, no fates, no lists by family
+//! and VRF gathered from them. One pass reads each frame's destination,
+//! one batched lookup a family finds the targets (through the route
+//! hint and dst cache, as the general way), and one pass rewrites each
+//! frame towards a ready next hop and lists it on its port. The general
+//! way spent about 220 instructions a frame on `forwarder run --mode
+//! route` (callgrind); l3fwd's whole LPM loop about 90.
+//!
+//! A frame the express way cannot finish once its route is known (no
+//! route, a hop not ready, an ECMP group, a frame over the hop's limit,
+//! a TTL or hop limit that expires, a hop that leaves tagged) is parsed
+//! and sent the general way, in its place: the lists keep the burst's
+//! order. A burst with a frame that is not plain goes the general way
+//! whole (nothing is written, nothing counted before that is known), and
+//! the express way stands aside for the next [`EXPRESS_WAIT`] bursts: on a
+//! port whose traffic is tagged, or not IP, its one pass is wasted only
+//! on one burst in that many.
+//!
+//! The general way is the reference: `pipeline::tests` runs random
+//! bursts through both and asserts the same lists, bytes and counts.
+
+use super::{Fate, Pipeline};
+use crate::port::{Burst, MAX_BURST};
+use crate::tables::Tables;
+use crate::wire::{self, PlainDst, L3};
+use routecache::{FlowKey, Targets};
+
+/// Bursts the express way leaves to the general one after a burst it
+/// could not take (one with a frame that is not plain).
+const EXPRESS_WAIT: u16 = 16;
+
+impl Pipeline {
+    /// Routes, rewrites and lists burst `burst` (of `n` frames) the
+    /// express way and returns true; returns false, with nothing written
+    /// or counted, when a frame of it is not plain (then the next
+    /// [`EXPRESS_WAIT`] bursts do not try), or while it waits. The caller
+    /// has taken the burst's counts (received, bursts) and emptied the
+    /// lists.
+    #[inline]
+    pub(super) fn express(&mut self, tables: &Tables, burst: &mut Burst, n: usize) -> bool {
+        if self.express_wait > 0 {
+            self.express_wait -= 1;
+            return false;
+        }
+        if self.express_burst(tables, burst, n) {
+            self.express_bursts += 1;
+            return true;
+        }
+        self.express_wait = EXPRESS_WAIT;
+        false
+    }
+
+    /// [`Pipeline::express`] once it tries.
+    // Out of line: inlined into `process`, its registers were allocated
+    // around the general way's and both lost (see `rewrite_macs`).
+    #[inline(never)]
+    fn express_burst(&mut self, tables: &Tables, burst: &mut Burst, n: usize) -> bool {
+        let n = n.min(burst.len()).min(MAX_BURST);
+        let (mut n4, mut n6) = (0usize, 0usize);
+        let mut v6 = 0u64;
+        for i in 0..n {
+            match wire::plain_dst(burst.frame(i)) {
+                Some(PlainDst::V4(d)) => {
+                    self.dst4[n4 % MAX_BURST] = d;
+                    self.idx4[n4 % MAX_BURST] = i as u8;
+                    n4 += 1;
+                }
+                Some(PlainDst::V6(d)) => {
+                    self.dst6[n6 % MAX_BURST] = d;
+                    self.idx6[n6 % MAX_BURST] = i as u8;
+                    n6 += 1;
+                    v6 |= 1 << i;
+                }
+                None => return false,
+            }
+        }
+        let Some(fib) = tables.fib.vrf(0) else {
+            return false;
+        };
+        let gen = tables.fib.generation();
+        let mut found = [None; MAX_BURST];
+        if n4 > 0 {
+            self.router4.route_burst(
+                &self.dst4[..n4],
+                gen,
+                |k, o| fib.lookup_burst_v4(k, o),
+                &mut found[..n4],
+            );
+            for (&i, &t) in self.idx4[..n4].iter().zip(&found) {
+                self.targets[i as usize % MAX_BURST] = t;
+            }
+        }
+        if n6 > 0 {
+            self.router6.route_burst(
+                &self.dst6[..n6],
+                gen,
+                |k, o| fib.lookup_burst_v6(k, o),
+                &mut found[..n6],
+            );
+            for (&i, &t) in self.idx6[..n6].iter().zip(&found) {
+                self.targets[i as usize % MAX_BURST] = t;
+            }
+        }
+        // Targets below this are single next hops with an egress entry
+        // (an ECMP group's id has `ECMP_FLAG`, far above).
+        let direct = tables.fib.targets().hops().len().min(self.egress.len());
+        for i in 0..n {
+            if !self.express_one(tables, burst, i, direct, v6 >> i & 1 != 0) {
+                self.express_other(tables, burst, i);
+            }
+        }
+        self.count_sent();
+        true
+    }
+
+    /// Frame `i`, plain, rewritten towards its target (a single next hop
+    /// below `direct`, or an ECMP group's member) and listed on the hop's
+    /// port: true; false, with nothing done, where the general way must
+    /// find out what becomes of it (the checks of `send_plain`, read from
+    /// the frame itself).
+    #[inline(always)]
+    fn express_one(
+        &mut self,
+        tables: &Tables,
+        burst: &mut Burst,
+        i: usize,
+        direct: usize,
+        v6: bool,
+    ) -> bool {
+        let h = match self.targets[i % MAX_BURST] {
+            Some(t) if (t as usize) < direct => t as usize,
+            Some(t) => match Pipeline::express_member(tables, burst, i, t, v6) {
+                Some(h) => h,
+                None => return false,
+            },
+            None => return false,
+        };
+        let Some(&e) = self.egress.get(h) else {
+            return false;
+        };
+        let len = burst.frame_len(i);
+        // `TAGGED` puts the queue past every list.
+        let Some(out) = self.out.get_mut(e.queue as usize) else {
+            return false;
+        };
+        // A plain frame has 38 bytes at least (`plain_dst`).
+        let Some(f) = burst.frame_mut(i).first_chunk_mut::<26>() else {
+            return false;
+        };
+        let (head, ip) = f.split_at_mut(14);
+        let Some(ip) = ip.first_chunk_mut::<12>() else {
+            return false;
+        };
+        let (l3, ttl) = if v6 { (L3::V6, ip[7]) } else { (L3::V4, ip[8]) };
+        // A frame over the limit (0 for a hop not ready) or expiring.
+        if len > e.limit as usize || ttl <= 1 {
+            return false;
+        }
+        head[..12].copy_from_slice(&e.macs);
+        wire::set_ttl(ip, l3, ttl - 1);
+        out.push(i as u8);
+        true
+    }
+
+    /// The next hop of frame `i` (of family `v6`) routed to target `t`,
+    /// an ECMP group (or a target past the egress entries): the member
+    /// its flow's hash picks, as `next_hop` finds it from the parse.
+    /// Out of line, the flow read from the frame's fixed offsets: sent
+    /// the general way, such a frame cost about 200 instructions, and
+    /// through the whole parse and `next_hop` 140 (callgrind, the
+    /// example's traffic, a fifth of whose frames go to its group).
+    #[inline(never)]
+    fn express_member(tables: &Tables, burst: &Burst, i: usize, t: u32, v6: bool) -> Option<usize> {
+        let hash = if Targets::is_ecmp(t) {
+            let (src, dst, sport, dport, proto) = wire::plain_flow(burst.frame(i), v6)?;
+            FlowKey {
+                src,
+                dst,
+                sport,
+                dport,
+                proto,
+            }
+            .hash(tables.flow_seed)
+        } else {
+            0
+        };
+        let h = tables.fib.targets().resolve_index(t, hash)?;
+        Some(h as usize)
+    }
+
+    /// Frame `i`, plain, that [`Pipeline::express_one`] left: parsed and
+    /// sent the general way (`send_routed`'s for a packet still going),
+    /// its target already found.
+    #[cold]
+    #[inline(never)]
+    fn express_other(&mut self, tables: &Tables, burst: &mut Burst, i: usize) {
+        let i = i % MAX_BURST;
+        // Plain, so the parse keeps it (and says its VRF is 0).
+        if let Err(d) = wire::parse_into(burst.frame(i), &mut self.parsed[i]) {
+            self.fate[i] = Fate::Dropped(d);
+            self.send(burst, i, Err(d));
+            return;
+        }
+        self.fate[i] = Fate::Go;
+        self.pending[i] = false;
+        let hop = self.next_hop(tables, i);
+        self.send(burst, i, hop);
+    }
+}
