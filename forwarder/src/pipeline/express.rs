@@ -1,7 +1,7 @@
 //! The express way: a burst that is only routed, taken in l3fwd's manner.
 //!
 //! Where a snapshot asks nothing of a packet but its route (no rule set,
-//! no connection tracking, no flow cache; `--mode route` too), and a
+//! no connection tracking; `--mode route` too), and a
 //! burst of the default VRF is made only of plain frames (untagged IPv4
 //! without options and not a later fragment, untagged IPv6 straight to a
 //! transport header: what [`wire::plain_dst`] takes), the burst skips the

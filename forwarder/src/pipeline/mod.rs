@@ -510,6 +510,11 @@ impl Pipeline {
         if self.conntrack.is_some() {
             // Its entries keep the decisions: one lookup a packet.
             c.entries = 0;
+        } else if tables.sets.is_empty() && self.mode == Mode::Full {
+            // Nothing to save but the route, which the express way finds
+            // for less than a flow's lookup (a hash of the five fields and
+            // a probe, where the FIB's first level is one load).
+            c.entries = 0;
         }
         match &mut self.flows {
             Some(f)
@@ -526,9 +531,7 @@ impl Pipeline {
         }
         self.express_ok = match self.mode {
             Mode::Route => true,
-            Mode::Full => {
-                tables.sets.is_empty() && self.conntrack.is_none() && self.flows.is_none()
-            }
+            Mode::Full => tables.sets.is_empty() && self.conntrack.is_none(),
             _ => false,
         };
         self.express_wait = 0;

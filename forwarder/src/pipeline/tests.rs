@@ -134,12 +134,14 @@ members = ["a", "b"]
         .unwrap();
         build::snapshot(&cfg, 1).unwrap()
     };
-    // No flow cache: the full pipeline with it is not the express way's
-    // (and its hash, seeded at random, makes two pipelines look up
+    // With no set the flow cache is off, configured or not (the second:
+    // its hash, seeded at random, would make two pipelines look up
     // different frames).
     let snaps = [
-        snap_of("[flow_cache]\nentries = 0\n"),
-        snap_of("[flow_cache]\nentries = 0\n[route_cache]\nhint = true\ndst_cache_entries = 64\n"),
+        snap_of(""),
+        snap_of(
+            "[flow_cache]\nentries = 1024\n[route_cache]\nhint = true\ndst_cache_entries = 64\n",
+        ),
     ];
     let mut rng = Rng(46);
     let ttls = [0u8, 1, 2, 64, 255];
