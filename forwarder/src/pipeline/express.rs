@@ -2,7 +2,7 @@
 //!
 //! Where a snapshot asks nothing of a packet but its route (no rule set,
 //! no connection tracking; `--mode route` too), and a
-//! burst of the default VRF is made only of plain frames (untagged IPv4
+//! burst is made only of plain frames (untagged IPv4
 //! without options and not a later fragment, untagged IPv6 straight to a
 //! transport header: what [`wire::plain_dst`] takes), the burst skips the
 //! general stages: no parse into `Parsed`, no fates, no lists by family
@@ -81,29 +81,42 @@ impl Pipeline {
                 None => return false,
             }
         }
-        let Some(fib) = tables.fib.vrf(0) else {
+        // Plain frames are untagged: every one is in its port's VRF.
+        let vrf = self.base_vrf;
+        let Some(fib) = tables.fib.vrf(vrf as usize) else {
             return false;
         };
         let gen = tables.fib.generation();
         let mut found = [None; MAX_BURST];
         if n4 > 0 {
-            self.router4.route_burst(
-                &self.dst4[..n4],
-                gen,
-                |k, o| fib.lookup_burst_v4(k, o),
-                &mut found[..n4],
-            );
+            // Through the route hint and dst cache in VRF 0 (their
+            // entries know no VRF), straight to the FIB in the others, as
+            // `lookup_vrf`.
+            if vrf == 0 {
+                self.router4.route_burst(
+                    &self.dst4[..n4],
+                    gen,
+                    |k, o| fib.lookup_burst_v4(k, o),
+                    &mut found[..n4],
+                );
+            } else {
+                fib.lookup_burst_v4(&self.dst4[..n4], &mut found[..n4]);
+            }
             for (&i, &t) in self.idx4[..n4].iter().zip(&found) {
                 self.targets[i as usize % MAX_BURST] = t;
             }
         }
         if n6 > 0 {
-            self.router6.route_burst(
-                &self.dst6[..n6],
-                gen,
-                |k, o| fib.lookup_burst_v6(k, o),
-                &mut found[..n6],
-            );
+            if vrf == 0 {
+                self.router6.route_burst(
+                    &self.dst6[..n6],
+                    gen,
+                    |k, o| fib.lookup_burst_v6(k, o),
+                    &mut found[..n6],
+                );
+            } else {
+                fib.lookup_burst_v6(&self.dst6[..n6], &mut found[..n6]);
+            }
             for (&i, &t) in self.idx6[..n6].iter().zip(&found) {
                 self.targets[i as usize % MAX_BURST] = t;
             }
@@ -202,12 +215,14 @@ impl Pipeline {
     #[inline(never)]
     fn express_other(&mut self, tables: &Tables, burst: &mut Burst, i: usize) {
         let i = i % MAX_BURST;
-        // Plain, so the parse keeps it (and says its VRF is 0).
+        // Plain, so the parse keeps it; untagged, so it is in its port's
+        // VRF (a parse says 0).
         if let Err(d) = wire::parse_into(burst.frame(i), &mut self.parsed[i]) {
             self.fate[i] = Fate::Dropped(d);
             self.send(burst, i, Err(d));
             return;
         }
+        self.parsed[i].vrf = self.base_vrf;
         self.fate[i] = Fate::Go;
         self.pending[i] = false;
         let hop = self.next_hop(tables, i);

@@ -643,11 +643,7 @@ impl Pipeline {
         }
         self.tagged = 0;
         self.base_vrf = tables.vrf_of(self.rx_port);
-        if self.express_ok
-            && !self.express_off
-            && self.base_vrf == 0
-            && self.express(tables, burst, n)
-        {
+        if self.express_ok && !self.express_off && self.express(tables, burst, n) {
             return;
         }
         // The frames that may carry tags: IP past byte 14 (tags are the

@@ -77,7 +77,8 @@ fn new_generations_take_the_state_prepared_for_the_worker() {
 /// the reference: the folded one only decides sooner. So does the
 /// express way (`express`), in route mode and in the full pipeline with
 /// no set, on bursts of plain frames only (which it takes) and on mixed
-/// ones (which it leaves), with the route hint and dst cache off and on.
+/// ones (which it leaves), with the route hint and dst cache off and on,
+/// in the default VRF and another.
 #[test]
 fn the_folded_and_express_ways_agree_with_the_general_one() {
     use crate::wire::build::ipv6;
@@ -125,30 +126,37 @@ address = "192.0.2.7"
 name = "both"
 members = ["a", "b"]
 "#;
-    let snap_of = |extra: &str| {
-        let cfg = config::parse(
+    let snap_of = |extra: &str, vrf: bool| {
+        let mut cfg = config::parse(
             "t.toml",
             &format!("{text}{extra}"),
             std::path::Path::new("."),
         )
         .unwrap();
+        if vrf {
+            // Every port and route in VRF 1 (the express way looks the
+            // routes up in the port's VRF).
+            crate::port::synthetic::in_vrf(&mut cfg);
+        }
         build::snapshot(&cfg, 1).unwrap()
     };
     // With no set the flow cache is off, configured or not (the second:
     // its hash, seeded at random, would make two pipelines look up
     // different frames).
     let snaps = [
-        snap_of(""),
+        snap_of("", false),
         snap_of(
             "[flow_cache]\nentries = 1024\n[route_cache]\nhint = true\ndst_cache_entries = 64\n",
+            false,
         ),
+        snap_of("", true),
     ];
     let mut rng = Rng(46);
     let ttls = [0u8, 1, 2, 64, 255];
     let mut kinds = [0usize; 5];
     let mut express = 0;
     for round in 0..800 {
-        let snap = &snaps[round % 2];
+        let snap = &snaps[round % 3];
         // Every other pair of rounds only plain frames (untagged, whole,
         // IP): bursts the express way takes.
         let mixed = round % 4 < 2;
