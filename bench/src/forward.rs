@@ -14,8 +14,9 @@
 //! armed (at the default budget of frames a burst; `+capture+all`: every
 //! frame), written as pcapng into a socket by the writer on the other
 //! core (one worker).
-//! Then `io` and both full variants again at other numbers of flows per
-//! port (`io@N`: the synthetic port's own cost at that many flows).
+//! Then `io`, `route` and both full variants again at other numbers of
+//! flows per port (`io@N`: the synthetic port's own cost at that many
+//! flows).
 //! Each run counts what the workers forward after a warm-up, from their
 //! published counters: steady state, not thread start or cold caches.
 
@@ -291,7 +292,7 @@ pub fn run(
         .collect();
     // The example's flow mix, then fewer and more flows per port (the
     // ports' configurations differ; the tables are the same).
-    let sweep: Vec<(String, Config, Config, Config)> = FLOWS
+    let sweep: Vec<(String, Config, Config, Config, Config)> = FLOWS
         .iter()
         .map(|&n| {
             (
@@ -299,6 +300,7 @@ pub fn run(
                 with_flows(no_flow_cache.clone(), n),
                 with_flows(flow_cached.clone(), n),
                 with_flows(small.clone(), n),
+                with_flows(full.clone(), n),
             )
         })
         .collect();
@@ -383,10 +385,12 @@ pub fn run(
             None,
         ),
     ];
-    for (n, off, on, io) in &sweep {
+    for (n, off, on, io, route) in &sweep {
         // The synthetic port's own cost at that many flows (its frames
         // spread over more lines), beside what the pipeline adds.
         variants.push((format!("io@{n}"), Mode::Io, io, &t_small, None));
+        // Routing alone: as many destinations, random in the full table.
+        variants.push((format!("route@{n}"), Mode::Route, route, &t_full, None));
         variants.push((format!("full@{n}"), Mode::Full, off, &t_nfc, None));
         variants.push((format!("full+flowcache@{n}"), Mode::Full, on, &t_fc, None));
     }
