@@ -82,44 +82,8 @@ impl Pipeline {
             }
         }
         // Plain frames are untagged: every one is in its port's VRF.
-        let vrf = self.base_vrf;
-        let Some(fib) = tables.fib.vrf(vrf as usize) else {
+        if !self.lookup_gathered(tables, self.base_vrf, n4, n6) {
             return false;
-        };
-        let gen = tables.fib.generation();
-        let mut found = [None; MAX_BURST];
-        if n4 > 0 {
-            // Through the route hint and dst cache in VRF 0 (their
-            // entries know no VRF), straight to the FIB in the others, as
-            // `lookup_vrf`.
-            if vrf == 0 {
-                self.router4.route_burst(
-                    &self.dst4[..n4],
-                    gen,
-                    |k, o| fib.lookup_burst_v4(k, o),
-                    &mut found[..n4],
-                );
-            } else {
-                fib.lookup_burst_v4(&self.dst4[..n4], &mut found[..n4]);
-            }
-            for (&i, &t) in self.idx4[..n4].iter().zip(&found) {
-                self.targets[i as usize % MAX_BURST] = t;
-            }
-        }
-        if n6 > 0 {
-            if vrf == 0 {
-                self.router6.route_burst(
-                    &self.dst6[..n6],
-                    gen,
-                    |k, o| fib.lookup_burst_v6(k, o),
-                    &mut found[..n6],
-                );
-            } else {
-                fib.lookup_burst_v6(&self.dst6[..n6], &mut found[..n6]);
-            }
-            for (&i, &t) in self.idx6[..n6].iter().zip(&found) {
-                self.targets[i as usize % MAX_BURST] = t;
-            }
         }
         // Targets below this are single next hops with an egress entry
         // (an ECMP group's id has `ECMP_FLAG`, far above).

@@ -73,16 +73,36 @@ impl Pipeline {
             self.idx6[n6 % MAX_BURST] = i as u8;
             n6 += !v4 as usize;
         }
-        let mut found = [None; MAX_BURST];
-        let Some(fib) = tables.fib.vrf(vrf as usize) else {
+        if !self.lookup_gathered(tables, vrf, n4, n6) {
             // A VRF the FIB does not have (never, from a checked
             // configuration): no route, rather than another VRF's.
             for &i in self.idx4[..n4].iter().chain(&self.idx6[..n6]) {
                 self.targets[i as usize] = None;
             }
-            return;
+        }
+    }
+
+    /// The targets of the first `n4` IPv4 destinations of `dst4` and
+    /// `n6` IPv6 ones of `dst6`, looked up in VRF `vrf` (through the route
+    /// hint and dst cache in VRF 0, whose entries know no VRF; straight
+    /// in the FIB in the others), each written to `targets` at its
+    /// packet's index (`idx4`, `idx6`): one batched lookup a family. False,
+    /// with nothing written, for a VRF the FIB does not have. The general
+    /// way's and the express way's lookup.
+    #[inline(always)]
+    pub(super) fn lookup_gathered(
+        &mut self,
+        tables: &Tables,
+        vrf: u8,
+        n4: usize,
+        n6: usize,
+    ) -> bool {
+        let mut found = [None; MAX_BURST];
+        let Some(fib) = tables.fib.vrf(vrf as usize) else {
+            return false;
         };
         let gen = tables.fib.generation();
+        let (n4, n6) = (n4.min(MAX_BURST), n6.min(MAX_BURST));
         if n4 > 0 {
             if vrf == 0 {
                 self.router4.route_burst(
@@ -94,8 +114,8 @@ impl Pipeline {
             } else {
                 fib.lookup_burst_v4(&self.dst4[..n4], &mut found[..n4]);
             }
-            for (j, &i) in self.idx4[..n4].iter().enumerate() {
-                self.targets[i as usize] = found[j];
+            for (&i, &t) in self.idx4[..n4].iter().zip(&found) {
+                self.targets[i as usize % MAX_BURST] = t;
             }
         }
         if n6 > 0 {
@@ -109,10 +129,11 @@ impl Pipeline {
             } else {
                 fib.lookup_burst_v6(&self.dst6[..n6], &mut found[..n6]);
             }
-            for (j, &i) in self.idx6[..n6].iter().enumerate() {
-                self.targets[i as usize] = found[j];
+            for (&i, &t) in self.idx6[..n6].iter().zip(&found) {
+                self.targets[i as usize % MAX_BURST] = t;
             }
         }
+        true
     }
 
     /// The next hop of a routed packet (its target resolved, an ECMP
