@@ -48,6 +48,37 @@ fn parse_tagged(frame: &[u8], p: &mut Parsed) -> Result<(), DropReason> {
     parse_general(frame, p)
 }
 
+/// Whether `h`, a frame of `len` bytes, is plain IPv4: untagged, no
+/// options, not a later fragment, its packet inside the frame and long
+/// enough for a transport header's ports. The check [`parse_plain`] and
+/// [`plain_dst`] share.
+#[inline(always)]
+fn plain_v4(h: &[u8; 38], len: usize) -> bool {
+    if h[12..15] != [0x08, 0x00, 0x45] {
+        return false;
+    }
+    let total = u16::from_be_bytes([h[16], h[17]]) as usize;
+    let frag_off = u16::from_be_bytes([h[20], h[21]]) & 0x1fff;
+    total >= 24 && 14 + total <= len && frag_off == 0
+}
+
+/// Whether `h`, a frame of `len` bytes, is plain IPv6: untagged, straight
+/// to a transport header (no extension header the general parse walks),
+/// its packet inside the frame. Shared as [`plain_v4`].
+#[inline(always)]
+fn plain_v6(h: &[u8; 58], len: usize) -> bool {
+    if h[12..14] != [0x86, 0xdd] || h[14] >> 4 != 6 {
+        return false;
+    }
+    let payload = u16::from_be_bytes([h[18], h[19]]) as usize;
+    payload >= 4
+        && 54 + payload <= len
+        && !matches!(
+            h[20],
+            proto::HOPOPT | proto::IPV6_ROUTE | proto::IPV6_OPTS | proto::IPV6_FRAG | proto::AH
+        )
+}
+
 /// The frames nearly all traffic is made of, parsed at fixed offsets with
 /// a handful of compares: untagged IPv4 without options and not a later
 /// fragment, or untagged IPv6 straight to a transport header, either with
@@ -59,12 +90,7 @@ fn parse_tagged(frame: &[u8], p: &mut Parsed) -> Result<(), DropReason> {
 #[inline(always)]
 pub(super) fn parse_plain(frame: &[u8], p: &mut Parsed) -> bool {
     if let Some(h) = frame.first_chunk::<38>() {
-        if h[12..15] == [0x08, 0x00, 0x45] {
-            let total = u16::from_be_bytes([h[16], h[17]]) as usize;
-            let frag_off = u16::from_be_bytes([h[20], h[21]]) & 0x1fff;
-            if total < 24 || 14 + total > frame.len() || frag_off != 0 {
-                return false;
-            }
+        if plain_v4(h, frame.len()) {
             let (sport, dport, ok) = ports(h[23], [h[34], h[35], h[36], h[37]]);
             *p = Parsed {
                 l3: L3::V4,
@@ -83,22 +109,8 @@ pub(super) fn parse_plain(frame: &[u8], p: &mut Parsed) -> bool {
         }
     }
     if let Some(h) = frame.first_chunk::<58>() {
-        if h[12..14] == [0x86, 0xdd] && h[14] >> 4 == 6 {
-            let payload = u16::from_be_bytes([h[18], h[19]]) as usize;
+        if plain_v6(h, frame.len()) {
             let next = h[20];
-            if payload < 4
-                || 54 + payload > frame.len()
-                || matches!(
-                    next,
-                    proto::HOPOPT
-                        | proto::IPV6_ROUTE
-                        | proto::IPV6_OPTS
-                        | proto::IPV6_FRAG
-                        | proto::AH
-                )
-            {
-                return false;
-            }
             let (sport, dport, ok) = ports(next, [h[54], h[55], h[56], h[57]]);
             let (src, dst) = h[22..54].split_at(16);
             *p = Parsed {
@@ -135,38 +147,15 @@ pub enum PlainDst {
 #[inline(always)]
 pub fn plain_dst(frame: &[u8]) -> Option<PlainDst> {
     if let Some(h) = frame.first_chunk::<38>() {
-        if h[12..15] == [0x08, 0x00, 0x45] {
-            let total = u16::from_be_bytes([h[16], h[17]]) as usize;
-            let frag_off = u16::from_be_bytes([h[20], h[21]]) & 0x1fff;
-            if total < 24 || 14 + total > frame.len() || frag_off != 0 {
-                return None;
-            }
+        if plain_v4(h, frame.len()) {
             return Some(PlainDst::V4(u32::from_be_bytes([
                 h[30], h[31], h[32], h[33],
             ])));
         }
     }
-    if let Some(h) = frame.first_chunk::<58>() {
-        if h[12..14] == [0x86, 0xdd] && h[14] >> 4 == 6 {
-            let payload = u16::from_be_bytes([h[18], h[19]]) as usize;
-            if payload < 4
-                || 54 + payload > frame.len()
-                || matches!(
-                    h[20],
-                    proto::HOPOPT
-                        | proto::IPV6_ROUTE
-                        | proto::IPV6_OPTS
-                        | proto::IPV6_FRAG
-                        | proto::AH
-                )
-            {
-                return None;
-            }
-            let dst = h.last_chunk::<20>().and_then(|d| d.first_chunk::<16>());
-            return Some(PlainDst::V6(u128::from_be_bytes(*dst?)));
-        }
-    }
-    None
+    let h = frame.first_chunk::<58>()?;
+    let dst = h.last_chunk::<20>()?.first_chunk::<16>()?;
+    plain_v6(h, frame.len()).then(|| PlainDst::V6(u128::from_be_bytes(*dst)))
 }
 
 /// The flow of a frame [`plain_dst`] took (`v6` its family): source,
