@@ -26,11 +26,11 @@
 //! The general way is the reference: `pipeline::tests` runs random
 //! bursts through both and asserts the same lists, bytes and counts.
 
-use super::{Fate, Pipeline};
+use super::{route, Fate, Pipeline};
 use crate::port::{Burst, MAX_BURST};
 use crate::tables::Tables;
 use crate::wire::{self, PlainDst, L3};
-use routecache::{FlowKey, Targets};
+use routecache::FlowKey;
 
 /// Bursts the express way leaves to the general one after a burst it
 /// could not take (one with a frame that is not plain).
@@ -148,28 +148,25 @@ impl Pipeline {
 
     /// The next hop of frame `i` (of family `v6`) routed to target `t`,
     /// an ECMP group (or a target past the egress entries): the member
-    /// its flow's hash picks, as `next_hop` finds it from the parse.
+    /// its flow's hash picks (`route::member`, as `next_hop` from the
+    /// parse).
     /// Out of line, the flow read from the frame's fixed offsets: sent
     /// the general way, such a frame cost about 200 instructions, and
     /// through the whole parse and `next_hop` 140 (callgrind, the
     /// example's traffic, a fifth of whose frames go to its group).
     #[inline(never)]
     fn express_member(tables: &Tables, burst: &Burst, i: usize, t: u32, v6: bool) -> Option<usize> {
-        let hash = if Targets::is_ecmp(t) {
+        let flow = || {
             let (src, dst, sport, dport, proto) = wire::plain_flow(burst.frame(i), v6)?;
-            FlowKey {
+            Some(FlowKey {
                 src,
                 dst,
                 sport,
                 dport,
                 proto,
-            }
-            .hash(tables.flow_seed)
-        } else {
-            0
+            })
         };
-        let h = tables.fib.targets().resolve_index(t, hash)?;
-        Some(h as usize)
+        route::member(tables, t, flow).map(|h| h as usize)
     }
 
     /// Frame `i`, plain, that [`Pipeline::express_one`] left: parsed and
