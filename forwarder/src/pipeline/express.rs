@@ -81,6 +81,11 @@ impl Pipeline {
                 None => return false,
             }
         }
+        // Every frame's fate as the general way leaves a forwarded one's:
+        // a frame's fate outlives its burst (a capture of drops reads
+        // them), and one the express way finishes writes none. A fill of
+        // a byte a frame, where a store a frame in the passes cost more.
+        self.fate[..n].fill(Fate::Go);
         // Plain frames are untagged: every one is in its port's VRF.
         if !self.lookup_gathered(tables, self.base_vrf, n4, n6) {
             return false;
