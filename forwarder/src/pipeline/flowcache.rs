@@ -86,6 +86,28 @@ impl FlowId {
     }
 }
 
+impl FlowId {
+    /// [`FlowId::of`] a plain frame (what [`crate::wire::parse_plain`]
+    /// takes: the express way's frames) in VRF `vrf`, read straight from
+    /// the frame (the parse's fields in registers, not in memory); `None`
+    /// for any other frame.
+    #[inline(always)]
+    pub fn of_plain(frame: &[u8], vrf: u8) -> Option<FlowId> {
+        let mut p = Parsed::default();
+        if !crate::wire::parse_plain(frame, &mut p) {
+            return None;
+        }
+        p.vrf = vrf;
+        Some(FlowId::of(&p, frame))
+    }
+
+    /// Whether the flow is IPv6.
+    #[inline(always)]
+    pub fn is_v6(&self) -> bool {
+        (self.w[4] >> 48) as u8 == crate::wire::L3::V6 as u8
+    }
+}
+
 /// One entry: its flow, its decision, the epoch it was filled in and the
 /// burst tick of its last use (16 bits: least recently used among the
 /// last 65,536 bursts). A cache line; a hit checks the epoch and stamps
@@ -305,6 +327,13 @@ impl FlowCache {
         self.aside = self.aside.saturating_sub(n as u32);
         self.stats.bypassed += n as u64;
         false
+    }
+
+    /// Whether the cache stands aside (see [`FlowCache::take_burst`]),
+    /// asked without counting a burst.
+    #[inline(always)]
+    pub fn aside(&self) -> bool {
+        self.aside != 0
     }
 
     /// Accounts a burst's lookups and hits (by

@@ -151,7 +151,7 @@ impl Pipeline {
 /// Counts a stored decision's set matches: two bits a set, its outcome's
 /// index plus one.
 #[inline(always)]
-fn count_matches(c: &mut super::Counters, mut bits: u32) {
+pub(super) fn count_matches(c: &mut super::Counters, mut bits: u32) {
     while bits != 0 {
         let at = bits.trailing_zeros() & !1;
         let code = (bits >> at) & 3;

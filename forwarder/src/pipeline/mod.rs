@@ -29,7 +29,7 @@ use crate::punt::RouterShared;
 use crate::reason::DropReason;
 use crate::tables::{FlowCacheConfig, Tables};
 use crate::wire::{self, Parsed};
-use flowcache::{Decision, FlowCache, FlowCacheStats, Loc};
+use flowcache::{Decision, FlowCache, FlowCacheStats, FlowId, Loc};
 use matcher::Scratch;
 use prepared::Egress;
 use routecache::{Router, TargetId};
@@ -196,6 +196,9 @@ pub struct Pipeline {
     /// Per packet of the burst: its flow and bucket, whether its decision
     /// is to be stored (a flow cache miss), the matches the sets found.
     flow_locs: [Loc; MAX_BURST],
+    /// Per packet of a burst on the express way, its flow (read from the
+    /// frame, where the general way has its parse to read it from again).
+    flow_ids: [FlowId; MAX_BURST],
     pending: [bool; MAX_BURST],
     match_bits: [u32; MAX_BURST],
     decisions: [Decision; MAX_BURST],
@@ -276,6 +279,9 @@ pub struct Pipeline {
     /// tests that pin it to the general way (`express_off`); the bursts
     /// left to wait after one it could not take; the bursts it took.
     express_ok: bool,
+    /// Whether the express way is the flow cache's (the full pipeline's
+    /// with sets: see `express_cached_burst`), not routing alone.
+    express_cached: bool,
     express_off: bool,
     express_wait: u16,
     express_bursts: u64,
@@ -399,6 +405,7 @@ impl Pipeline {
             ct_hash: [0; MAX_BURST],
             ct_hint: [0; MAX_BURST],
             flow_locs: [Loc::default(); MAX_BURST],
+            flow_ids: [FlowId::default(); MAX_BURST],
             pending: [false; MAX_BURST],
             match_bits: [0; MAX_BURST],
             decisions: [Decision::default(); MAX_BURST],
@@ -433,6 +440,7 @@ impl Pipeline {
             mode,
             plain: true,
             express_ok: false,
+            express_cached: false,
             express_off: false,
             express_wait: 0,
             express_bursts: 0,
@@ -529,11 +537,18 @@ impl Pipeline {
             }
             _ => self.flows = (c.entries > 0).then(|| FlowCache::with_config(c)),
         }
-        self.express_ok = match self.mode {
-            Mode::Route => true,
-            Mode::Full => tables.sets.is_empty() && self.conntrack.is_none(),
-            _ => false,
-        };
+        // The flow cache's express way: decisions bound to a port, and
+        // bursts after an element expired, take the general way's checks.
+        self.express_cached = self.mode == Mode::Full
+            && self.flows.is_some()
+            && !self.bind_port
+            && tables.next_expiry == matcher::NEVER;
+        self.express_ok = self.express_cached
+            || match self.mode {
+                Mode::Route => true,
+                Mode::Full => tables.sets.is_empty() && self.conntrack.is_none(),
+                _ => false,
+            };
         self.express_wait = 0;
         self.generation = tables.generation;
     }
@@ -701,28 +716,36 @@ impl Pipeline {
                     n
                 };
                 if left > 0 {
-                    // The FIB's first-level lines, fetched while the sets
-                    // classify (a full table's are cache misses); the
-                    // port's VRF's (a tagged frame of another VRF's
-                    // sub-interface gets a useless prefetch).
-                    if let Some(fib) = tables.fib.vrf(self.base_vrf as usize) {
-                        for i in 0..n {
-                            let p = &self.parsed[i];
-                            if self.fate[i] == Fate::Go && p.l3 == wire::L3::V4 {
-                                fib.prefetch_v4(p.dst as u32);
-                            }
-                        }
-                    }
-                    self.classify(tables, burst, n, (0, tables.forward_from));
-                    self.lookup_routes(tables, n);
-                    if tables.forward_from < tables.sets.len() {
-                        self.forward_hook(tables, burst, n);
-                    }
-                    self.send_routed(tables, burst, n);
+                    self.route_undecided(tables, burst, n);
                 } else {
                     self.send_decided(burst, n);
                 }
             }
         }
+    }
+
+    /// The full pipeline's stages after the flow cache (or connection
+    /// tracking) for a burst some of whose packets it did not decide
+    /// (their fate `Go`): the sets, the routes, the forward hook, the
+    /// send. The general way's, and the express way's for a burst with a
+    /// miss.
+    pub(super) fn route_undecided(&mut self, tables: &Tables, burst: &mut Burst, n: usize) {
+        // The FIB's first-level lines, fetched while the sets classify (a
+        // full table's are cache misses); the port's VRF's (a tagged
+        // frame of another VRF's sub-interface gets a useless prefetch).
+        if let Some(fib) = tables.fib.vrf(self.base_vrf as usize) {
+            for i in 0..n {
+                let p = &self.parsed[i];
+                if self.fate[i] == Fate::Go && p.l3 == wire::L3::V4 {
+                    fib.prefetch_v4(p.dst as u32);
+                }
+            }
+        }
+        self.classify(tables, burst, n, (0, tables.forward_from));
+        self.lookup_routes(tables, n);
+        if tables.forward_from < tables.sets.len() {
+            self.forward_hook(tables, burst, n);
+        }
+        self.send_routed(tables, burst, n);
     }
 }

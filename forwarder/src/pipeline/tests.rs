@@ -78,7 +78,11 @@ fn new_generations_take_the_state_prepared_for_the_worker() {
 /// express way (`express`), in route mode and in the full pipeline with
 /// no set, on bursts of plain frames only (which it takes) and on mixed
 /// ones (which it leaves), with the route hint and dst cache off and on,
-/// in the default VRF and another.
+/// in the default VRF and another; and the flow cache's express way, in
+/// the full pipeline with sets (drop, accept, a counted element), on
+/// bursts all of whose flows miss, some, and none. The fates left for a
+/// capture of drops, the sets' matches and the cache's hits and misses
+/// too.
 #[test]
 fn the_folded_and_express_ways_agree_with_the_general_one() {
     use crate::wire::build::ipv6;
@@ -143,6 +147,34 @@ members = ["a", "b"]
     // With no set the flow cache is off, configured or not (the second:
     // its hash, seeded at random, would make two pipelines look up
     // different frames).
+    // With sets the flow cache is on (every miss stored: the same flows
+    // cached in every pipeline), and the full pipeline's express way is
+    // the flow cache's; one set drops, one accepts, one element counted
+    // (its flows never stored).
+    let sets = r#"
+[flow_cache]
+entries = 1024
+insert_one_in = 1
+[[set]]
+name = "low"
+type = "inet_service"
+match = "udp dport"
+action = "drop"
+elements = ["0-8191"]
+[[set]]
+name = "high"
+type = "inet_service"
+match = "udp sport"
+action = "accept"
+elements = ["60000-65535"]
+[[set]]
+name = "counted"
+type = "inet_service"
+match = "udp dport"
+action = "accept"
+counter = true
+elements = ["65000-65535"]
+"#;
     let snaps = [
         snap_of("", false),
         snap_of(
@@ -150,13 +182,15 @@ members = ["a", "b"]
             false,
         ),
         snap_of("", true),
+        snap_of(sets, false),
+        snap_of(sets, true),
     ];
     let mut rng = Rng(46);
     let ttls = [0u8, 1, 2, 64, 255];
     let mut kinds = [0usize; 5];
     let mut express = 0;
     for round in 0..800 {
-        let snap = &snaps[round % 3];
+        let snap = &snaps[round % snaps.len()];
         // Every other pair of rounds only plain frames (untagged, whole,
         // IP): bursts the express way takes.
         let mixed = round % 4 < 2;
@@ -189,6 +223,7 @@ members = ["a", "b"]
         }
         // Route mode, or the full pipeline (no set here).
         let mode = [Mode::Route, Mode::Full][round / 4 % 2];
+        let part = 1 + rng.below(n as u64) as usize;
         let run = |plain: bool, express: bool| {
             let mut pipe = Pipeline::with_mode(snap, 2, mode);
             pipe.plain = plain;
@@ -205,10 +240,11 @@ members = ["a", "b"]
             pipe.process(snap, &mut b);
             pipe.express_wait = 0;
             let mut out = Vec::new();
-            // Twice: the second burst meets the route caches filled.
-            for _ in 0..2 {
+            // The burst's first `part` frames, then the burst twice: the
+            // second meets some flows and routes cached, the third all.
+            for k in [part, burst.len(), burst.len()] {
                 b.clear();
-                for i in 0..burst.len() {
+                for i in 0..k {
                     b.push(burst.frame(i));
                 }
                 pipe.process(snap, &mut b);
@@ -222,8 +258,10 @@ members = ["a", "b"]
             // many it answered is.
             let routed = (r.hint_hits, r.hits + r.misses, r.stale);
             let dropped: Vec<_> = (0..b.len()).map(|i| pipe.dropped_reason(i)).collect();
+            let f = pipe.flow_cache_stats();
+            let cached = (c.matches.clone(), f.hits, f.misses);
             (
-                (out, frames, c.tx, c.drops, c.rx, routed, dropped),
+                (out, frames, c.tx, c.drops, c.rx, routed, dropped, cached),
                 pipe.express_bursts(),
             )
         };
@@ -243,10 +281,12 @@ members = ["a", "b"]
             assert_eq!(a.4, b.4, "round {round}: the {way} way's received");
             assert_eq!(a.5, b.5, "round {round}: the {way} way's routes");
             assert_eq!(a.6, b.6, "round {round}: the {way} way's drops by frame");
+            assert_eq!(a.7, b.7, "round {round}: the {way} way's matches and flows");
         }
         // It takes every burst of plain frames, and no other.
-        let plain = (0..burst.len()).all(|i| wire::plain_dst(burst.frame(i)).is_some());
-        assert_eq!(taken, if plain { 2 } else { 0 }, "round {round}");
+        let plain = |k: usize| (0..k).all(|i| wire::plain_dst(burst.frame(i)).is_some());
+        let want = plain(part) as u64 + if plain(burst.len()) { 2 } else { 0 };
+        assert_eq!(taken, want, "round {round}");
         express += taken;
         kinds[0] += folded.0[1].iter().map(Vec::len).sum::<usize>();
         kinds[1] += folded.3[DropReason::TtlExpired.index()] as usize;

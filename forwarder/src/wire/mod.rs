@@ -28,6 +28,7 @@ pub mod tcp;
 mod tests;
 
 pub use checksum::*;
+pub(crate) use parse::parse_plain;
 pub use parse::{parse, parse_into, parse_reference, plain_dst, plain_flow, PlainDst};
 pub use rewrite::*;
 
