@@ -101,6 +101,22 @@ impl FlowId {
         Some(FlowId::of(&p, frame))
     }
 
+    /// [`FlowId::of_plain`] of a frame with one VLAN tag (802.1Q or
+    /// 802.1ad) in front of a plain packet: what `wire::parse_into` parses
+    /// 4 bytes on (the MACs are the frame's own).
+    #[inline(always)]
+    pub fn of_tagged(frame: &[u8], vrf: u8) -> Option<FlowId> {
+        if !matches!(frame.get(12..14), Some([0x81, 0x00] | [0x88, 0xa8])) {
+            return None;
+        }
+        let mut p = Parsed::default();
+        if !crate::wire::parse_plain(frame.get(4..)?, &mut p) {
+            return None;
+        }
+        p.vrf = vrf;
+        Some(FlowId::of(&p, frame))
+    }
+
     /// Whether the flow is IPv6.
     #[inline(always)]
     pub fn is_v6(&self) -> bool {

@@ -105,7 +105,7 @@ impl Pipeline {
     /// Counts a frame of `len` bytes sent out of VLAN sub-interface
     /// `port` (its parent's queue counts it too).
     #[inline(always)]
-    fn count_link_tx(&mut self, port: u16, len: usize) {
+    pub(super) fn count_link_tx(&mut self, port: u16, len: usize) {
         if let Some(c) = self.counters.links.get_mut(port as usize) {
             c[2] += 1;
             c[3] += len as u64;

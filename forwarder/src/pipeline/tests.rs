@@ -92,7 +92,8 @@ route = [
   { prefix = "198.51.100.0/25", via = "a" },
   { prefix = "198.51.100.128/26", via = "both" },
   { prefix = "198.51.100.192/27", via = "tagged" },
-  { prefix = "198.51.100.224/28", via = "gw" },
+  { prefix = "198.51.100.224/29", via = "gw" },
+  { prefix = "198.51.100.232/29", via = "tgw" },
   { prefix = "2001:db8:1::/48", via = "b" },
   { prefix = "2001:db8:2::/48", via = "both" },
   { prefix = "2001:db8:3::/48", via = "tagged" },
@@ -110,6 +111,7 @@ mac = "02:00:00:00:00:02"
 name = "p1.100"
 parent = "p1"
 vlan = 100
+address = ["203.0.113.1/24"]
 [[next_hop]]
 name = "a"
 port = "p0"
@@ -126,6 +128,10 @@ mac = "02:00:00:00:0a:03"
 name = "gw"
 port = "p0"
 address = "192.0.2.7"
+[[next_hop]]
+name = "tgw"
+port = "p1.100"
+address = "203.0.113.7"
 [[ecmp]]
 name = "both"
 members = ["a", "b"]
@@ -189,11 +195,15 @@ elements = ["65000-65535"]
     let ttls = [0u8, 1, 2, 64, 255];
     let mut kinds = [0usize; 5];
     let mut express = 0;
-    for round in 0..800 {
+    let mut tagged_express = 0;
+    for round in 0..1200 {
         let snap = &snaps[round % snaps.len()];
-        // Every other pair of rounds only plain frames (untagged, whole,
-        // IP): bursts the express way takes.
-        let mixed = round % 4 < 2;
+        // Half the rounds only plain frames (untagged, whole, IP): bursts
+        // the express way takes; a third of those with a quarter of them
+        // tagged (VLAN 100, p1.100's, or a priority tag): bursts the flow
+        // cache's express way takes on p1.
+        let mixed = round % 6 < 3;
+        let tagging = round % 6 == 5;
         let mut burst = Burst::new();
         let n = 1 + rng.below(64) as usize;
         for _ in 0..n {
@@ -218,6 +228,10 @@ elements = ["65000-65535"]
                 1 => f.truncate(rng.below(40) as usize),
                 2 => f[12..14].copy_from_slice(&[0x88, 0xb5]),
                 _ => {}
+            }
+            if tagging && rng.below(4) == 0 {
+                let vid = [0, 100, 100][rng.below(3) as usize];
+                f.splice(12..12, [0x81, 0x00, 0x00, vid]);
             }
             burst.push(&f);
         }
@@ -259,7 +273,7 @@ elements = ["65000-65535"]
             let routed = (r.hint_hits, r.hits + r.misses, r.stale);
             let dropped: Vec<_> = (0..b.len()).map(|i| pipe.dropped_reason(i)).collect();
             let f = pipe.flow_cache_stats();
-            let cached = (c.matches.clone(), f.hits, f.misses);
+            let cached = (c.matches.clone(), f.hits, f.misses, c.links.clone());
             (
                 (out, frames, c.tx, c.drops, c.rx, routed, dropped, cached),
                 pipe.express_bursts(),
@@ -281,11 +295,30 @@ elements = ["65000-65535"]
             assert_eq!(a.4, b.4, "round {round}: the {way} way's received");
             assert_eq!(a.5, b.5, "round {round}: the {way} way's routes");
             assert_eq!(a.6, b.6, "round {round}: the {way} way's drops by frame");
-            assert_eq!(a.7, b.7, "round {round}: the {way} way's matches and flows");
+            assert_eq!(
+                a.7, b.7,
+                "round {round}: the {way} way's matches, flows and sub-interfaces"
+            );
         }
         // It takes every burst of plain frames, and no other.
-        let plain = |k: usize| (0..k).all(|i| wire::plain_dst(burst.frame(i)).is_some());
+        // The flow cache's express way (sets, full mode) also takes a
+        // plain packet behind one tag its port places.
+        let cached = round % snaps.len() >= 3 && mode == Mode::Full;
+        let rx = round / 8 % 2;
+        let takes = |f: &[u8]| {
+            let tag = match f.get(12..16) {
+                Some(&[0x81, 0, 0, 0]) => true,
+                Some(&[0x81, 0, 0, 100]) => rx == 1,
+                _ => false,
+            };
+            wire::plain_dst(f).is_some()
+                || (cached && tag && f.get(4..).is_some_and(|g| wire::plain_dst(g).is_some()))
+        };
+        let plain = |k: usize| (0..k).all(|i| takes(burst.frame(i)));
         let want = plain(part) as u64 + if plain(burst.len()) { 2 } else { 0 };
+        if (0..burst.len()).any(|i| burst.frame(i).get(12) == Some(&0x81)) {
+            tagged_express += taken;
+        }
         assert_eq!(taken, want, "round {round}");
         express += taken;
         kinds[0] += folded.0[1].iter().map(Vec::len).sum::<usize>();
@@ -298,6 +331,7 @@ elements = ["65000-65535"]
     // bursts (half the rounds are plain, a few of their bursts wholly).
     assert!(kinds.iter().all(|&k| k > 100), "{kinds:?}");
     assert!(express > 300, "{express} bursts the express way");
+    assert!(tagged_express > 20, "{tagged_express} with tagged frames");
 }
 
 /// The going mask read eight fate bytes at a time agrees with a match on
