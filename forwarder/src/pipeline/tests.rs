@@ -150,6 +150,33 @@ members = ["a", "b"]
         }
         build::snapshot(&cfg, 1).unwrap()
     };
+    // The sub-interface alone in VRF 1, which has every other route:
+    // its tagged frames route apart from their parent's.
+    let sub_vrf = |extra: &str| {
+        let mut cfg = config::parse(
+            "t.toml",
+            &format!("{text}{extra}"),
+            std::path::Path::new("."),
+        )
+        .unwrap();
+        cfg.vrfs.push(config::VrfConfig {
+            name: "red".into(),
+            table: None,
+            route_file: None,
+            file_routes: Vec::new().into(),
+        });
+        for p in cfg.ports.iter_mut().filter(|p| p.name == "p1.100") {
+            p.vrf = 1;
+        }
+        let red: Vec<_> = cfg
+            .routes
+            .iter()
+            .step_by(2)
+            .map(|r| config::RouteConfig { vrf: 1, ..*r })
+            .collect();
+        cfg.routes.extend(red);
+        build::snapshot(&cfg, 1).unwrap()
+    };
     // With no set the flow cache is off, configured or not (the second:
     // its hash, seeded at random, would make two pipelines look up
     // different frames).
@@ -190,6 +217,7 @@ elements = ["65000-65535"]
         snap_of("", true),
         snap_of(sets, false),
         snap_of(sets, true),
+        sub_vrf(sets),
     ];
     let mut rng = Rng(46);
     let ttls = [0u8, 1, 2, 64, 255];
@@ -197,7 +225,7 @@ elements = ["65000-65535"]
     let mut express = 0;
     let mut tagged_express = 0;
     for round in 0..1200 {
-        let snap = &snaps[round % snaps.len()];
+        let snap = &snaps[round / 6 % snaps.len()];
         // Half the rounds only plain frames (untagged, whole, IP): bursts
         // the express way takes; a third of those with a quarter of them
         // tagged (VLAN 100, p1.100's, or a priority tag): bursts the flow
@@ -303,7 +331,7 @@ elements = ["65000-65535"]
         // It takes every burst of plain frames, and no other.
         // The flow cache's express way (sets, full mode) also takes a
         // plain packet behind one tag its port places.
-        let cached = round % snaps.len() >= 3 && mode == Mode::Full;
+        let cached = round / 6 % snaps.len() >= 3 && mode == Mode::Full;
         let rx = round / 8 % 2;
         let takes = |f: &[u8]| {
             let tag = match f.get(12..16) {
