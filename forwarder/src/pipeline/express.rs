@@ -250,14 +250,10 @@ impl Pipeline {
         let punting = self.punting;
         for i in 0..n.min(MAX_BURST) {
             let hop = self.decisions[i].hop();
-            let v6 = v6 >> i & 1 != 0;
-            let done = match hop {
-                Ok(h) if tagged >> i & 1 != 0 => self.express_swap(burst, i, h as usize, v6),
-                Ok(h) => self.express_hop(burst, i, h as usize, v6),
-                Err(_) => false,
-            };
+            let (v6, h) = (v6 >> i & 1 != 0, hop.unwrap_or(u32::MAX) as usize);
             match hop {
-                _ if done => {}
+                Ok(_) if tagged >> i & 1 != 0 && self.express_swap(burst, i, h, v6) => {}
+                Ok(_) if tagged >> i & 1 == 0 && self.express_hop(burst, i, h, v6) => {}
                 Err(d) if !punting => self.dropped(burst, i, d),
                 _ => self.express_decided(tables, burst, i, hop),
             }
@@ -336,10 +332,7 @@ impl Pipeline {
             t &= t - 1;
             let port = self.ingress[i % MAX_BURST].0;
             if port != self.rx_port {
-                if let Some(c) = self.counters.links.get_mut(port as usize) {
-                    c[0] += 1;
-                    c[1] += burst.frame_len(i) as u64;
-                }
+                self.count_link_rx(port, burst.frame_len(i));
             }
         }
     }

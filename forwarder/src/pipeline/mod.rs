@@ -332,10 +332,7 @@ impl Pipeline {
                     self.ingress[i % MAX_BURST] = (port, strip);
                     self.parsed[i % MAX_BURST].vrf = tables.vrf_of(port);
                     if port != self.rx_port {
-                        if let Some(c) = self.counters.links.get_mut(port as usize) {
-                            c[0] += 1;
-                            c[1] += len as u64;
-                        }
+                        self.count_link_rx(port, len);
                     }
                 }
                 crate::vlan::Ingress::Unknown => {

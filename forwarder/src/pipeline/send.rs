@@ -102,6 +102,17 @@ impl Pipeline {
         true
     }
 
+    /// Counts a frame of `len` bytes received by VLAN sub-interface
+    /// `port` (its parent's queue counts it too): the general way's
+    /// `ingress` and the express way's `tagged_in`.
+    #[inline(always)]
+    pub(super) fn count_link_rx(&mut self, port: u16, len: usize) {
+        if let Some(c) = self.counters.links.get_mut(port as usize) {
+            c[0] += 1;
+            c[1] += len as u64;
+        }
+    }
+
     /// Counts a frame of `len` bytes sent out of VLAN sub-interface
     /// `port` (its parent's queue counts it too).
     #[inline(always)]
