@@ -288,6 +288,16 @@ pub fn allowed_cores() -> Vec<usize> {
     v
 }
 
+/// The cores this process may run on that no worker of `worker_cores`
+/// runs on, ascending: where its other threads belong (a thread the
+/// scheduler puts beside a polling worker waits for the worker's slice).
+pub fn free_cores(worker_cores: &[usize]) -> Vec<usize> {
+    allowed_cores()
+        .into_iter()
+        .filter(|c| !worker_cores.contains(c))
+        .collect()
+}
+
 /// A running worker: its published counters and its thread.
 pub type Running = (Arc<Published>, JoinHandle<Report>);
 

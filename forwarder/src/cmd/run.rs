@@ -68,8 +68,10 @@ pub fn run_mode(
     }
     let workers = worker::spawn(&cfg, shared.clone(), mode)?;
     // The router's slow path: idle (a poll every 10 ms) until a snapshot
-    // has ports with addresses.
-    let slow = match crate::router::spawn(shared.clone(), taps) {
+    // has ports with addresses; off the workers' cores (the last free
+    // one: the control thread takes the first).
+    let free = worker::free_cores(&cfg.forwarder.cores);
+    let slow = match crate::router::spawn(shared.clone(), taps, free.last().copied()) {
         Ok(h) => h,
         Err(e) => {
             worker::stop(&shared, workers);

@@ -152,15 +152,13 @@ pub fn start(
             .spawn(move || super::prometheus::serve(l, &stats))
             .map_err(|e| e.to_string())?;
     }
-    let free: Vec<usize> = crate::worker::allowed_cores()
-        .into_iter()
-        .filter(|c| !worker_cores.contains(c))
-        .collect();
+    let free = crate::worker::free_cores(worker_cores);
     if free.is_empty() {
         log(
             Level::Warn,
-            "every core this process may use runs a worker: the control thread runs unpinned, \
-             beside them (give the workers fewer cores than the process has to keep it apart)",
+            "every core this process may use runs a worker: the control and router threads run \
+             unpinned, beside them (give the workers fewer cores than the process has to keep \
+             them apart)",
         );
     }
     // Watching before `start` returns: a file changed right after is not

@@ -9,14 +9,21 @@ use std::time::{Duration, Instant};
 /// Starts the slow path's thread: it serves punted frames as they come
 /// (parked when idle: a punt wakes it, else it looks every 200 µs),
 /// moves the neighbour timers every 10 ms and publishes the table when
-/// it changed. It ends when `shared` says stop.
+/// it changed. It ends when `shared` says stop. On `core` where given (one
+/// no worker polls on): a slow path the scheduler put beside a polling
+/// worker would serve its punts a slice of several milliseconds late,
+/// and a flow to a resolving neighbour would overflow the punt queues.
 pub fn spawn(
     shared: Arc<Shared>,
     taps: Vec<Option<crate::kernel::tap::Tap>>,
+    core: Option<usize>,
 ) -> Result<std::thread::JoinHandle<()>, String> {
     std::thread::Builder::new()
         .name("router".into())
         .spawn(move || {
+            if let Some(id) = core {
+                let _ = core_affinity::set_for_current(core_affinity::CoreId { id });
+            }
             let r = shared.router.clone();
             let hosts = taps
                 .into_iter()
