@@ -184,6 +184,63 @@ fn rate_lines_name_the_workers_core() {
     std::fs::remove_dir_all(dir).ok();
 }
 
+/// The threads beside the workers keep off their cores: with the worker
+/// on core 1, the control and router threads are pinned to core 0 (the
+/// router thread left to the scheduler could share a polling worker's
+/// core and serve punts a slice of milliseconds late).
+#[test]
+fn the_slow_path_and_control_keep_off_the_workers_core() {
+    let allowed: Vec<usize> = core_affinity::get_core_ids()
+        .unwrap_or_default()
+        .into_iter()
+        .map(|c| c.id)
+        .collect();
+    if !allowed.contains(&0) || !allowed.contains(&1) {
+        eprintln!("skipped: this process may not run on cores 0 and 1 ({allowed:?})");
+        return;
+    }
+    let (dir, text) = example_elsewhere("pinned");
+    let cfg = dir.join("p.toml");
+    std::fs::write(&cfg, text.replace("cores = [0]", "cores = [1]")).unwrap();
+    let child = run_local(&cfg);
+    let tasks = format!("/proc/{}/task", child.0.id());
+    // A thread's name and the cores it may run on.
+    let threads = || -> Vec<(String, String)> {
+        let Ok(dir) = std::fs::read_dir(&tasks) else {
+            return Vec::new();
+        };
+        dir.filter_map(|t| {
+            let t = t.ok()?.path();
+            let comm = std::fs::read_to_string(t.join("comm")).ok()?;
+            let status = std::fs::read_to_string(t.join("status")).ok()?;
+            let cpus = status
+                .lines()
+                .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))?;
+            Some((comm.trim().to_string(), cpus.trim().to_string()))
+        })
+        .collect()
+    };
+    // Each thread pins itself as it starts: looked at until they have.
+    let start = std::time::Instant::now();
+    let mut seen = threads();
+    while ["router", "control"]
+        .iter()
+        .any(|n| !seen.iter().any(|(c, cpus)| c == n && cpus == "0"))
+        && start.elapsed() < std::time::Duration::from_secs(5)
+    {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+        seen = threads();
+    }
+    for name in ["router", "control"] {
+        assert!(
+            seen.iter().any(|(c, cpus)| c == name && cpus == "0"),
+            "{name} not on core 0 alone: {seen:?}"
+        );
+    }
+    drop(child);
+    std::fs::remove_dir_all(dir).ok();
+}
+
 /// `--config` (or `-c`) before or after the command, or
 /// `$FORWARDER_CONFIG`; a command's own wins over the others.
 #[test]
