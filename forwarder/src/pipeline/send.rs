@@ -79,7 +79,7 @@ impl Pipeline {
     /// The usual tagged frame, inline: one tag in, one tag out, swapped
     /// in place. False, with nothing done, for any other.
     #[inline(always)]
-    fn swap_tag(&mut self, burst: &mut Burst, i: usize, h: u32, e: &Egress) -> bool {
+    pub(super) fn swap_tag(&mut self, burst: &mut Burst, i: usize, h: u32, e: &Egress) -> bool {
         let queue = (e.queue & !TAGGED) as usize;
         let (Some(link), Some(p)) = (self.links.get(h as usize), self.parsed.get(i)) else {
             return false;
