@@ -7,8 +7,8 @@
 //! cache off; `full+flowcache`: the same with the default flow cache;
 //! `+resolved`: the same two with every next hop a gateway given by
 //! address and resolved (as ARP or neighbour discovery leave it);
-//! `+vlan`: the same two with every frame tagged, received and sent by
-//! VLAN sub-interfaces; `+vrf`: the same two with every port and route
+//! `+vlan`: the same two (and `route+vlan`) with every frame tagged,
+//! received and sent by VLAN sub-interfaces; `+vrf`: the same two with every port and route
 //! in a VRF (not the default one);
 //! `+capture`: the same two with a capture of port p0's received frames
 //! armed (at the default budget of frames a burst; `+capture+all`: every
@@ -309,6 +309,7 @@ pub fn run(
         ("rewrite".into(), Mode::Rewrite, &small, &t_small, None),
         ("route".into(), Mode::Route, &full, &t_full, None),
         ("route+cache".into(), Mode::Route, &cached, &t_cached, None),
+        ("route+vlan".into(), Mode::Route, &vlan, &t_vlan, None),
         ("full".into(), Mode::Full, &no_flow_cache, &t_nfc, None),
         (
             "full+resolved".into(),
