@@ -22,7 +22,7 @@
 //! behind one 802.1Q tag its port places (a sub-interface's VLAN, or a
 //! priority tag) where that sub-interface routes in its port's VRF, the
 //! tag swapped in place on the way out towards a hop on a one-tag
-//! sub-interface (route mode, tagged traffic on `turns`: 380.5 -> 312.7
+//! sub-interface (route mode, tagged traffic on `turns`: 380.5 -> 314.0
 //! instructions a packet). A burst with any other frame goes the general
 //! way whole (nothing is written, nothing counted before that is known),
 //! and the express way stands aside for the next [`EXPRESS_WAIT`] bursts:
@@ -111,17 +111,7 @@ impl Pipeline {
         let mut v6 = 0u64;
         for i in 0..n {
             match wire::plain_dst(burst.frame(i)) {
-                Some(PlainDst::V4(d)) => {
-                    self.dst4[n4 % MAX_BURST] = d;
-                    self.idx4[n4 % MAX_BURST] = i as u8;
-                    n4 += 1;
-                }
-                Some(PlainDst::V6(d)) => {
-                    self.dst6[n6 % MAX_BURST] = d;
-                    self.idx6[n6 % MAX_BURST] = i as u8;
-                    n6 += 1;
-                    v6 |= 1 << i;
-                }
+                Some(d) => self.gather(d, i, (&mut n4, &mut n6, &mut v6)),
                 // From the first frame that is not plain on, out of line:
                 // frames behind one tag too.
                 None => return self.express_from_tag(tables, burst, n, i, (n4, n6, v6)),
@@ -213,21 +203,28 @@ impl Pipeline {
                     d
                 }
             };
-            match dst {
-                PlainDst::V4(d) => {
-                    self.dst4[n4 % MAX_BURST] = d;
-                    self.idx4[n4 % MAX_BURST] = i as u8;
-                    n4 += 1;
-                }
-                PlainDst::V6(d) => {
-                    self.dst6[n6 % MAX_BURST] = d;
-                    self.idx6[n6 % MAX_BURST] = i as u8;
-                    n6 += 1;
-                    v6 |= 1 << i;
-                }
-            }
+            self.gather(dst, i, (&mut n4, &mut n6, &mut v6));
         }
         Some((n4, n6, v6, tagged))
+    }
+
+    /// Frame `i`'s destination `d` listed for its family's batched lookup
+    /// (`n4`, `n6` listed so far; `v6` a bit for each IPv6 frame).
+    #[inline(always)]
+    fn gather(&mut self, d: PlainDst, i: usize, (n4, n6, v6): (&mut usize, &mut usize, &mut u64)) {
+        match d {
+            PlainDst::V4(d) => {
+                self.dst4[*n4 % MAX_BURST] = d;
+                self.idx4[*n4 % MAX_BURST] = i as u8;
+                *n4 += 1;
+            }
+            PlainDst::V6(d) => {
+                self.dst6[*n6 % MAX_BURST] = d;
+                self.idx6[*n6 % MAX_BURST] = i as u8;
+                *n6 += 1;
+                *v6 |= 1 << i;
+            }
+        }
     }
 
     /// [`Pipeline::express_burst`]'s last pass for a burst with tagged
@@ -252,12 +249,8 @@ impl Pipeline {
             let done = if tagged >> i & 1 == 0 {
                 self.express_one(tables, burst, i, direct, fam)
             } else {
-                let h = match self.targets[i] {
-                    Some(t) if (t as usize) < direct => Some(t as usize),
-                    Some(t) => Pipeline::express_member::<4>(tables, burst, i, t, fam),
-                    None => None,
-                };
-                h.is_some_and(|h| self.express_swap(burst, i, h, fam))
+                self.express_target::<4>(tables, burst, i, direct, fam)
+                    .is_some_and(|h| self.express_swap(burst, i, h, fam))
             };
             if !done {
                 self.express_other(tables, burst, i);
@@ -399,15 +392,28 @@ impl Pipeline {
         direct: usize,
         v6: bool,
     ) -> bool {
-        let h = match self.targets[i % MAX_BURST] {
-            Some(t) if (t as usize) < direct => t as usize,
-            Some(t) => match Pipeline::express_member::<0>(tables, burst, i, t, v6) {
-                Some(h) => h,
-                None => return false,
-            },
-            None => return false,
+        let Some(h) = self.express_target::<0>(tables, burst, i, direct, v6) else {
+            return false;
         };
         self.express_hop(burst, i, h, v6)
+    }
+
+    /// The next hop of frame `i` (its packet `AT` bytes on, of family
+    /// `v6`): its target below `direct`, or an ECMP group's member.
+    #[inline(always)]
+    fn express_target<const AT: usize>(
+        &self,
+        tables: &Tables,
+        burst: &Burst,
+        i: usize,
+        direct: usize,
+        v6: bool,
+    ) -> Option<usize> {
+        match self.targets[i % MAX_BURST] {
+            Some(t) if (t as usize) < direct => Some(t as usize),
+            Some(t) => Pipeline::express_member::<AT>(tables, burst, i, t, v6),
+            None => None,
+        }
     }
 
     /// Frame `i`, plain (of family `v6`), rewritten towards next hop `h`
@@ -447,7 +453,6 @@ impl Pipeline {
     /// bit each, their sub-interfaces in `ingress`), as the general way's
     /// `ingress` leaves them: marked, and counted as received on their
     /// sub-interface (a priority tag's frame is its port's own).
-    #[cold]
     #[inline(never)]
     fn tagged_in(&mut self, burst: &Burst, tagged: u64) {
         self.tagged = tagged;
